@@ -1,0 +1,92 @@
+"""Frozen dataclasses that cross layer boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["router", "prefill", "decode", "unified"]
+Scope = Literal["host", "process", "unit", "endpoint"]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command (or HTTP fetch) produced. A failure is data, never an exception."""
+
+    host: str
+    source: str
+    argv: tuple[str, ...]
+    exit_status: int | None
+    stdout: bytes
+    stderr: str
+    duration_s: float
+    started_at: float
+    timed_out: bool = False
+    truncated: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.exit_status == 0
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A declared (or discovered) SGLang server, router or gateway on a host."""
+
+    role: Role
+    port: int
+    unit: str | None = None
+    metrics_port: int | None = None
+    log_file: str | None = None
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One host of the cluster as the cluster file or the command line gives it."""
+
+    name: str
+    address: str  # "local" means no SSH
+    port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    sudo: bool = False
+    services: tuple[ServiceSpec, ...] = ()
+    proxy_jump: str | None = None
+    nvidia_smi: str = "nvidia-smi"
+    simulated_gpu: bool = False
+    py_spy: str = "py-spy"
+
+    @property
+    def is_local(self) -> bool:
+        return self.address == "local"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """The whole cluster: a name and its hosts."""
+
+    name: str
+    hosts: tuple[HostSpec, ...]
+    store: str | None = None
+    accept_new_host_keys: bool = False
+    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One SGLang-related process found on a host (a row of `ps` plus what discovery adds)."""
+
+    pid: int
+    ppid: int
+    state: str  # first letter of ps STAT: R S D Z T t I
+    start_epoch: float | None
+    threads: int
+    rss_kb: int
+    args: str
+    kind: str  # server | scheduler | detokenizer | tokenizer | router | other
+    role: Role | None = None
+    port: int | None = None
+    rank: str | None = None  # "TP0", "DP1_TP3", ...
+    root_pid: int | None = None  # pid of the server/router this process belongs to

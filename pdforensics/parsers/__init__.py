@@ -1,0 +1,1 @@
+"""Text -> frozen dataclasses. Pure functions of a string; no registry logic here."""

@@ -1,0 +1,65 @@
+"""Python faulthandler dumps (``faulthandler.dump_traceback(all_threads=True)``, fatal errors)."""
+
+from __future__ import annotations
+
+import re
+
+from pdforensics.errors import ParseError
+from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
+
+_HEAD = re.compile(
+    r"^(?P<cur>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)"
+    r"(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):\s*$"
+)
+_STACK = re.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
+_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
+_OTHER = re.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
+
+
+def parse_faulthandler(text: str) -> ProcessDump | None:
+    """Parse a faulthandler dump (leaf first); None for empty input."""
+    if not text.strip():
+        return None
+    threads: list[ThreadStack] = []
+    cur: tuple[str, str | None, bool] | None = None
+    frames: list[Frame] = []
+    cache: dict[tuple[str, str, str], Frame] = {}
+    seen_header = False
+
+    def close() -> None:
+        if cur is not None:
+            threads.append(ThreadStack(cur[0], cur[1], "", tuple(frames), current=cur[2]))
+
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        m = _HEAD.match(line)
+        if m is not None or _STACK.match(line):
+            close()
+            seen_header = True
+            frames = []
+            if m is not None:
+                cur = (m.group("tid"), m.group("name"), m.group("cur") == "Current thread")
+            else:
+                cur = ("?", None, True)
+            continue
+        if cur is None:
+            continue  # "Fatal Python error: ..." and other preamble
+        fm = _FRAME.match(line)
+        if fm is not None:
+            key = (fm.group("func"), fm.group("file"), fm.group("line"))
+            frame = cache.get(key)
+            if frame is None:
+                ln = fm.group("line")
+                frame = Frame(key[0], key[1], int(ln) if ln.isdigit() else None)
+                cache[key] = frame
+            frames.append(frame)
+            continue
+        if _OTHER.match(line):
+            continue
+        close()
+        cur = None  # the block ended: trailer such as "Extension modules: ..."
+    close()
+    if not seen_header:
+        first = next(ln for ln in text.splitlines() if ln.strip())
+        raise ParseError("no faulthandler thread header", first, 1)
+    return ProcessDump("faulthandler", tuple(threads))

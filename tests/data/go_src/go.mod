@@ -1,0 +1,3 @@
+module example.invalid/wedge
+
+go 1.19

@@ -1,0 +1,61 @@
+// Command wedge is a sample for real goroutine dumps: a TCP server on 127.0.0.1 that
+// accepts and never answers, 30 goroutines blocked in http.Client.Do against it, and
+// net/http/pprof on another 127.0.0.1 port. It prints both addresses and then waits.
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"sync"
+)
+
+func blackhole(ln net.Listener, mu *sync.Mutex, held *[]net.Conn) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		*held = append(*held, c)
+		mu.Unlock()
+	}
+}
+
+func callBackend(client *http.Client, url string, wg *sync.WaitGroup) {
+	defer wg.Done()
+	resp, err := client.Get(url)
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
+func main() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go blackhole(ln, &mu, &held)
+
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	go http.Serve(pl, nil)
+
+	client := &http.Client{}
+	url := "http://" + ln.Addr().String() + "/generate"
+	var wg sync.WaitGroup
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go callBackend(client, url, &wg)
+	}
+	fmt.Printf("backend %s pprof %s\n", ln.Addr(), pl.Addr())
+	wg.Wait()
+}

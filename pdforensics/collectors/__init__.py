@@ -1,0 +1,9 @@
+"""Collectors: declarative sources in one registry, one source family per module."""
+
+from __future__ import annotations
+
+from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors.base import REGISTRY, Job, Source, Target
+
+__all__ = ["REGISTRY", "Job", "Source", "Target", "gpu", "http", "logs", "proc", "pyspy",
+           "sockets", "systemd", "versions"]

@@ -1,0 +1,61 @@
+"""GPU state: nvidia-smi (late, under its own timeout: it can hang on a wedged GPU) and NVML."""
+
+from __future__ import annotations
+
+import sys
+
+from pdforensics.collectors.base import MIB, SLOW, Source, register
+from pdforensics.model import HostSpec
+
+QUERY_GPU_FIELDS = (
+    "index,uuid,name,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total,"
+    "temperature.gpu,power.draw,clocks.sm,clocks.mem,clocks_throttle_reasons.active,pstate,"
+    "ecc.errors.uncorrected.volatile.total"
+)
+COMPUTE_APP_FIELDS = "pid,process_name,gpu_uuid,used_memory"
+GPU_TIMEOUT_S = 15
+
+
+def _smi(host: HostSpec, *args: str) -> tuple[str, ...]:
+    return (host.nvidia_smi, *args)
+
+
+NVIDIA_SMI_QUERY = register(Source(
+    name="nvidia_smi_query", description="per-GPU utilisation, memory, clocks, throttle, ECC",
+    scope="host",
+    build=lambda host, t: _smi(host, f"--query-gpu={QUERY_GPU_FIELDS}", "--format=csv"),
+    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
+    parser="nvidia_smi:parse_query_gpu", sample="nvsmi_query_gpu_h200.csv",
+))
+NVIDIA_SMI_APPS = register(Source(
+    name="nvidia_smi_apps", description="processes on each GPU",
+    scope="host",
+    build=lambda host, t: _smi(host, f"--query-compute-apps={COMPUTE_APP_FIELDS}",
+                               "--format=csv"),
+    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
+    parser="nvidia_smi:parse_compute_apps", sample="nvsmi_compute_apps.csv",
+))
+NVIDIA_SMI_NVLINK = register(Source(
+    name="nvidia_smi_nvlink", description="NVLink error counters (nvidia-smi nvlink -e)",
+    scope="host", build=lambda host, t: _smi(host, "nvlink", "-e"),
+    timeout_s=GPU_TIMEOUT_S, max_bytes=2 * MIB, priority=SLOW,
+    parser="nvidia_smi:parse_nvlink_errors", sample="nvsmi_nvlink_errors.txt",
+))
+NVIDIA_SMI_REMAP = register(Source(
+    name="nvidia_smi_row_remapper", description="row remapper state (-q -d ROW_REMAPPER)",
+    scope="host", build=lambda host, t: _smi(host, "-q", "-d", "ROW_REMAPPER"),
+    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
+    parser="nvidia_smi:parse_row_remapper", sample="nvsmi_row_remapper.txt",
+))
+NVIDIA_SMI = register(Source(
+    name="nvidia_smi", description="plain nvidia-smi: driver and CUDA versions, overview",
+    scope="host", build=lambda host, t: _smi(host), timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB,
+    priority=SLOW, parser="versions:parse_nvidia_smi_version", sample="nvsmi_plain.txt",
+))
+NVML = register(Source(
+    name="nvml", description="NVML through pynvml (local host only, in a child process)",
+    scope="host",
+    build=lambda host, t: (sys.executable, "-m", "pdforensics.collectors.nvml_probe"),
+    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW, parser=None, sample=None,
+    extension="json",
+))

@@ -1,0 +1,61 @@
+"""HTTP endpoints of servers and routers, fetched from the host itself with curl."""
+
+from __future__ import annotations
+
+from pdforensics.collectors.base import CHEAP, MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.model import HostSpec
+
+HTTP_TIMEOUT_S = 5.0
+
+
+def url_for(t: Target, port: int | None = None) -> str:
+    assert t.service is not None
+    addr = t.service.address
+    host = f"[{addr}]" if ":" in addr else addr
+    return f"http://{host}:{port or t.service.port}{t.path}"
+
+
+def curl(url: str, timeout_s: float) -> tuple[str, ...]:
+    return ("curl", "-sS", "-i", "--max-time", f"{timeout_s:g}", "--connect-timeout", "3", url)
+
+
+def _endpoint(name: str, path: str, description: str, priority: int, parser: str | None,
+              sample: str | None, timeout_s: float = HTTP_TIMEOUT_S, max_bytes: int = 4 * MIB,
+              metrics_port: bool = False) -> Source:
+    def build(host: HostSpec, t: Target) -> tuple[str, ...]:
+        assert t.service is not None
+        port = t.service.metrics_port if metrics_port else None
+        return curl(url_for(Target(service=t.service, path=path), port), timeout_s)
+
+    return register(Source(
+        name=name, description=description, scope="endpoint", build=build, timeout_s=timeout_s + 2,
+        max_bytes=max_bytes, priority=priority, parser=parser, sample=sample,
+        timeout_exits=(124, 137, 28), extension="http",
+    ))
+
+
+METRICS = _endpoint("metrics", "/metrics", "Prometheus /metrics of a server, sampled N times",
+                    CHEAP, "http:parse_http_response", "http_metrics_response.txt",
+                    max_bytes=16 * MIB)
+ROUTER_METRICS = _endpoint("router_metrics", "/metrics",
+                           "router/gateway Prometheus metrics port, sampled N times", CHEAP,
+                           "http:parse_http_response", "http_metrics_response.txt",
+                           max_bytes=16 * MIB, metrics_port=True)
+HEALTH = _endpoint("health", "/health", "/health of a server or router", CHEAP,
+                   "http:parse_http_response", "http_health_response.txt")
+MODEL_INFO = _endpoint("model_info", "/model_info", "/model_info (answered without the scheduler)",
+                       NORMAL, "http:parse_http_response", "http_health_response.txt")
+GET_MODEL_INFO = _endpoint("get_model_info", "/get_model_info", "/get_model_info (old name)",
+                           NORMAL, "http:parse_http_response", "http_health_response.txt")
+LOADS = _endpoint("loads", "/v1/loads?include=all", "/v1/loads with disagg queue counts",
+                  NORMAL, "http:parse_http_response", "http_health_response.txt")
+WORKERS = _endpoint("workers", "/workers", "router /workers: registered workers and health",
+                    CHEAP, "http:parse_http_response", "http_health_response.txt")
+# /server_info asks the scheduler with no timeout: on a wedged server it hangs, a signal.
+SERVER_INFO = _endpoint("server_info", "/server_info",
+                        "/server_info: all server args, version, internal states (asks the "
+                        "scheduler; hangs when it is wedged)", SLOW, "http:parse_http_response",
+                        "http_health_response.txt", timeout_s=8)
+GET_SERVER_INFO = _endpoint("get_server_info", "/get_server_info", "/get_server_info (old name)",
+                            SLOW, "http:parse_http_response", "http_health_response.txt",
+                            timeout_s=8)

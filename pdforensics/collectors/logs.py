@@ -1,0 +1,41 @@
+"""Log text from journald or a log file, bounded; signatures are matched offline."""
+
+from __future__ import annotations
+
+from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
+
+LOG_BYTES = 8 * MIB
+
+
+def _file(t: Target) -> str:
+    assert t.service is not None and t.service.log_file
+    return t.service.log_file
+
+
+def _unit(t: Target) -> str:
+    assert t.unit is not None
+    return t.unit
+
+
+JOURNAL = register(Source(
+    name="journal", description="journald lines of the service's unit (last 6 h, bounded)",
+    scope="unit",
+    build=lambda host, t: ("journalctl", "-u", _unit(t), "--since=-6h", "--no-pager",
+                           "-o", "short-iso", "-n", "100000"),
+    timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
+    sample="log_sglang_decode_transfer_stuck.txt", privileged=True,
+))
+
+LOG_FILE = register(Source(
+    name="log_file", description="tail of the service's log file (bounded)",
+    scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), _file(t)),
+    timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
+    sample="log_sglang_decode_transfer_stuck.txt", privileged=True,
+))
+
+KERNEL_LOG = register(Source(
+    name="kernel_log", description="kernel ring buffer (Xid / NVRM lines are read from it)",
+    scope="host", build=lambda host, t: ("dmesg", "--time-format=iso"),
+    timeout_s=8, max_bytes=4 * MIB, priority=SLOW, parser="nvidia_smi:parse_xid_lines",
+    sample="nvsmi_xid_dmesg.txt", privileged=True,
+))

@@ -1,0 +1,32 @@
+"""systemd state and unit files; where systemd is absent, /proc start times stand in."""
+
+from __future__ import annotations
+
+from pdforensics.collectors.base import CHEAP, KIB, NORMAL, Source, Target, register
+
+SHOW_PROPERTIES = (
+    "Id,LoadState,ActiveState,SubState,Result,ActiveEnterTimestamp,ExecMainStartTimestamp,"
+    "ExecMainPID,MainPID,NRestarts,ExecStart,Environment,EnvironmentFiles,FragmentPath,"
+    "DropInPaths,InactiveExitTimestamp,StateChangeTimestamp"
+)
+
+
+def _unit(t: Target) -> str:
+    assert t.unit is not None
+    return t.unit
+
+
+SYSTEMCTL_SHOW = register(Source(
+    name="systemctl_show", description="unit state: restarts, start times, MainPID, ExecStart",
+    scope="unit",
+    build=lambda host, t: ("systemctl", "show", _unit(t), "--no-pager",
+                           f"--property={SHOW_PROPERTIES}"),
+    timeout_s=5, max_bytes=256 * KIB, priority=CHEAP, parser="systemd:parse_systemctl_show",
+    sample="systemd_show_running.txt",
+))
+
+UNIT_FILE = register(Source(
+    name="unit_file", description="unit file text with its drop-ins (systemctl cat)",
+    scope="unit", build=lambda host, t: ("systemctl", "cat", _unit(t), "--no-pager"),
+    timeout_s=5, max_bytes=256 * KIB, priority=NORMAL, parser=None, sample=None,
+))

@@ -1,0 +1,210 @@
+"""Find SGLang servers, routers and their ranks in a host's process table."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pdforensics.model import ProcessInfo, Role, ServiceSpec
+from pdforensics.parsers.proc import PsRow, PsTable
+
+SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server")
+ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server")
+ROUTER_BINARIES = ("sgl-model-gateway", "smg", "sglang-router", "sgl-router")
+TITLE = re.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
+DEFAULT_SERVER_PORT = 30000
+DEFAULT_ROUTER_METRICS_PORT = 29000
+
+
+@dataclass(frozen=True)
+class Service:
+    """A server or router on a host, with the processes that belong to it."""
+
+    role: Role
+    kind: str  # server | router
+    port: int
+    address: str  # where to reach its HTTP port from the host itself
+    root_pid: int | None
+    pids: tuple[int, ...]
+    metrics_port: int | None
+    unit: str | None
+    log_file: str | None
+    declared: bool
+    tp_size: int = 1
+    dp_size: int = 1
+    metrics_enabled: bool = True
+    bootstrap_port: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.role}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    processes: tuple[ProcessInfo, ...]
+    services: tuple[Service, ...]
+    missing: tuple[str, ...] = ()  # declared services with no process found
+
+
+def flag_value(tokens: Sequence[str], name: str) -> str | None:
+    """Value of `--name V` or `--name=V` in an argv; the last one wins, like argparse."""
+    value = None
+    for i, tok in enumerate(tokens):
+        if tok == name and i + 1 < len(tokens):
+            value = tokens[i + 1]
+        elif tok.startswith(name + "="):
+            value = tok[len(name) + 1:]
+    return value
+
+
+def has_flag(tokens: Sequence[str], name: str) -> bool:
+    return any(t == name or t.startswith(name + "=") for t in tokens)
+
+
+def classify(args: str) -> tuple[str, str | None] | None:
+    """(kind, rank) of a process from its ps args, or None when it is not SGLang's."""
+    m = TITLE.match(args)
+    if m:
+        name = m.group(1)
+        kind = name if name in ("scheduler", "detokenizer", "tokenizer") else "other"
+        return kind, m.group(2)
+    tokens = args.split()
+    for i, tok in enumerate(tokens[:-1]):
+        if tok == "-m" and tokens[i + 1] in SERVER_MODULES:
+            return "server", None
+        if tok == "-m" and tokens[i + 1] in ROUTER_MODULES:
+            return "router", None
+    if tokens:
+        base = tokens[0].rsplit("/", 1)[-1]
+        if base in ROUTER_BINARIES:
+            return "router", None
+        if any(t.endswith("sglang/launch_server.py") for t in tokens[:3]):
+            return "server", None
+    return None
+
+
+def _int(text: str | None, default: int | None) -> int | None:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def _role_of(kind: str, tokens: Sequence[str]) -> Role:
+    if kind == "router":
+        return "router"
+    mode = flag_value(tokens, "--disaggregation-mode")
+    return mode if mode in ("prefill", "decode") else "unified"  # type: ignore[return-value]
+
+
+def _address(tokens: Sequence[str]) -> str:
+    host = flag_value(tokens, "--host") or "127.0.0.1"
+    if host == "::":
+        return "::1"
+    return "127.0.0.1" if host in ("0.0.0.0", "", "localhost") else host
+
+
+def discover(
+    ps: PsTable,
+    declared: Sequence[ServiceSpec] = (),
+    listen_pids: Mapping[int, set[int]] | None = None,
+    now: float | None = None,
+) -> Discovery:
+    """Services and their process trees; when services are declared only they belong."""
+    now = time.time() if now is None else now
+    rows = ps.by_pid()
+    children: dict[int, list[int]] = {}
+    for r in ps.rows:
+        children.setdefault(r.ppid, []).append(r.pid)
+    kinds = {r.pid: c for r in ps.rows if (c := classify(r.args)) is not None}
+    # a root is a server/router whose parent is not itself an SGLang process
+    roots = [pid for pid, (kind, _) in kinds.items()
+             if kind in ("server", "router") and kinds.get(rows[pid].ppid, ("",))[0]
+             not in ("server", "router")]
+
+    def tree(root: int) -> list[int]:
+        out, stack = [], [root]
+        while stack:
+            pid = stack.pop()
+            out.append(pid)
+            stack.extend(children.get(pid, []))
+        return sorted(out)
+
+    def service_from_root(root: int, spec: ServiceSpec | None) -> Service:
+        kind = kinds[root][0]
+        tokens = rows[root].args.split()
+        port = _int(flag_value(tokens, "--port"), DEFAULT_SERVER_PORT) or DEFAULT_SERVER_PORT
+        metrics_port = None
+        if kind == "router":
+            metrics_port = _int(flag_value(tokens, "--prometheus-port"),
+                                DEFAULT_ROUTER_METRICS_PORT)
+        role = _role_of(kind, tokens)
+        return Service(
+            role=spec.role if spec else role, kind=kind, port=spec.port if spec else port,
+            address=_address(tokens), root_pid=root, pids=tuple(tree(root)),
+            metrics_port=(spec.metrics_port if spec and spec.metrics_port else metrics_port),
+            unit=spec.unit if spec else None, log_file=spec.log_file if spec else None,
+            declared=spec is not None,
+            tp_size=_int(flag_value(tokens, "--tp-size") or flag_value(tokens, "--tp"), 1) or 1,
+            dp_size=_int(flag_value(tokens, "--dp-size") or flag_value(tokens, "--dp"), 1) or 1,
+            metrics_enabled=kind == "router" or has_flag(tokens, "--enable-metrics"),
+            bootstrap_port=_int(flag_value(tokens, "--disaggregation-bootstrap-port"), None)
+            if role == "prefill" else None,
+        )
+
+    services: list[Service] = []
+    missing: list[str] = []
+    if declared:
+        for spec in declared:
+            root = _root_for_port(spec.port, roots, rows, kinds, listen_pids or {})
+            if root is None:
+                missing.append(f"{spec.role}:{spec.port}")
+                services.append(Service(
+                    role=spec.role, kind="router" if spec.role == "router" else "server",
+                    port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
+                    metrics_port=spec.metrics_port, unit=spec.unit, log_file=spec.log_file,
+                    declared=True))
+            else:
+                services.append(service_from_root(root, spec))
+    else:
+        services = [service_from_root(root, None) for root in sorted(roots)]
+
+    processes = []
+    for svc in services:
+        for pid in svc.pids:
+            row = rows[pid]
+            kind, rank = kinds.get(pid, ("other", None))
+            processes.append(_process(row, kind, rank, svc, now))
+    return Discovery(tuple(processes), tuple(services), tuple(missing))
+
+
+def _root_for_port(
+    port: int, roots: Sequence[int], rows: Mapping[int, PsRow],
+    kinds: Mapping[int, tuple[str, str | None]], listen_pids: Mapping[int, set[int]],
+) -> int | None:
+    for root in roots:
+        tokens = rows[root].args.split()
+        ports = {_int(flag_value(tokens, "--port"), DEFAULT_SERVER_PORT)}
+        if kinds[root][0] == "router":
+            ports.add(_int(flag_value(tokens, "--prometheus-port"), None))
+        if port in ports:
+            return root
+    for pid in sorted(listen_pids.get(port, set())):
+        seen = set()
+        while pid in rows and pid not in seen:  # climb to the SGLang root
+            seen.add(pid)
+            if pid in roots:
+                return pid
+            pid = rows[pid].ppid
+    return None
+
+
+def _process(row: PsRow, kind: str, rank: str | None, svc: Service, now: float) -> ProcessInfo:
+    return ProcessInfo(
+        pid=row.pid, ppid=row.ppid, state=row.state, start_epoch=now - row.elapsed_s,
+        threads=row.threads, rss_kb=row.rss_kb, args=row.args, kind=kind, role=svc.role,
+        port=svc.port, rank=rank, root_pid=svc.root_pid,
+    )

@@ -1,0 +1,19 @@
+"""Transports run one single-statement command on a host and return a CommandResult."""
+
+from __future__ import annotations
+
+from pdforensics.transport.base import Transport, remote_argv
+from pdforensics.transport.local import LocalTransport
+from pdforensics.transport.ssh import SshTransport
+
+__all__ = ["LocalTransport", "SshTransport", "Transport", "remote_argv", "open_transport"]
+
+
+def open_transport(host: object, accept_new_host_keys: bool = False) -> Transport:
+    """The transport for a host: local subprocesses or one SSH connection."""
+    from pdforensics.model import HostSpec
+
+    assert isinstance(host, HostSpec)
+    if host.is_local:
+        return LocalTransport(host)
+    return SshTransport(host, accept_new_host_keys=accept_new_host_keys)

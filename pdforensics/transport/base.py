@@ -1,0 +1,43 @@
+"""The transport interface and the remote-side wrapping every command gets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pdforensics.model import CommandResult, HostSpec
+
+STDERR_CAP = 64 * 1024
+KILL_GRACE_S = 2
+
+
+class Transport(Protocol):
+    """Runs single-statement commands on one host; safe to call from many threads."""
+
+    host: HostSpec
+
+    def connect(self, timeout_s: float) -> None:
+        """Open the connection; raises TransportError with a one-line reason."""
+
+    def run(
+        self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int
+    ) -> CommandResult:
+        """Run argv (already wrapped by remote_argv) and never raise: failures are data."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection; in-flight runs end with an error result."""
+
+
+def remote_argv(
+    argv: Sequence[str], timeout_s: float, sudo: bool = False
+) -> tuple[str, ...]:
+    """Wrap a command so the remote side kills it on time: `[sudo -n] timeout -k 2 S cmd`."""
+    seconds = max(1, int(round(timeout_s)))
+    wrapped = ("timeout", "-k", str(KILL_GRACE_S), str(seconds), *argv)
+    return ("sudo", "-n", *wrapped) if sudo else wrapped
+
+
+def local_wait_s(timeout_s: float) -> float:
+    """How long the local side waits for a wrapped command before giving up on it."""
+    return max(1, int(round(timeout_s))) + KILL_GRACE_S + 1.5

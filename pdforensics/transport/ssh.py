@@ -1,0 +1,277 @@
+"""SSH transport: one paramiko connection per host, many concurrent exec channels."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from pdforensics.errors import HostKeyError, TransportError
+from pdforensics.model import CommandResult, HostSpec
+from pdforensics.transport.base import STDERR_CAP, local_wait_s
+
+BACKPRESSURE_SLEEP_S = 0.1
+
+
+class SshTransport:
+    """Runs commands over one SSH connection; channels opened concurrently, retried on
+    'administratively prohibited' (the server's MaxSessions back-pressure)."""
+
+    def __init__(self, host: HostSpec, accept_new_host_keys: bool = False):
+        self.host = host
+        self.accept_new_host_keys = accept_new_host_keys
+        self._client: paramiko.SSHClient | None = None
+        self._jump: paramiko.SSHClient | None = None
+        self._closed = threading.Event()
+        self._channels: set[paramiko.Channel] = set()
+        self._lock = threading.Lock()
+
+    # -- connection -------------------------------------------------------------------
+    def connect(self, timeout_s: float) -> None:
+        params = resolve_ssh_params(self.host)
+        sock = None
+        if params.proxy_jump:
+            sock = self._open_jump(params, timeout_s)
+        client = paramiko.SSHClient()
+        self._load_host_keys(client, params.known_hosts)
+        label = f"{self.host.name} ({params.hostname}:{params.port})"
+        try:
+            client.connect(
+                params.hostname, port=params.port, username=params.user,
+                key_filename=_keys(params), timeout=timeout_s,
+                banner_timeout=timeout_s, auth_timeout=timeout_s, channel_timeout=timeout_s,
+                allow_agent=True, look_for_keys=not params.identities, sock=sock,
+            )
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyError(
+                f"{label}: host key CHANGED (got {exc.key.get_name()} "
+                f"{exc.key.get_fingerprint().hex()}); refusing to connect. If the host was "
+                "rebuilt, remove its old line from known_hosts."
+            ) from None
+        except paramiko.SSHException as exc:
+            text = str(exc)
+            if "not found in known_hosts" in text:
+                raise HostKeyError(
+                    f"{label}: unknown host key, not in {params.known_hosts or 'known_hosts'}; "
+                    "verify it and add it, or pass --accept-new-host-keys"
+                ) from None
+            if isinstance(exc, paramiko.AuthenticationException):
+                raise TransportError(
+                    f"{label}: authentication failed for user {params.user or '(default)'}"
+                ) from None
+            raise TransportError(f"{label}: SSH failed: {text or type(exc).__name__}") from None
+        except TimeoutError:
+            raise TransportError(f"{label}: connection timed out after {timeout_s:.0f}s") from None
+        except OSError as exc:
+            raise TransportError(f"{label}: cannot connect: {exc.strerror or exc}") from None
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(5)
+        self._client = client
+
+    def _open_jump(self, params: SshParams, timeout_s: float) -> paramiko.Channel:
+        assert params.proxy_jump is not None
+        jump_host = HostSpec(name=f"{self.host.name}-jump", address=params.proxy_jump,
+                             known_hosts=self.host.known_hosts)
+        jparams = resolve_ssh_params(jump_host)
+        jump = paramiko.SSHClient()
+        self._load_host_keys(jump, jparams.known_hosts)
+        try:
+            jump.connect(jparams.hostname, port=jparams.port, username=jparams.user,
+                         key_filename=_keys(jparams), timeout=timeout_s,
+                         banner_timeout=timeout_s, auth_timeout=timeout_s)
+            jt = jump.get_transport()
+            assert jt is not None
+            chan = jt.open_channel("direct-tcpip", (params.hostname, params.port), ("", 0),
+                                   timeout=timeout_s)
+        except (paramiko.SSHException, OSError) as exc:
+            raise TransportError(f"{self.host.name}: ProxyJump {params.proxy_jump} failed: {exc}"
+                                 ) from None
+        self._jump = jump
+        return chan
+
+    def _load_host_keys(self, client: paramiko.SSHClient, known_hosts: str | None) -> None:
+        if known_hosts:
+            if not Path(known_hosts).exists():
+                raise HostKeyError(f"{self.host.name}: known_hosts file {known_hosts} not found")
+            client.load_host_keys(known_hosts)
+        else:
+            client.load_system_host_keys()
+        policy: paramiko.MissingHostKeyPolicy
+        policy = paramiko.AutoAddPolicy() if self.accept_new_host_keys else paramiko.RejectPolicy()
+        client.set_missing_host_key_policy(policy)
+
+    # -- commands ---------------------------------------------------------------------
+    def run(
+        self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int
+    ) -> CommandResult:
+        started = time.time()
+        t0 = time.monotonic()
+        wait_s = local_wait_s(timeout_s)
+        chan, error = self._open_channel(t0 + wait_s)
+        if chan is None:
+            return CommandResult(
+                host=self.host.name, source=source, argv=tuple(argv), exit_status=None,
+                stdout=b"", stderr="", duration_s=time.monotonic() - t0, started_at=started,
+                error=error, timed_out=error == "timed out opening a channel",
+            )
+        try:
+            chan.exec_command(shlex.join(argv))
+            out, err, truncated, timed_out, status = _pump(chan, t0 + wait_s, max_bytes,
+                                                          self._closed)
+            error = None
+            if status is None and not timed_out and not truncated:
+                error = "connection lost" if not self._closed.is_set() else "capture stopped"
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            out, err, truncated, timed_out, status = b"", b"", False, False, None
+            error = f"channel failed: {exc or type(exc).__name__}"
+        finally:
+            with self._lock:
+                self._channels.discard(chan)
+            chan.close()
+        return CommandResult(
+            host=self.host.name, source=source, argv=tuple(argv), exit_status=status,
+            stdout=out, stderr=err.decode("utf-8", "replace"),
+            duration_s=time.monotonic() - t0, started_at=started,
+            timed_out=timed_out, truncated=truncated, error=error,
+        )
+
+    def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:
+        """Open an exec channel, waiting out MaxSessions back-pressure until the deadline."""
+        while True:
+            if self._closed.is_set():
+                return None, "capture stopped"
+            transport = self._client.get_transport() if self._client else None
+            if transport is None or not transport.is_active():
+                return None, "connection lost"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, "timed out opening a channel"
+            try:
+                chan = transport.open_session(timeout=remaining)
+            except paramiko.ChannelException as exc:
+                # code 1 = administratively prohibited: MaxSessions reached; wait and retry
+                if exc.code == 1:
+                    time.sleep(BACKPRESSURE_SLEEP_S)
+                    continue
+                return None, f"channel refused: {exc.text}"
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                if "Timeout opening channel" in str(exc):
+                    return None, "timed out opening a channel"
+                return None, f"channel failed: {exc or type(exc).__name__}"
+            with self._lock:
+                self._channels.add(chan)
+            return chan, None
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            chans = list(self._channels)
+        for chan in chans:
+            chan.close()
+        for client in (self._client, self._jump):
+            if client is not None:
+                client.close()
+
+
+def _pump(
+    chan: paramiko.Channel, deadline: float, max_bytes: int, stop: threading.Event
+) -> tuple[bytes, bytes, bool, bool, int | None]:
+    """Read a channel with caps until exit, deadline or stop."""
+    out = bytearray()
+    err = bytearray()
+    truncated = timed_out = False
+    chan.settimeout(0.2)
+    while True:
+        if stop.is_set():
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            break
+        got = False
+        if chan.recv_ready():
+            chunk = chan.recv(65536)
+            got = True
+            room = max_bytes - len(out)
+            out += chunk[:room]
+            if len(chunk) > room:
+                truncated = True
+                break
+        if chan.recv_stderr_ready():
+            chunk = chan.recv_stderr(65536)
+            got = True
+            if len(err) < STDERR_CAP:
+                err += chunk[: STDERR_CAP - len(err)]
+        if not got:
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                break
+            if chan.closed or (chan.eof_received and chan.exit_status_ready()):
+                break
+            if chan.get_transport() is None or not chan.get_transport().is_active():
+                break
+            _wait_readable(chan, min(0.2, max(0.0, deadline - time.monotonic())))
+    status = chan.recv_exit_status() if chan.exit_status_ready() else None
+    return bytes(out), bytes(err), truncated, timed_out, status
+
+
+def _wait_readable(chan: paramiko.Channel, seconds: float) -> None:
+    import select
+
+    try:
+        select.select([chan], [], [], seconds)
+    except (OSError, ValueError):
+        time.sleep(seconds)
+
+
+def _keys(params: SshParams) -> Any:
+    """paramiko takes a list of key files despite its stub's str annotation."""
+    return params.identities or None
+
+
+class SshParams:
+    """Connection parameters after merging the host entry with ~/.ssh/config."""
+
+    def __init__(self, hostname: str, port: int, user: str | None, identities: list[str],
+                 known_hosts: str | None, proxy_jump: str | None):
+        self.hostname = hostname
+        self.port = port
+        self.user = user
+        self.identities = identities
+        self.known_hosts = known_hosts
+        self.proxy_jump = proxy_jump
+
+
+def resolve_ssh_params(host: HostSpec, config_path: str | None = None) -> SshParams:
+    """Merge a host entry with ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump,
+    UserKnownHostsFile); explicit entry values win."""
+    path = Path(config_path or os.path.expanduser("~/.ssh/config"))
+    cfg: dict[str, object] = {}
+    if path.exists():
+        try:
+            cfg = dict(paramiko.SSHConfig.from_path(str(path)).lookup(host.address))
+        except (OSError, paramiko.SSHException) as exc:
+            raise TransportError(f"{host.name}: cannot read {path}: {exc}") from None
+    hostname = str(cfg.get("hostname", host.address))
+    port = host.port or int(str(cfg.get("port", 22)))
+    user = host.user or (str(cfg["user"]) if "user" in cfg else None)
+    identities: list[str] = []
+    if host.identity:
+        identities = [host.identity]
+    elif "identityfile" in cfg:
+        files = cfg["identityfile"]
+        names = files if isinstance(files, list) else [files]
+        identities = [os.path.expanduser(str(f)) for f in names
+                      if os.path.exists(os.path.expanduser(str(f)))]
+    known = host.known_hosts
+    if known is None and "userknownhostsfile" in cfg:
+        known = os.path.expanduser(str(cfg["userknownhostsfile"]).split()[0])
+    jump = host.proxy_jump or (str(cfg["proxyjump"]) if "proxyjump" in cfg else None)
+    if jump == "none":
+        jump = None
+    return SshParams(hostname, port, user, identities, known, jump)

@@ -1,0 +1,136 @@
+"""Read sglang's source files from a wheel, a source tree or site-packages, without importing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pdforensics.errors import PdforensicsError
+
+MARKER = "srt/server_args.py"
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    """The files of one `sglang` package, by path relative to the package root."""
+
+    description: str
+    files: dict[str, str] = field(repr=False)  # lazily read: rel path -> where to read it
+    metadata_version: str | None = None
+    _zip: zipfile.ZipFile | None = field(default=None, repr=False, compare=False)
+    _root: Path | None = field(default=None, repr=False, compare=False)
+
+    def names(self) -> Iterator[str]:
+        return iter(sorted(self.files))
+
+    def read(self, rel: str) -> str | None:
+        """Text of `rel` (e.g. "srt/environ.py"), or None when absent or undecodable."""
+        where = self.files.get(rel)
+        if where is None:
+            return None
+        try:
+            if self._zip is not None:
+                data = self._zip.read(where)
+            else:
+                data = Path(where).read_bytes()
+        except (OSError, KeyError, zipfile.BadZipFile):
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_VERSION_LINE = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
+
+
+def _open_wheel(path: Path) -> SourceTree:
+    try:
+        zf = zipfile.ZipFile(path)
+        names = zf.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise PdforensicsError(f"unreadable wheel {path}: {exc}") from exc
+    prefix = next((n[: -len(MARKER)] for n in names if n.endswith("sglang/" + MARKER)), None)
+    if prefix is None:
+        zf.close()
+        raise PdforensicsError(f"not an sglang wheel (no sglang/{MARKER}): {path}")
+    files = {
+        n[len(prefix):]: n
+        for n in names
+        if n.startswith(prefix) and n.endswith(".py") and not n.endswith("/")
+    }
+    meta_version = None
+    meta = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
+    if meta is not None:
+        try:
+            m = _VERSION_LINE.search(zf.read(meta).decode("utf-8", "replace"))
+            meta_version = m.group(1) if m else None
+        except (OSError, KeyError, zipfile.BadZipFile):
+            meta_version = None
+    desc = f"{path.name} sha256:{_sha256(path)}"
+    return SourceTree(desc, files, meta_version, _zip=zf)
+
+
+def _find_package_dir(path: Path) -> Path | None:
+    """The `sglang` package dir at, inside, or below the usual places under `path`."""
+    candidates = [path, path / "sglang", path / "python" / "sglang"]
+    candidates += sorted(path.glob("lib/python3*/site-packages/sglang"))
+    candidates += sorted(path.glob("*/sglang"))
+    for c in candidates:
+        if (c / MARKER).is_file():
+            return c
+    return None
+
+
+def _dist_info_version(pkg: Path) -> str | None:
+    for meta in sorted(pkg.parent.glob("sglang-*.dist-info/METADATA")):
+        try:
+            m = _VERSION_LINE.search(meta.read_text("utf-8", "replace"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    for pyproject in (pkg.parent / "pyproject.toml", pkg.parent.parent / "pyproject.toml"):
+        try:
+            text = pyproject.read_text("utf-8", "replace")
+        except OSError:
+            continue
+        if re.search(r'^name\s*=\s*"sglang"', text, re.MULTILINE):
+            m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _open_dir(path: Path) -> SourceTree:
+    pkg = _find_package_dir(path)
+    if pkg is None:
+        raise PdforensicsError(f"not an sglang tree (no sglang/{MARKER} found): {path}")
+    files = {p.relative_to(pkg).as_posix(): str(p) for p in pkg.rglob("*.py") if p.is_file()}
+    return SourceTree(f"{pkg.resolve()}", files, _dist_info_version(pkg), _root=pkg)
+
+
+def open_source(path: Path) -> SourceTree:
+    """Open a wheel file or a directory holding an sglang package."""
+    if not path.exists():
+        raise PdforensicsError(f"path not found: {path}")
+    if path.is_dir():
+        return _open_dir(path)
+    if path.suffix in (".whl", ".zip"):
+        return _open_wheel(path)
+    if zipfile.is_zipfile(path):
+        return _open_wheel(path)
+    raise PdforensicsError(f"not an sglang wheel or directory: {path}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -97,10 +98,11 @@ _DMESG_T_RE = re.compile(
 _RANK_ONLY_RE = re.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 
 
-def _epoch(y: str, mo: str, d: str, h: str, mi: str, s: str, frac: str | None,
-           zone: str | None) -> float | None:
+def _epoch(parts: Sequence[str | None]) -> float | None:
+    """Epoch of (year, month, day, hour, min, sec, fraction, zone) strings."""
+    y, mo, d, h, mi, s, frac, zone = (list(parts) + [None] * 8)[:8]
     try:
-        yi, moi, di, hi, mii, si = int(y), int(mo), int(d), int(h), int(mi), int(s)
+        yi, moi, di, hi, mii, si = (int(x or "") for x in (y, mo, d, h, mi, s))
     except ValueError:
         return None
     if not (1 <= moi <= 12 and 1 <= di <= 31 and hi <= 23 and mii <= 59 and si <= 60
@@ -129,17 +131,16 @@ def parse_log_timestamp(line: str) -> float | None:
     head = line[:80]
     m = _SGLANG_RE.match(head)
     if m:
-        return _epoch(*m.groups()[:7], None)
+        return _epoch(m.groups()[:7])
     m = _ISO_RE.match(head)
     if m:
-        return _epoch(*m.groups())
+        return _epoch(m.groups())
     m = _DMESG_T_RE.match(head)
     if m:
         mon = _MONTHS.get(m.group(1).lower())
         if mon is None:
             return None
-        return _epoch(m.group(6), str(mon), m.group(2), m.group(3), m.group(4), m.group(5),
-                      None, None)
+        return _epoch((m.group(6), str(mon), m.group(2), m.group(3), m.group(4), m.group(5)))
     return None
 
 

@@ -11,7 +11,12 @@ from collections.abc import Container
 # Old exposed name -> new exposed name (what the newest catalog calls it).
 METRIC_ALIASES: dict[str, str] = {
     # PD prefill bootstrap queue: "prealloc" on prefill was renamed "bootstrap".
+    # (0.5.9 declares the old name, 0.5.15 and later the new one).
     "sglang:num_prefill_prealloc_queue_reqs": "sglang:num_prefill_bootstrap_queue_reqs",
+    # GPU busy time became forward-pass time (same `category` labels; 0.5.9 -> 0.5.15).
+    "sglang:gpu_execution_seconds_total": "sglang:forward_execution_seconds_total",
+    "sglang:dp_cooperation_gpu_execution_seconds_total":
+        "sglang:dp_cooperation_forward_execution_seconds_total",
 }
 
 _ENGINE_PREFIX = "sglang:"

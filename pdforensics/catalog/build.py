@@ -57,7 +57,7 @@ def _flag_modules(tree: SourceTree) -> list[Module]:
     parsed = [(rel, t) for rel in rels if (t := _parse(tree, rel)) is not None]
     pool: dict[str, Any] = {}
     per_module = []
-    for rel, t in parsed:
+    for _rel, t in parsed:
         syms = module_symbols(t)
         per_module.append(syms)
         for k, v in syms.items():
@@ -152,6 +152,9 @@ def write_catalog(catalog: Catalog, out: Path) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(catalog.to_json())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,7 +24,7 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.BitOr: operator.or_,
 }
 _MAX_LEN = 10_000
-_EMPTY_CALLS = {"list": [], "tuple": [], "dict": {}, "set": [], "frozenset": []}
+_EMPTY_CALLS: dict[str, Any] = {"list": [], "tuple": [], "dict": {}, "set": [], "frozenset": []}
 
 
 def _json_ok(value: Any) -> bool:

@@ -24,7 +24,7 @@ def shipped_path_name() -> str:
 @functools.cache
 def load_shipped_catalog() -> Catalog:
     """The shipped catalog, read and parsed on first use only."""
-    ref = resources.files("pdforensics.catalog").joinpath("data", shipped_path_name())
+    ref = resources.files("pdforensics.catalog").joinpath("data").joinpath(shipped_path_name())
     try:
         text = ref.read_text(encoding="utf-8")
     except (OSError, FileNotFoundError) as exc:

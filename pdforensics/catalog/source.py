@@ -23,6 +23,12 @@ class SourceTree:
     metadata_version: str | None = None
     _zip: zipfile.ZipFile | None = field(default=None, repr=False, compare=False)
     _root: Path | None = field(default=None, repr=False, compare=False)
+    _texts: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_texts(cls, texts: dict[str, str], description: str = "<memory>") -> SourceTree:
+        """A tree held in memory (tests, and sources already read from a bundle)."""
+        return cls(description, dict.fromkeys(texts, ""), _texts=dict(texts))
 
     def names(self) -> Iterator[str]:
         return iter(sorted(self.files))
@@ -32,6 +38,8 @@ class SourceTree:
         where = self.files.get(rel)
         if where is None:
             return None
+        if self._texts is not None:
+            return self._texts.get(rel)
         try:
             if self._zip is not None:
                 data = self._zip.read(where)

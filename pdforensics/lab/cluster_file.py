@@ -1,0 +1,36 @@
+"""Write the cluster.toml that points pdforensics at a lab."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pdforensics.lab.layout import LabHost, Ports
+
+
+def _s(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh: bool, sudo_user: str | None) -> str:
+    lines = ["[cluster]", 'name = "lab"', ""]
+    for host in hosts:
+        lines += ["[[hosts]]", f"name = {_s(host.name)}", f"address = {_s(host.address)}"]
+        if ssh:
+            lines += [
+                f"port = {ports.ssh}",
+                f"user = {_s(sudo_user or 'root')}",
+                'identity = "keys/id_ed25519"',
+                'known_hosts = "keys/known_hosts"',
+            ]
+            if sudo_user:
+                lines.append("sudo = true")
+        nvsmi = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
+        lines += [f"nvidia_smi = {_s(str(nvsmi))}", "simulated_gpu = true", ""]
+        lines += ["[[hosts.services]]", f"role = {_s(host.role)}"]
+        if host.role == "router":
+            lines += [f"port = {ports.router}", f"metrics_port = {ports.router_metrics}"]
+        else:
+            lines.append(f"port = {ports.prefill if host.role == 'prefill' else ports.decode}")
+        lines += [f"log_file = {_s(str(lab_dir / 'logs' / (host.role + '.log')))}", ""]
+    return "\n".join(lines)

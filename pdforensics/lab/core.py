@@ -1,0 +1,436 @@
+"""lab_up / lab_down / lab_status / set_fault: the lab's public operations."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pdforensics.errors import PdforensicsError
+from pdforensics.lab import sshd
+from pdforensics.lab.cluster_file import render_cluster
+from pdforensics.lab.faults import FAULTS
+from pdforensics.lab.layout import NVIDIA_SMI_SRC, STANDIN_DIR, LabHost, Ports, lab_hosts, paths
+from pdforensics.lab.procs import (
+    LAB_DIR_ENV,
+    check_port_free,
+    find_lab_processes,
+    kill_all,
+    spawn,
+    wait_until,
+)
+
+READY_TIMEOUT_S = 20.0
+MODEL_PATH = "/models/DeepSeek-V3"
+MODEL_NAME = "deepseek-v3"
+
+
+@dataclass(frozen=True)
+class LabHostInfo:
+    """One lab host as a caller sees it."""
+
+    name: str
+    role: str
+    address: str  # "local" without ssh
+    bind: str  # where its HTTP (and sshd) listen
+    http_port: int
+    metrics_port: int | None
+    ssh_port: int | None
+
+
+@dataclass(frozen=True)
+class LabInfo:
+    """What lab_up started."""
+
+    dir: Path
+    cluster_file: Path
+    fault: str
+    hosts: tuple[LabHostInfo, ...]
+    pids: dict[str, int]
+    ports: Ports
+
+    def host(self, role: str) -> LabHostInfo:
+        return next(h for h in self.hosts if h.role == role)
+
+    def url(self, role: str) -> str:
+        h = self.host(role)
+        return f"http://{h.bind}:{h.http_port}"
+
+
+@dataclass(frozen=True)
+class LabProcess:
+    name: str  # router | prefill | decode | sshd:<host> | <role>:<title>
+    pid: int
+    alive: bool
+
+
+@dataclass(frozen=True)
+class LabStatus:
+    dir: Path
+    fault: str | None
+    running: bool
+    processes: tuple[LabProcess, ...]
+
+
+def _check_fault(fault: str) -> None:
+    if fault not in FAULTS:
+        raise PdforensicsError(f"unknown fault {fault!r}; choose one of: {', '.join(FAULTS)}")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _read_json(lab_dir: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(paths(lab_dir)["json"].read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _recorded(data: dict[str, Any] | None) -> dict[str, tuple[int, float]]:
+    if not data:
+        return {}
+    return {name: (int(v[0]), float(v[1])) for name, v in data.get("pids", {}).items()}
+
+
+def _server_env(lab_dir: Path, host: LabHost, secret_env: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PDFX_"))}
+    env.update(
+        {
+            "PYTHONPATH": str(STANDIN_DIR),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            LAB_DIR_ENV: str(lab_dir),
+            "PDFX_LAB_HOST": host.name,
+        }
+    )
+    if host.role in ("prefill", "decode"):
+        env.update(
+            {
+                "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "300",
+                "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "300",
+                "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL": "5",
+                "NCCL_DEBUG": "WARN",
+                "NCCL_IB_DISABLE": "0",
+                "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in host.gpus),
+                "HF_HOME": str(lab_dir / "hf"),
+            }
+        )
+    env.update(secret_env or {})
+    return env
+
+
+def _server_argv(host: LabHost, ports: Ports) -> list[str]:
+    port = ports.prefill if host.role == "prefill" else ports.decode
+    argv = [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        MODEL_PATH,
+        "--served-model-name",
+        MODEL_NAME,
+        "--disaggregation-mode",
+        host.role,
+    ]
+    if host.role == "prefill":
+        argv += ["--disaggregation-bootstrap-port", str(ports.bootstrap)]
+    argv += [
+        "--disaggregation-transfer-backend",
+        "mooncake",
+        "--tp-size",
+        "2",
+        "--dp-size",
+        "1",
+        "--host",
+        host.bind,
+        "--port",
+        str(port),
+        "--enable-metrics",
+        "--mem-fraction-static",
+        "0.85",
+        "--chunked-prefill-size",
+        "8192",
+        "--page-size",
+        "64",
+        "--kv-cache-dtype",
+        "fp8_e4m3",
+        "--watchdog-timeout",
+        "300",
+        "--trust-remote-code",
+    ]
+    if host.role == "decode":
+        argv += ["--cuda-graph-max-bs", "128"]
+    return argv
+
+
+def _router_argv(host: LabHost, prefill: LabHost, decode: LabHost, ports: Ports) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "sglang_router.launch_router",
+        "--pd-disaggregation",
+        "--prefill",
+        f"http://{prefill.bind}:{ports.prefill}",
+        str(ports.bootstrap),
+        "--decode",
+        f"http://{decode.bind}:{ports.decode}",
+        "--host",
+        host.bind,
+        "--port",
+        str(ports.router),
+        "--prometheus-port",
+        str(ports.router_metrics),
+        "--policy",
+        "cache_aware",
+    ]
+
+
+def _install_nvidia_smi(lab_dir: Path, host: LabHost) -> Path:
+    dest = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    text = NVIDIA_SMI_SRC.read_text()
+    text = text.replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
+    text = text.replace("@@LAB_DIR@@", str(lab_dir)).replace("@@LAB_HOST@@", host.name)
+    _write_atomic(dest, text)
+    dest.chmod(0o755)
+    return dest
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def _log_tail(path: Path, n: int = 3) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])
+
+
+def lab_up(
+    lab_dir: Path,
+    fault: str = "healthy",
+    ssh: bool = False,
+    base_port: int | None = None,
+    sudo_user: str | None = None,
+    secret_env: dict[str, str] | None = None,
+) -> LabInfo:
+    """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached."""
+    _check_fault(fault)
+    lab_dir = Path(lab_dir).resolve()
+    p = paths(lab_dir)
+    old = _read_json(lab_dir)
+    if old and any(_alive(pid, ct) for pid, ct in _recorded(old).values()):
+        raise PdforensicsError(f"a lab is already running in {lab_dir}; run `pdforensics lab down` first")
+    if sudo_user and not ssh:
+        raise PdforensicsError("sudo_user needs ssh=True")
+    ports = Ports.from_base(base_port)
+    hosts = lab_hosts(ssh)
+    if ssh:
+        sshd.require_tools()
+    for host in hosts:
+        wanted = {
+            "router": (ports.router, ports.router_metrics),
+            "prefill": (ports.prefill, ports.bootstrap),
+            "decode": (ports.decode,),
+        }[host.role]
+        for port in wanted + ((ports.ssh,) if ssh else ()):
+            check_port_free(host.bind, port)
+    for key in ("logs", "run"):
+        p[key].mkdir(parents=True, exist_ok=True)
+    for stale in p["run"].glob("*/rank*.json"):
+        stale.unlink()
+    _write_atomic(p["fault"], fault + "\n")
+    for host in hosts:
+        _install_nvidia_smi(lab_dir, host)
+    if ssh:
+        sshd.prepare(lab_dir, hosts, ports.ssh)
+        if sudo_user:
+            sshd.ensure_sudo_user(sudo_user, lab_dir)
+    by_role = {h.role: h for h in hosts}
+    started: dict[str, psutil.Process] = {}
+    record: dict[str, Any] = {
+        "dir": str(lab_dir),
+        "fault": fault,
+        "ssh": ssh,
+        "sudo_user": sudo_user,
+        "ports": ports.__dict__,
+        "pids": {},
+        "hosts": [],
+    }
+
+    def save() -> None:
+        record["pids"] = {k: [v.pid, v.create_time()] for k, v in started.items()}
+        _write_atomic(p["json"], json.dumps(record, indent=2))
+
+    record["hosts"] = [
+        {"name": h.name, "role": h.role, "address": h.address, "bind": h.bind, "gpus": list(h.gpus)} for h in hosts
+    ]
+    try:
+        if ssh:
+            for host in hosts:
+                started[f"sshd:{host.name}"] = spawn(
+                    sshd.sshd_argv(lab_dir, host), dict(os.environ), p["logs"] / f"sshd-{host.name}.log", lab_dir
+                )
+        for role in ("prefill", "decode"):
+            host = by_role[role]
+            started[role] = spawn(
+                _server_argv(host, ports), _server_env(lab_dir, host, secret_env), p["logs"] / f"{role}.log", lab_dir
+            )
+        router = by_role["router"]
+        started["router"] = spawn(
+            _router_argv(router, by_role["prefill"], by_role["decode"], ports),
+            _server_env(lab_dir, router, secret_env),
+            p["logs"] / "router.log",
+            lab_dir,
+        )
+        save()
+        _wait_ready(lab_dir, by_role, ports, ssh, started)
+    except BaseException:
+        lab_down(lab_dir)
+        raise
+    _write_atomic(p["cluster"], render_cluster(lab_dir, hosts, ports, ssh, sudo_user))
+    return _info(lab_dir, record, hosts, ports, ssh)
+
+
+def _alive(pid: int, ctime: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - ctime) < 0.05 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_ready(
+    lab_dir: Path, by_role: dict[str, LabHost], ports: Ports, ssh: bool, started: dict[str, psutil.Process]
+) -> None:
+    checks: list[tuple[str, str, Any]] = []
+    for role, port in (("prefill", ports.prefill), ("decode", ports.decode), ("router", ports.router)):
+        url = f"http://{by_role[role].bind}:{port}/health"
+        checks.append((role, url, lambda u=url: _http_ok(u)))
+    prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
+    checks.append(("router", prom, lambda: _http_ok(prom)))
+    for role in ("prefill", "decode"):
+        for rank in (0, 1):
+            state = lab_dir / "run" / role / f"rank{rank}.json"
+            checks.append((role, f"scheduler TP{rank} state", lambda s=state: s.exists()))
+    if ssh:
+        for host in by_role.values():
+            checks.append(
+                (
+                    f"sshd-{host.name}",
+                    f"sshd {host.bind}:{ports.ssh}",
+                    lambda h=host: sshd.banner_ready(h.bind, ports.ssh),
+                )
+            )
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for name, what, check in checks:
+        proc = started.get(name if not name.startswith("sshd-") else "sshd:" + name[5:])
+
+        def done(c: Any = check, p: psutil.Process | None = proc) -> bool:
+            return bool(c()) or (p is not None and not _running(p))
+
+        ok = wait_until(done, max(0.0, deadline - time.monotonic()))
+        if not ok or not check():
+            log = lab_dir / "logs" / f"{name}.log"
+            raise PdforensicsError(
+                f"lab {name} not ready ({what}) within {READY_TIMEOUT_S:.0f} s; "
+                f"see {log}: {_log_tail(log)}"
+            )
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _info(lab_dir: Path, record: dict[str, Any], hosts: tuple[LabHost, ...], ports: Ports, ssh: bool) -> LabInfo:
+    infos = []
+    for h in hosts:
+        http = {"router": ports.router, "prefill": ports.prefill, "decode": ports.decode}[h.role]
+        infos.append(
+            LabHostInfo(
+                h.name,
+                h.role,
+                h.address,
+                h.bind,
+                http,
+                ports.router_metrics if h.role == "router" else None,
+                ports.ssh if ssh else None,
+            )
+        )
+    return LabInfo(
+        dir=lab_dir,
+        cluster_file=paths(lab_dir)["cluster"],
+        fault=str(record["fault"]),
+        hosts=tuple(infos),
+        pids={k: int(v[0]) for k, v in record["pids"].items()},
+        ports=ports,
+    )
+
+
+def lab_down(lab_dir: Path) -> None:
+    """Kill every process of the lab (servers, ranks, router, sshd); idempotent."""
+    lab_dir = Path(lab_dir).resolve()
+    p = paths(lab_dir)
+    procs = find_lab_processes(lab_dir, _recorded(_read_json(lab_dir)))
+    left = kill_all(procs)
+    if left:
+        raise PdforensicsError(f"could not stop lab processes: {', '.join(str(x.pid) for x in left)}")
+    for path in [p["json"], *p["run"].glob("*/rank*.json"), *p["sshd"].glob("*.pid")]:
+        path.unlink(missing_ok=True)
+
+
+def lab_status(lab_dir: Path) -> LabStatus:
+    """Which processes of the lab are alive, and its current fault."""
+    lab_dir = Path(lab_dir).resolve()
+    data = _read_json(lab_dir)
+    fault_file = paths(lab_dir)["fault"]
+    fault = fault_file.read_text().strip() if fault_file.exists() else None
+    out: list[LabProcess] = []
+    for name, (pid, ctime) in _recorded(data).items():
+        alive = _alive(pid, ctime)
+        out.append(LabProcess(name, pid, alive))
+        if alive and name in ("prefill", "decode"):
+            try:
+                for child in psutil.Process(pid).children():
+                    title = " ".join(child.cmdline()).strip() or child.name()
+                    out.append(LabProcess(f"{name}:{title}", child.pid, child.status() != psutil.STATUS_ZOMBIE))
+            except psutil.Error:
+                pass
+    running = any(x.alive for x in out)
+    return LabStatus(dir=lab_dir, fault=fault if data else None, running=running, processes=tuple(out))
+
+
+def set_fault(lab_dir: Path, fault: str) -> None:
+    """Switch the fault at run time; servers pick it up within about 0.5 s.
+
+    process-dead kills decode TP1 for good: switching back needs lab_down + lab_up.
+    """
+    _check_fault(fault)
+    lab_dir = Path(lab_dir).resolve()
+    data = _read_json(lab_dir)
+    if data is None:
+        raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up`")
+    _write_atomic(paths(lab_dir)["fault"], fault + "\n")
+    data["fault"] = fault
+    _write_atomic(paths(lab_dir)["json"], json.dumps(data, indent=2))

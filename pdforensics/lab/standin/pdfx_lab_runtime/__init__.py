@@ -1,0 +1,79 @@
+"""Glue shared by the lab's stand-in processes: lab dir, fault file, rank state files."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+from datetime import datetime
+
+LAB_DIR_ENV = "PDFX_LAB_DIR"
+LAB_HOST_ENV = "PDFX_LAB_HOST"
+
+
+def lab_dir() -> str:
+    return os.environ.get(LAB_DIR_ENV, "/tmp/pdfx-lab")
+
+
+def current_fault() -> str:
+    """The fault the lab is in now (the file is rewritten atomically by set_fault)."""
+    try:
+        with open(os.path.join(lab_dir(), "fault")) as fh:
+            return fh.read().strip() or "healthy"
+    except OSError:
+        return "healthy"
+
+
+def state_path(role: str, rank: int) -> str:
+    return os.path.join(lab_dir(), "run", role, f"rank{rank}.json")
+
+
+def write_state(role: str, rank: int, state: dict) -> None:
+    """Atomically publish one rank's metric state (the HTTP process and nvidia-smi read it)."""
+    path = state_path(role, rank)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(state, fh)
+    os.replace(tmp, path)
+
+
+def read_state(role: str, rank: int) -> dict | None:
+    try:
+        with open(state_path(role, rank)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def die_with_parent() -> None:
+    """PR_SET_PDEATHSIG(SIGKILL): a child dies when the server that forked it dies."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except OSError:
+        pass
+    if os.getppid() != parent or parent == 1:
+        os._exit(0)
+
+
+def log(tag: str, msg: str) -> None:
+    """One SGLang-style log line on stderr: `[2026-12-02 10:20:28 TP0] msg`."""
+    stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    prefix = f"[{stamp} {tag}] " if tag else f"[{stamp}] "
+    sys.stderr.write(prefix + msg + "\n")
+    sys.stderr.flush()
+
+
+def sleep_until_fault_changes(fault: str, seconds: float) -> bool:
+    """Sleep up to `seconds` in 0.1 s steps; True when the fault changed meanwhile."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        if current_fault() != fault:
+            return True
+    return current_fault() != fault

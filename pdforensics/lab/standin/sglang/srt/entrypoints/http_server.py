@@ -1,0 +1,177 @@
+"""Stand-in of sglang's HTTP server process: forks schedulers + detokenizer, serves HTTP."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from pdfx_lab_runtime import log
+
+import sglang
+from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
+from sglang.srt.managers.scheduler import run_scheduler_process
+from sglang.srt.managers.tokenizer_manager import TokenizerManager
+from sglang.srt.metrics.collector import render
+
+JSON = "application/json"
+PROM = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _model_info(args: dict) -> dict:
+    return {
+        "model_path": args["model_path"],
+        "tokenizer_path": args["tokenizer_path"],
+        "is_generation": True,
+        "preferred_sampling_params": None,
+        "weight_version": "default",
+        "has_image_understanding": False,
+        "has_audio_understanding": False,
+        "model_type": "deepseek_v3",
+        "architectures": ["DeepseekV3ForCausalLM"],
+    }
+
+
+def _loads(args: dict, states: list[dict]) -> dict:
+    loads = []
+    for s in states[:1]:
+        loads.append(
+            {
+                "dp_rank": 0,
+                "num_running_reqs": int(s["running"]),
+                "num_waiting_reqs": int(s["queue"]),
+                "num_total_reqs": int(s["running"] + s["queue"]),
+                "num_used_tokens": int(s["used_tokens"]),
+                "max_total_num_tokens": int(s["max_total_num_tokens"]),
+                "token_usage": s["token_usage"],
+                "gen_throughput": s["gen_throughput"],
+                "cache_hit_rate": s["cache_hit_rate"],
+                "utilization": s["utilization"],
+                "max_running_requests": args["max_running_requests"],
+                "disaggregation": {
+                    "mode": args["disaggregation_mode"],
+                    "prefill_prealloc_queue_reqs": int(s["prefill_bootstrap_q"]),
+                    "prefill_inflight_queue_reqs": int(s["prefill_inflight_q"]),
+                    "decode_prealloc_queue_reqs": int(s["decode_prealloc_q"]),
+                    "decode_transfer_queue_reqs": int(s["decode_transfer_q"]),
+                    "kv_transfer_speed_gb_s": s["kv_speed"],
+                    "kv_transfer_latency_ms": s["kv_latency"],
+                },
+            }
+        )
+    return {"timestamp": time.time(), "version": sglang.__version__, "dp_rank_count": 1, "loads": loads}
+
+
+def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandler]:
+    role = args["disaggregation_mode"]
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "uvicorn"
+        sys_version = ""
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *a: object) -> None:  # noqa: A002
+            return
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("content-type", ctype)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, obj: object, code: int = 200) -> None:
+            self._send(code, json.dumps(obj).encode(), JSON)
+
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            if path == "/metrics" and args["enable_metrics"]:
+                self._send(200, render(role, args["served_model_name"], tm.rank_states()).encode(), PROM)
+            elif path in ("/health", "/health_generate"):
+                self._send(200, b"", "text/plain; charset=utf-8")
+            elif path in ("/model_info", "/get_model_info"):
+                self._json(_model_info(args))
+            elif path in ("/server_info", "/get_server_info"):
+                internal = tm.get_internal_state()
+                self._json({**args, "version": sglang.__version__, "internal_states": internal})
+            elif path in ("/v1/loads", "/get_load"):
+                self._json(_loads(args, tm.rank_states()))
+            elif path == "/v1/models":
+                self._json(
+                    {
+                        "object": "list",
+                        "data": [
+                            {
+                                "id": args["served_model_name"],
+                                "object": "model",
+                                "created": int(time.time()),
+                                "owned_by": "sglang",
+                                "root": args["model_path"],
+                                "max_model_len": 163840,
+                            }
+                        ],
+                    }
+                )
+            else:
+                self._json({"detail": "Not Found"}, 404)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            self.rfile.read(length)
+            path = urlsplit(self.path).path
+            if path in ("/generate", "/v1/completions", "/v1/chat/completions"):
+                self._json(
+                    {
+                        "text": " Paris.",
+                        "meta_info": {
+                            "id": "lab",
+                            "finish_reason": {"type": "stop"},
+                            "prompt_tokens": 7,
+                            "completion_tokens": 2,
+                        },
+                    }
+                )
+            else:
+                self._json({"detail": "Not Found"}, 404)
+
+    return Handler
+
+
+def _reap(children: list) -> None:
+    """Join exited children so a dead rank is gone, not a zombie."""
+    while True:
+        for child in children:
+            child.is_alive()
+        time.sleep(0.5)
+
+
+def launch_server(args: dict) -> None:
+    ctx = mp.get_context("fork")
+    role = args["disaggregation_mode"]
+    tp_size = int(args["tp_size"])
+    parent_end, child_end = ctx.Pipe()
+    children = []
+    for rank in range(tp_size):
+        ctrl = child_end if rank == 0 else None
+        p = ctx.Process(
+            target=run_scheduler_process,
+            args=(role, rank, tp_size, ctrl, args),
+            name=f"scheduler_TP{rank}",
+            daemon=False,
+        )
+        p.start()
+        children.append(p)
+    detok = ctx.Process(target=run_detokenizer_process, name="detokenizer", daemon=False)
+    detok.start()
+    children.append(detok)
+    tm = TokenizerManager(role, tp_size, parent_end)
+    threading.Thread(target=tm.handle_loop, name="tokenizer_manager", daemon=True).start()
+    threading.Thread(target=_reap, args=(children,), name="reaper", daemon=True).start()
+    httpd = ThreadingHTTPServer((args["host"], int(args["port"])), make_handler(args, tm))
+    httpd.daemon_threads = True
+    log("", f"Uvicorn running on http://{args['host']}:{args['port']} (Press CTRL+C to quit)")
+    log("", "The server is fired up and ready to roll!")
+    httpd.serve_forever()

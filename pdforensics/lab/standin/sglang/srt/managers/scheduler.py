@@ -1,0 +1,179 @@
+"""Stand-in of sglang's Scheduler: one process per tp rank, PD event loops, fault behaviour."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import traceback
+
+from pdfx_lab_runtime import current_fault, die_with_parent, log
+
+from sglang.srt.disaggregation.decode import DecodePreallocQueue, DecodeTransferQueue
+from sglang.srt.disaggregation.mooncake.conn import MooncakeKVManager
+from sglang.srt.disaggregation.prefill import (
+    PrefillBootstrapQueue,
+    process_disagg_prefill_inflight_queue,
+)
+from sglang.srt.distributed.parallel_state import GroupCoordinator
+from sglang.srt.managers.scheduler_metrics_mixin import SchedulerMetricsMixin, initial_state
+from sglang.srt.model_executor.model_runner import ModelRunner
+from sglang.srt.utils import broadcast_pyobj
+from sglang.srt.utils.watchdog import Watchdog
+
+FOREVER = 3600.0
+
+
+class Scheduler(SchedulerMetricsMixin):
+    def __init__(self, role: str, rank: int, tp_size: int, ctrl, server_args: dict):
+        self.role = role
+        self.rank = rank
+        self.ctrl = ctrl
+        self.server_args = server_args
+        self.rng = random.Random()
+        self.state = initial_state(role, rank)
+        self.tp_group = GroupCoordinator(rank, tp_size)
+        self.model_runner = ModelRunner()
+        self.disagg_prealloc_queue = DecodePreallocQueue()
+        self.disagg_decode_transfer_queue = DecodeTransferQueue()
+        self.disagg_prefill_bootstrap_queue = PrefillBootstrapQueue()
+        self._last_tick = time.monotonic()
+        self._last_write = 0.0
+        self._last_log = 0.0
+        self._last_fail = 0.0
+        self.publish(force=True)
+
+    # -- input -------------------------------------------------------------------------
+    def recv_requests(self, timeout: float) -> list:
+        """Poll the tokenizer's socket; rank 0 also answers get_internal_state."""
+        if self.ctrl is None:
+            time.sleep(timeout)
+            return []
+        if self.ctrl.poll(timeout):
+            req_id, _what = self.ctrl.recv()
+            self.ctrl.send((req_id, self.get_internal_state()))
+        return []
+
+    def get_internal_state(self) -> dict:
+        s = self.state
+        return {
+            "last_gen_throughput": s["gen_throughput"],
+            "num_running_reqs": int(s["running"]),
+            "num_queue_reqs": int(s["queue"]),
+            "token_usage": s["token_usage"],
+            "memory_usage": {
+                "weight": 38.61,
+                "kvcache": 29.74,
+                "token_capacity": s["max_total_num_tokens"],
+                "graph": 1.37,
+            },
+            "avg_spec_accept_length": None,
+            "step_time_dict": {},
+            "pid": os.getpid(),
+            "tp_rank": self.rank,
+        }
+
+    # -- compute -----------------------------------------------------------------------
+    def run_batch(self, seconds: float) -> float:
+        return self.model_runner.forward(seconds)
+
+    def run_failing_batch(self) -> None:
+        raise RuntimeError(
+            "CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, "
+            "so the stacktrace below might be incorrect."
+        )
+
+    def process_decode_queue(self, fault: str) -> list:
+        self.disagg_prealloc_queue.pop_preallocated()
+        if fault == "transfer-stuck":
+            return self.disagg_decode_transfer_queue.pop_transferred(fault, 1.0)
+        return []
+
+    # -- fault helpers -----------------------------------------------------------------
+    def _transfer_failure_tick(self) -> None:
+        now = time.monotonic()
+        if now - self._last_fail < 1.0:
+            return
+        self._last_fail = now
+        self.state["transfer_failed"] += 1
+        room = self.rng.randint(10**17, 10**18)
+        rid = f"{self.rng.getrandbits(128):032x}"
+        log(
+            f"TP{self.rank}",
+            (
+                f"Decode transfer failed for request rank={self.rank} req.rid='{rid}' "
+                f"req.bootstrap_room={room} with exception KVTransferError(bootstrap_room={room}): "
+                f"Request {room} timed out after 300.0s in KVPoll.WaitingForInput"
+            ),
+        )
+
+    # -- event loops ---------------------------------------------------------------------
+    def event_loop_normal_disagg_decode(self) -> None:
+        while True:
+            fault = current_fault()
+            if fault == "process-dead" and self.rank == 1:
+                self.run_failing_batch()
+            elif fault == "process-dead" or fault == "forgotten-requests":
+                self.recv_requests(0.2)
+                running = self.state["running"] or 23.0
+                self.log_idle({"running": running, "queue": 0.0})
+            elif fault == "rank-stuck":
+                if self.rank == 1:
+                    self.tp_group.all_reduce(fault, FOREVER)
+                else:
+                    broadcast_pyobj(fault, FOREVER)
+            elif fault == "hung-endpoint":
+                self.tp_group.broadcast_object(fault, FOREVER)
+            elif fault == "transfer-stuck":
+                self.recv_requests(0.05)
+                self.process_decode_queue(fault)
+                self._transfer_failure_tick()
+                self.log_idle({"decode_transfer_q": 14.0, "decode_prealloc_q": 3.0})
+            else:
+                self.recv_requests(0.12)
+                self.process_decode_queue(fault)
+                busy = 0.012 if fault != "kv-full" else 0.03
+                self.run_batch(busy)
+                self.log_decode_stats(fault, 0.75 if fault != "kv-full" else 0.97)
+
+    def event_loop_normal_disagg_prefill(self) -> None:
+        while True:
+            fault = current_fault()
+            if fault == "hung-endpoint":
+                self.tp_group.broadcast_object(fault, FOREVER)
+            elif fault == "transfer-stuck":
+                self.recv_requests(0.1)
+                process_disagg_prefill_inflight_queue(0.2)
+                self.log_idle({"prefill_inflight_q": 14.0, "prefill_bootstrap_q": 0.0})
+            else:
+                self.recv_requests(0.12)
+                self.disagg_prefill_bootstrap_queue.pop_bootstrapped()
+                self.run_batch(0.012)
+                self.log_prefill_stats(fault, 0.7)
+
+
+def run_scheduler_process(role: str, rank: int, tp_size: int, ctrl, server_args: dict) -> None:
+    die_with_parent()
+    try:
+        from setproctitle import setproctitle
+
+        setproctitle(f"sglang::scheduler_TP{rank}")
+    except ImportError:
+        pass
+    watchdog = Watchdog(float(server_args.get("watchdog_timeout", 300)))
+    threading.Thread(target=watchdog._watchdog_thread, name="watchdog", daemon=True).start()
+    manager = MooncakeKVManager()
+    threading.Thread(target=manager.transfer_worker, name="transfer_worker", daemon=True).start()
+    scheduler = Scheduler(role, rank, tp_size, ctrl, server_args)
+    log(f"TP{rank}", "Init torch distributed ends. mem usage=0.00 GB")
+    log(f"TP{rank}", f"KV Cache is allocated. #tokens: {scheduler.state['max_total_num_tokens']:.0f}")
+    try:
+        if role == "prefill":
+            scheduler.event_loop_normal_disagg_prefill()
+        else:
+            scheduler.event_loop_normal_disagg_decode()
+    except Exception:
+        log(f"TP{rank}", "Scheduler hit an exception: " + traceback.format_exc().rstrip())
+        os._exit(1)

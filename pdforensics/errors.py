@@ -53,4 +53,5 @@ class Interrupted(PdforensicsError):
         self.signum = signum
         self.bundle = bundle
         self.exit_code = EXIT_INTERRUPTED if signum == 2 else EXIT_TERMINATED
-        super().__init__(f"interrupted by signal {signum}" + (f"; partial bundle: {bundle}" if bundle else ""))
+        where = f"; partial bundle: {bundle}" if bundle else ""
+        super().__init__(f"interrupted by signal {signum}{where}")

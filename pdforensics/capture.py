@@ -1,0 +1,333 @@
+"""Run a capture: every host at once, each on one connection with bounded channels."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pdforensics.bundle import BundleWriter, ResultEntry
+from pdforensics.collectors.base import DISCOVERY, SLOW, Job
+from pdforensics.errors import Interrupted, PdforensicsError
+from pdforensics.model import ClusterSpec, CommandResult, HostSpec
+from pdforensics.planner import HostPlanner, PlanOptions, target_json
+from pdforensics.redact import Redactor
+from pdforensics.transport import open_transport
+from pdforensics.transport.base import Transport
+
+# A stock sshd allows 10 sessions per connection: stay under it.
+DEFAULT_CHANNELS = 8
+# Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
+RESERVED_FOR_CHEAP = 2
+# Margin kept between a job's own timeout and the global deadline (kill grace + transfer).
+DEADLINE_MARGIN_S = 4.0
+
+Progress = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    out_dir: Path
+    deadline_s: float = 60.0
+    plan: PlanOptions = field(default_factory=PlanOptions)
+    channels: int = DEFAULT_CHANNELS
+    archive: bool = False
+    accept_new_host_keys: bool = False
+    connect_timeout_s: float = 10.0
+    profile: str = "full"
+
+
+@dataclass(frozen=True)
+class HostOutcome:
+    name: str
+    address: str
+    reachable: bool
+    error: str | None
+    jobs_run: int
+    jobs_not_run: int
+    discovery: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    bundle: Path
+    status: str  # complete | partial
+    partial_reasons: tuple[str, ...]
+    hosts: tuple[HostOutcome, ...]
+    entries: tuple[ResultEntry, ...]
+    duration_s: float
+
+    @property
+    def gaps(self) -> list[ResultEntry]:
+        return [e for e in self.entries if not e.ok]
+
+
+class HostRun:
+    """Drives one host: connect, then run planned jobs on up to N concurrent channels."""
+
+    def __init__(self, host: HostSpec, options: CaptureOptions, writer: BundleWriter,
+                 deadline: float, stop: threading.Event, progress: Progress | None):
+        self.host = host
+        self.options = options
+        self.writer = writer
+        self.deadline = deadline
+        self.stop = stop
+        self.progress = progress
+        self.planner = HostPlanner(host, options.plan)
+        self.transport: Transport | None = None
+        self.error: str | None = None
+        self.reachable = False
+        self.jobs_run = 0
+        self._pending: list[Job] = []
+        self._inflight = 0
+        self._slow_inflight = 0
+        self._cond = threading.Condition()
+        self.thread = threading.Thread(target=self._main, name=f"host-{host.name}", daemon=True)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        with self._cond:
+            self._cond.notify_all()
+
+    def not_run(self) -> list[Job]:
+        with self._cond:
+            return list(self._pending)
+
+    def _main(self) -> None:
+        t0 = time.time()
+        try:
+            self.transport = open_transport(self.host, self.options.accept_new_host_keys)
+            budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
+            self.transport.connect(max(1.0, budget))
+            self.reachable = True
+        except PdforensicsError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # paramiko can raise odd things on hostile peers
+            self.error = f"{self.host.name}: connection failed: {type(exc).__name__}: {exc}"
+        if self.error:
+            self.writer.add(CommandResult(
+                host=self.host.name, source="connect", argv=("ssh", self.host.address),
+                exit_status=None, stdout=b"", stderr="", duration_s=time.time() - t0,
+                started_at=t0, error=self.error), key="connect")
+            self._say("unreachable: " + self.error)
+            return
+        self._pending = self.planner.initial_jobs()
+        workers = [threading.Thread(target=self._worker, daemon=True,
+                                    name=f"{self.host.name}-ch{i}")
+                   for i in range(max(1, self.options.channels))]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        self._say(f"done: {self.jobs_run} results" +
+                  (f", {len(self._pending)} not run" if self._pending else ""))
+
+    # -- scheduling -----------------------------------------------------------------------
+    def _next_job(self) -> Job | None:
+        """Block until a job may start; None when the host is finished or time is up."""
+        with self._cond:
+            while True:
+                if self.stop.is_set() or time.monotonic() >= self.deadline - 1.0:
+                    self._cond.notify_all()
+                    return None
+                if not self._pending and self._inflight == 0:
+                    self._cond.notify_all()
+                    return None
+                now = time.time()
+                job = self._pick(now)
+                if job is not None:
+                    self._pending.remove(job)
+                    self._inflight += 1
+                    if job.priority >= SLOW:
+                        self._slow_inflight += 1
+                    return job
+                waits = [j.not_before - now for j in self._pending if j.not_before > now]
+                self._cond.wait(timeout=min([0.5, *waits]) if waits else 0.5)
+
+    def _pick(self, now: float) -> Job | None:
+        ready = [j for j in self._pending if j.not_before <= now]
+        if not self.planner.discovered:
+            # slow, hang-prone calls wait for discovery so cheap evidence goes first
+            ready = [j for j in ready if j.priority < SLOW]
+        if self._slow_inflight >= max(1, self.options.channels - RESERVED_FOR_CHEAP):
+            ready = [j for j in ready if j.priority < SLOW]
+        if not ready:
+            return None
+        return min(ready, key=lambda j: (j.priority, j.not_before))
+
+    def _worker(self) -> None:
+        assert self.transport is not None
+        while True:
+            job = self._next_job()
+            if job is None:
+                return
+            remaining = self.deadline - time.monotonic() - DEADLINE_MARGIN_S
+            timeout = max(1.0, min(job.source.timeout_s, remaining))
+            if timeout < job.source.timeout_s:
+                job = _with_timeout(self.host, job, timeout)
+            result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
+            if result.exit_status in job.source.timeout_exits and not result.timed_out:
+                result = _replace(result, timed_out=True)
+            self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                            environ=job.source.redact_environ, target=target_json(job.target))
+            try:
+                follow = self.planner.on_result(job, result)
+            except PdforensicsError as exc:
+                follow = []
+                self.planner.notes.append(f"planning after {job.key} failed: {exc}")
+            with self._cond:
+                self.jobs_run += 1
+                self._inflight -= 1
+                if job.priority >= SLOW:
+                    self._slow_inflight -= 1
+                self._pending.extend(follow)
+                self._cond.notify_all()
+            if job.priority == DISCOVERY and self.planner.discovered and follow:
+                d = self.planner.discovery
+                assert d is not None
+                self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(self.host.name, text)
+
+
+def _with_timeout(host: HostSpec, job: Job, timeout: float) -> Job:
+    from pdforensics.planner import make_job
+
+    return make_job(host, job.source, job.target, job.not_before, timeout_s=timeout)
+
+
+def _replace(result: CommandResult, **changes: Any) -> CommandResult:
+    return CommandResult(**{**result.__dict__, **changes})
+
+
+class _Terminated(BaseException):
+    pass
+
+
+@contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """SIGTERM ends a capture like Ctrl-C does: partial bundle written, then exit 143."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_capture(cluster: ClusterSpec, options: CaptureOptions,
+                progress: Progress | None = None, redactor: Redactor | None = None,
+                extra_manifest: dict[str, Any] | None = None) -> CaptureOutcome:
+    """Capture every host of the cluster into a new bundle, within the deadline."""
+    started = time.time()
+    t0 = time.monotonic()
+    deadline = t0 + options.deadline_s
+    writer = BundleWriter(options.out_dir, cluster.name, redactor or Redactor(), started)
+    stop = threading.Event()
+    runs = [HostRun(h, options, writer, deadline, stop, progress) for h in cluster.hosts]
+    interrupted: int | None = None
+    with _sigterm_as_exception():
+        try:
+            for run in runs:
+                run.start()
+            for run in runs:
+                while run.thread.is_alive() and time.monotonic() < deadline + 1.0:
+                    run.thread.join(timeout=0.2)
+        except KeyboardInterrupt:
+            interrupted = signal.SIGINT
+        except _Terminated:
+            interrupted = signal.SIGTERM
+    stop.set()
+    for run in runs:
+        run.close()
+    for run in runs:
+        run.thread.join(timeout=2.0)
+    return _finalise(cluster, options, writer, runs, started, t0, interrupted, extra_manifest)
+
+
+def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWriter,
+              runs: list[HostRun], started: float, t0: float, interrupted: int | None,
+              extra_manifest: dict[str, Any] | None) -> CaptureOutcome:
+    reasons: list[str] = []
+    if interrupted is not None:
+        reasons.append(f"interrupted by {signal.Signals(interrupted).name}")
+    hosts = []
+    for run in runs:
+        not_run = run.not_run()
+        if run.error:
+            reasons.append(f"{run.host.name}: unreachable")
+        elif run.thread.is_alive():
+            reasons.append(f"{run.host.name}: still collecting at the deadline")
+        if not_run and interrupted is None:
+            reasons.append(f"{run.host.name}: {len(not_run)} collector(s) not run before the "
+                           f"deadline ({options.deadline_s:g}s)")
+        for job in not_run:
+            writer.add(CommandResult(
+                host=run.host.name, source=job.source.name, argv=job.argv, exit_status=None,
+                stdout=b"", stderr="", duration_s=0.0, started_at=time.time(),
+                error="not run: " + ("interrupted" if interrupted else "deadline reached")),
+                key=job.key, url=job.url, target=target_json(job.target))
+        disc = run.planner.discovery_json()
+        writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
+        hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
+                                 run.jobs_run, len(not_run), disc))
+    writer.rescrub()
+    status = "partial" if reasons else "complete"
+    manifest: dict[str, Any] = {
+        "status": status, "partial_reasons": reasons, "profile": options.profile,
+        "options": {"deadline_s": options.deadline_s, "samples": options.plan.samples,
+                    "interval_s": options.plan.interval_s, "stacks": options.plan.stacks,
+                    "stack_dumps": options.plan.stack_dumps, "channels": options.channels},
+        "hosts": [{"name": h.name, "address": h.address, "reachable": h.reachable,
+                   "error": h.error, "jobs_run": h.jobs_run, "jobs_not_run": h.jobs_not_run,
+                   "simulated_gpu": spec.simulated_gpu, "sudo": spec.sudo,
+                   "services": [{"role": s.role, "port": s.port, "unit": s.unit,
+                                 "metrics_port": s.metrics_port, "log_file": s.log_file}
+                                for s in spec.services]}
+                  for h, spec in zip(hosts, cluster.hosts, strict=True)],
+        "interrupted": interrupted is not None,
+        **(extra_manifest or {}),
+    }
+    from pdforensics.parsed import write_parsed
+
+    write_parsed(writer)
+    bundle = writer.finalise(manifest, archive=options.archive)
+    outcome = CaptureOutcome(bundle=bundle, status=str(manifest["status"]),
+                             partial_reasons=tuple(manifest["partial_reasons"]),
+                             hosts=tuple(hosts), entries=tuple(writer.entries()),
+                             duration_s=time.monotonic() - t0)
+    if interrupted is not None:
+        raise Interrupted(interrupted, str(bundle))
+    return outcome
+
+
+def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
+    return {"bundle": str(outcome.bundle), "status": outcome.status,
+            "partial_reasons": list(outcome.partial_reasons),
+            "hosts": [asdict(h) | {"discovery": None} for h in outcome.hosts],
+            "gaps": [_gap(e) for e in outcome.gaps]}
+
+
+def _gap(e: ResultEntry) -> dict[str, Any]:
+    why = e.error or ("timed out" if e.timed_out else f"exit status {e.exit_status}")
+    return {"host": e.host, "source": e.source, "key": e.key, "error": why,
+            "stderr": e.stderr.strip().splitlines()[-1][:300] if e.stderr.strip() else ""}

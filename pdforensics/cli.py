@@ -1,0 +1,265 @@
+"""Thin click commands: parse options, one core call, print, exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pdforensics import __version__
+from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, PdforensicsError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Map PdforensicsError to its exit code with a one-line message; no traceback."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        try:
+            return fn(*args, **kwargs)
+        except PdforensicsError as exc:
+            if ctx.find_root().params.get("traceback"):
+                raise
+            click.echo(f"pdforensics: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("pdforensics: interrupted", err=True)
+            ctx.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pdforensics")
+@click.option("--traceback", is_flag=True, help="Show Python tracebacks on errors (debugging).")
+def main(traceback: bool) -> None:
+    """Evidence-first forensics for SGLang prefill-decode clusters.
+
+    capture during a wedge, analyze/report a bundle, lab to rehearse.
+    """
+
+
+# -- capture ----------------------------------------------------------------------------------
+@main.command()
+@click.argument("hosts", nargs=-1)
+@click.option("-c", "--cluster", "cluster_file", type=click.Path(dir_okay=False),
+              help="Cluster file (TOML).")
+@click.option("--local", is_flag=True, help="Capture this machine (the default with no hosts).")
+@click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH key for HOST args.")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts for HOST args.")
+@click.option("--sudo", is_flag=True, help="Run privileged collectors through `sudo -n` (HOST args).")
+@click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys (never changed ones).")
+@click.option("-o", "--out", "out_dir", default="bundles", show_default=True, type=click.Path(file_okay=False),
+              help="Directory that receives the bundle.")
+@click.option("--deadline", default=60.0, show_default=True, help="Seconds the whole capture may take.")
+@click.option("--samples", default=3, show_default=True, help="/metrics samples per server.")
+@click.option("--interval", default=2.0, show_default=True, help="Seconds between /metrics samples.")
+@click.option("--no-stacks", is_flag=True, help="Skip py-spy dumps.")
+@click.option("--stack-dumps", default=2, show_default=True, help="py-spy dumps per process (2 shows stuck threads).")
+@click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@handles_errors
+def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
+            known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
+            deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
+            archive: bool, as_json: bool) -> None:
+    """Capture evidence from every host at once, within a deadline, into a bundle.
+
+    Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
+    130 interrupted (the partial bundle is still written).
+    """
+    from pdforensics.capture import CaptureOptions, outcome_json, run_capture
+    from pdforensics.planner import PlanOptions
+
+    cluster = _cluster(hosts, cluster_file, local, identity, known_hosts, sudo)
+    options = CaptureOptions(
+        out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
+        accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
+        plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
+                         stack_dumps=stack_dumps),
+    )
+    progress = _progress if sys.stderr.isatty() and not as_json else None
+    outcome = run_capture(cluster, options, progress=progress)
+    doc = outcome_json(outcome)
+    analysis = _analyze_bundle(outcome.bundle)
+    doc["verdict"] = analysis.get("verdict") if analysis else None
+    doc["findings"] = analysis.get("findings", []) if analysis else []
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        _print_outcome(doc)
+    sys.exit(EXIT_OK if outcome.status == "complete" else EXIT_PARTIAL)
+
+
+def _cluster(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
+             known_hosts: str | None, sudo: bool) -> Any:
+    from pdforensics.config import hosts_from_args, load_cluster_file, local_cluster
+    from pdforensics.errors import ConfigError
+
+    if cluster_file and hosts:
+        raise ConfigError("give either -c FILE or HOST arguments, not both")
+    if cluster_file:
+        return load_cluster_file(cluster_file)
+    if hosts:
+        return hosts_from_args(hosts, identity, known_hosts, sudo)
+    return local_cluster()
+
+
+def _analyze_bundle(bundle: Path) -> dict[str, Any] | None:
+    """Analysis result for a bundle, when the analysis layer is present."""
+    try:
+        from pdforensics.analysis.engine import analyze_path
+    except ImportError:
+        return None
+    result: dict[str, Any] = analyze_path(bundle)
+    return result
+
+
+def _progress(host: str, text: str) -> None:
+    click.echo(f"  {host}: {text}", err=True)
+
+
+def _print_outcome(doc: dict[str, Any]) -> None:
+    click.echo(f"bundle: {doc['bundle']}")
+    click.echo(f"status: {doc['status']}")
+    for reason in doc["partial_reasons"]:
+        click.echo(f"  partial: {reason}")
+    if doc.get("verdict"):
+        click.echo(f"verdict: {doc['verdict']}")
+        for f in doc["findings"][:5]:
+            click.echo(f"  [{f['severity']}] {f['key']}: {f['title']}")
+    gaps = doc["gaps"]
+    if gaps:
+        click.echo(f"gaps: {len(gaps)}")
+        for g in gaps[:15]:
+            click.echo(f"  {g['host']} {g['key']}: {g['error']}" + (f" ({g['stderr']})" if g["stderr"] else ""))
+        if len(gaps) > 15:
+            click.echo(f"  ... {len(gaps) - 15} more in manifest.json")
+
+
+# -- bundle tools -----------------------------------------------------------------------------
+@main.command()
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@handles_errors
+def verify(bundle: str) -> None:
+    """Re-check every sha256 in BUNDLE's manifest; exit 1 on any mismatch."""
+    from pdforensics.bundle import verify_bundle
+
+    problems = verify_bundle(bundle)
+    for p in problems:
+        click.echo(p)
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo("ok: every file matches its sha256")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def stacks(files: tuple[str, ...], as_json: bool) -> None:
+    """Group stacks from py-spy dumps, watchdog logs, faulthandler or Go goroutine dumps."""
+    from pdforensics.analysis.stacks import (
+        analyze_stacks,
+        format_stacks_text,
+        load_stack_files,
+        stacks_json,
+    )
+
+    report = analyze_stacks(load_stack_files([Path(f) for f in files]))
+    click.echo(json.dumps(stacks_json(report), indent=1) if as_json else format_stacks_text(report))
+
+
+# -- lab --------------------------------------------------------------------------------------
+@main.group()
+def lab() -> None:
+    """A rehearsal PD cluster of local processes, with faults to switch on."""
+
+
+def _lab_dir(path: str | None) -> Path:
+    return Path(path or "lab-run").resolve()
+
+
+@lab.command("up")
+@click.option("--fault", default="healthy", show_default=True, help="Fault to start with.")
+@click.option("--ssh", is_flag=True, help="Also start one loopback sshd per lab host.")
+@click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
+@click.option("--base-port", type=int, help="Shift every lab port (run several labs at once).")
+@click.option("--sudo-user", help="Also allow SSH as this non-root user with passwordless sudo.")
+@handles_errors
+def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None) -> None:
+    """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
+    from pdforensics.lab import FAULTS
+    from pdforensics.lab import lab_up as up
+
+    if fault not in FAULTS:
+        raise click.BadParameter(f"choose from {', '.join(FAULTS)}", param_hint="--fault")
+    info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user)
+    click.echo(f"lab up in {info.dir} with fault {info.fault}")
+    click.echo(f"cluster file: {info.cluster_file}")
+    click.echo(f"capture it:   pdforensics capture -c {info.cluster_file}")
+
+
+@lab.command("down")
+@click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
+@handles_errors
+def lab_down(lab_dir: str | None) -> None:
+    """Stop every process of the lab."""
+    from pdforensics.lab import lab_down as down
+
+    down(_lab_dir(lab_dir))
+    click.echo("lab down")
+
+
+@lab.command("status")
+@click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
+@handles_errors
+def lab_status(lab_dir: str | None) -> None:
+    """Show the lab's processes and fault."""
+    from pdforensics.lab import lab_status as status
+
+    click.echo(json.dumps(status(_lab_dir(lab_dir)), indent=1, default=str))
+
+
+@lab.command("fault")
+@click.argument("name")
+@click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
+@handles_errors
+def lab_fault(name: str, lab_dir: str | None) -> None:
+    """Switch the running lab to fault NAME."""
+    from pdforensics.lab import FAULTS, set_fault
+
+    if name not in FAULTS:
+        raise click.BadParameter(f"choose from {', '.join(FAULTS)}", param_hint="NAME")
+    set_fault(_lab_dir(lab_dir), name)
+    click.echo(f"fault: {name}")
+
+
+# -- catalog ----------------------------------------------------------------------------------
+@main.group()
+def catalog() -> None:
+    """SGLang flags, env vars and metric names, read from sglang's own source."""
+
+
+@catalog.command("build")
+@click.option("--from", "src", required=True, help="sglang wheel, source tree or site-packages/sglang.")
+@click.option("-o", "--out", help="Output JSON file.")
+@handles_errors
+def catalog_build(src: str, out: str | None) -> None:
+    """Build a catalog JSON from an sglang wheel or source tree (read with ast, never imported)."""
+    from pdforensics.catalog import cli_build
+
+    click.echo(str(cli_build(src, out)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,208 @@
+"""Which jobs to run on one host, decided as results arrive (discovery first)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors.base import Job, Source, Target
+from pdforensics.discovery import Discovery, Service, discover
+from pdforensics.model import CommandResult, HostSpec
+from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
+from pdforensics.transport.base import remote_argv
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    samples: int = 3
+    interval_s: float = 2.0
+    stacks: bool = True
+    stack_dumps: int = 2
+    gpu: bool = True
+    versions: bool = True
+    logs: bool = True
+
+
+def make_job(host: HostSpec, source: Source, target: Target, not_before: float = 0.0,
+             timeout_s: float | None = None) -> Job:
+    """Bind a source to a target: build its argv and wrap it for remote-side timeouts."""
+    argv = source.build(host, target)
+    url = None
+    if source.scope == "endpoint" and argv and argv[0] == "curl":
+        url = argv[-1]
+    wrapped = remote_argv(argv, timeout_s or source.timeout_s,
+                          sudo=host.sudo and source.privileged)
+    return Job(source=source, target=target, argv=wrapped, not_before=not_before, url=url)
+
+
+class HostPlanner:
+    """Starts with discovery; plans everything else from what discovery found."""
+
+    def __init__(self, host: HostSpec, options: PlanOptions):
+        self.host = host
+        self.options = options
+        self.discovery: Discovery | None = None
+        self.discovered_at: float | None = None
+        self._ps_text: str | None = None
+        self._listen_text: str | None = None
+        self._units_planned: set[str] = set()
+        self.notes: list[str] = []
+
+    def initial_jobs(self) -> list[Job]:
+        jobs = [make_job(self.host, proc.PS, Target()),
+                make_job(self.host, sockets.SS_LISTEN, Target())]
+        if self.options.versions:
+            jobs.append(make_job(self.host, versions.UNAME, Target()))
+        if self.options.gpu:
+            for src in (gpu.NVIDIA_SMI_QUERY, gpu.NVIDIA_SMI_APPS, gpu.NVIDIA_SMI,
+                        gpu.NVIDIA_SMI_NVLINK, gpu.NVIDIA_SMI_REMAP, logs.KERNEL_LOG):
+                jobs.append(make_job(self.host, src, Target()))
+            if self.host.is_local:
+                jobs.append(make_job(self.host, gpu.NVML, Target()))
+        return jobs
+
+    @property
+    def discovered(self) -> bool:
+        return self.discovery is not None
+
+    def on_result(self, job: Job, result: CommandResult) -> list[Job]:
+        """Follow-up jobs for a finished one."""
+        name = job.source.name
+        if name == "ps":
+            self._ps_text = result.stdout.decode("utf-8", "replace")
+            if not result.ok:
+                self.notes.append(f"ps failed: {result.error or result.stderr.strip()[:200]}")
+        elif name == "ss_listen":
+            self._listen_text = result.stdout.decode("utf-8", "replace") if result.ok else ""
+        elif name == "cgroup" and result.ok and job.target.process is not None:
+            unit = parse_cgroup_unit(result.stdout.decode("utf-8", "replace"))
+            svc = self._service_of(job.target.process.pid)
+            if unit and svc is not None:
+                return self._unit_jobs(unit, svc)
+        elif name in ("server_info", "model_info") and _http_status(result) == 404:
+            alt = http.GET_SERVER_INFO if name == "server_info" else http.GET_MODEL_INFO
+            return [make_job(self.host, alt, job.target)]
+        if self.discovery is None and self._ps_text is not None and self._listen_text is not None:
+            return self._plan_after_discovery()
+        return []
+
+    def discovery_json(self) -> dict[str, Any]:
+        d = self.discovery
+        if d is None:
+            return {"discovered": False, "notes": self.notes}
+        return {"discovered": True, "at": self.discovered_at, "notes": self.notes,
+                "missing": list(d.missing),
+                "services": [asdict(s) for s in d.services],
+                "processes": [asdict(p) for p in d.processes]}
+
+    # -- planning -------------------------------------------------------------------------
+    def _plan_after_discovery(self) -> list[Job]:
+        from pdforensics.parsers.ss import listen_pids
+
+        now = time.time()
+        table = parse_ps(self._ps_text or "")
+        self.discovery = d = discover(table, self.host.services,
+                                      listen_pids(self._listen_text or ""), now=now)
+        self.discovered_at = now
+        for missing in d.missing:
+            self.notes.append(f"declared service {missing}: no SGLang process found on the host")
+        if not d.services:
+            self.notes.append("no SGLang server or router process found")
+        o = self.options
+        jobs: list[Job] = [make_job(self.host, sockets.SS_ESTABLISHED, Target())]
+        interpreters: set[str] = set()
+        for svc in d.services:
+            jobs += self._endpoint_jobs(svc, now)
+            if svc.unit:
+                jobs += self._unit_jobs(svc.unit, svc)
+            elif svc.root_pid is not None:
+                root = next(p for p in d.processes if p.pid == svc.root_pid)
+                jobs.append(make_job(self.host, proc.CGROUP, Target(process=root)))
+            if o.logs and svc.log_file:
+                jobs.append(make_job(self.host, logs.LOG_FILE, Target(service=svc)))
+        for p in d.processes:
+            jobs.append(make_job(self.host, proc.CMDLINE, Target(process=p)))
+            jobs.append(make_job(self.host, proc.ENVIRON, Target(process=p)))
+            if o.versions and p.kind == "server":
+                python = p.args.split()[0] if p.args else ""
+                if python not in interpreters:
+                    interpreters.add(python)
+                    jobs.append(make_job(self.host, versions.PIP_FREEZE, Target(process=p)))
+            if o.stacks and p.kind in pyspy.DUMPED_KINDS and _is_python(p.args, p.kind):
+                for n in range(1, max(1, o.stack_dumps) + 1):
+                    delay = (n - 1) * max(2.0, o.interval_s * max(1, o.samples - 1))
+                    jobs.append(make_job(self.host, pyspy.PYSPY_DUMP,
+                                         Target(process=p, sample=n), not_before=now + delay))
+        return jobs
+
+    def _endpoint_jobs(self, svc: Service, now: float) -> list[Job]:
+        o = self.options
+        t = Target(service=svc)
+        jobs = [make_job(self.host, http.HEALTH, t)]
+        if svc.kind == "router":
+            jobs.append(make_job(self.host, http.WORKERS, t))
+            metrics = http.ROUTER_METRICS if svc.metrics_port else None
+        else:
+            jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
+                     make_job(self.host, http.SERVER_INFO, t)]
+            metrics = http.METRICS
+            if not svc.metrics_enabled:
+                self.notes.append(f"{svc.label}: started without --enable-metrics; "
+                                  "/metrics will be empty")
+        if metrics is not None:
+            for k in range(1, max(1, o.samples) + 1):
+                jobs.append(make_job(self.host, metrics, Target(service=svc, sample=k),
+                                     not_before=now + (k - 1) * o.interval_s))
+        return jobs
+
+    def _unit_jobs(self, unit: str, svc: Service) -> list[Job]:
+        if unit in self._units_planned:
+            return []
+        self._units_planned.add(unit)
+        t = Target(service=svc, unit=unit)
+        jobs = [make_job(self.host, systemd.SYSTEMCTL_SHOW, t),
+                make_job(self.host, systemd.UNIT_FILE, t)]
+        if self.options.logs and not svc.log_file:
+            jobs.append(make_job(self.host, logs.JOURNAL, t))
+        return jobs
+
+    def _service_of(self, pid: int) -> Service | None:
+        if self.discovery is None:
+            return None
+        return next((s for s in self.discovery.services if pid in s.pids), None)
+
+
+def _is_python(args: str, kind: str) -> bool:
+    if kind in ("scheduler", "detokenizer", "tokenizer", "server"):
+        return True  # SGLang's own processes are Python (titles hide the interpreter)
+    first = args.split()[0].rsplit("/", 1)[-1] if args.split() else ""
+    return "python" in first
+
+
+def _http_status(result: CommandResult) -> int | None:
+    head = result.stdout[:200].decode("latin-1")
+    for line in head.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+            if parts[1] != "100":
+                return int(parts[1])
+    return None
+
+
+def target_json(target: Target) -> dict[str, Any]:
+    """The part of a target the manifest keeps (enough to re-plan offline)."""
+    out: dict[str, Any] = {}
+    if target.process is not None:
+        p = target.process
+        out.update(pid=p.pid, kind=p.kind, rank=p.rank, role=p.role, state=p.state,
+                   root_pid=p.root_pid)
+    if target.service is not None:
+        s = target.service
+        out.update(role=s.role, service_kind=s.kind, port=s.port, address=s.address)
+    if target.unit:
+        out["unit"] = target.unit
+    if target.sample is not None:
+        out["sample"] = target.sample
+    return out

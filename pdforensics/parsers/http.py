@@ -96,6 +96,8 @@ def parse_http_response(data: bytes) -> HttpResponse:
                     k, v = headers[-1]
                     headers[-1] = (k, f"{v} {raw.strip().decode('latin-1')}")
                     continue
+                if not complete and n == len(lines):
+                    break  # the last header line was cut short
                 raise ParseError("malformed header", line=raw.decode("utf-8", "replace"),
                                  lineno=n)
             headers.append((h.group(1).decode("ascii"), h.group(2).decode("latin-1")))

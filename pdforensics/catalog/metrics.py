@@ -33,8 +33,8 @@ def samples(name: str, mtype: MetricType) -> tuple[str, ...]:
         return (name, base + "_created")
     if mtype == "histogram":
         return (name + "_bucket", name + "_count", name + "_sum", name + "_created")
-    if mtype == "summary":
-        return (name, name + "_count", name + "_sum", name + "_created")
+    if mtype == "summary":  # prometheus_client's Summary has no quantiles
+        return (name + "_count", name + "_sum", name + "_created")
     return (name,)
 
 

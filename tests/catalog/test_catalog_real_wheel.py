@@ -110,3 +110,13 @@ def test_classic_layout_wheel(classic_wheel_or_reason: tuple[Path | None, str]) 
     old = cat.metric("sglang:num_prefill_prealloc_queue_reqs")
     assert old is not None and old.name == "sglang:num_prefill_prealloc_queue_reqs"
     assert cat.metrics["sglang:num_decode_transfer_queue_reqs"].type == "gauge"
+
+
+def test_build_from_wheel_under_ten_seconds(
+        pinned_wheel_or_reason: tuple[Path | None, str]) -> None:
+    import time
+
+    wheel = _pinned(pinned_wheel_or_reason)
+    t0 = time.perf_counter()
+    build_catalog(wheel)
+    assert time.perf_counter() - t0 < 10.0

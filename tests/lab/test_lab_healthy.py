@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import tomllib
 from pathlib import Path
 
 import psutil
 import pytest
+import tomllib
 
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab import FAULTS, lab_down, lab_status, lab_up
-from tests.lab.helpers import fetch, main_thread, py_spy, rank_pid, scrape, total, values
+from tests.lab.helpers import fetch, py_spy, rank_pid, scrape, total, values
 
 BASE = 31100
 

@@ -211,20 +211,22 @@ def _unescape(m: re.Match[str]) -> str:
     return _ESCAPES[m.group(0)]
 
 
-def _family_of(name: str, types: dict[str, str]) -> str:
-    if name in types:
-        return name
+def _family_of(name: str, types: dict[str, tuple[str, str]]) -> str:
+    """The declared family of sample ``name``; ``types`` maps canonical -> (name, type)."""
+    hit = types.get(canonical_name(name))
+    if hit is not None:
+        return hit[0]
     for suffix_type, suffixes in _SUFFIXES.items():
         for suf in suffixes:
             if name.endswith(suf):
-                base = name[: -len(suf)]
-                if types.get(base) == suffix_type:
-                    return base
+                base = types.get(canonical_name(name[: -len(suf)]))
+                if base is not None and base[1] == suffix_type:
+                    return base[0]
     return name
 
 
 def _parse_comment(
-    line: str, lineno: int, types: dict[str, str], meta: dict[str, dict[str, str]]
+    line: str, lineno: int, types: dict[str, tuple[str, str]], meta: dict[str, dict[str, str]]
 ) -> BadLine | None:
     parts = line[1:].strip().split(None, 2)
     if not parts or parts[0] not in ("TYPE", "HELP", "UNIT"):
@@ -238,7 +240,7 @@ def _parse_comment(
         if kind not in ("counter", "gauge", "histogram", "summary", "untyped", "unknown",
                         "gaugehistogram", "info", "stateset"):
             return BadLine(lineno, line, "unknown metric type")
-        types[name] = kind
+        types[canonical_name(name)] = (name, kind)
         meta.setdefault(name, {})["type"] = kind
     elif parts[0] == "HELP":
         text = rest.replace("\\\\", "\0").replace("\\n", "\n").replace("\0", "\\")
@@ -277,7 +279,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     """Parse a /metrics scrape. Bad lines go to ``bad_lines``; empty text -> empty snapshot."""
     samples: list[Sample] = []
     bad: list[BadLine] = []
-    types: dict[str, str] = {}
+    types: dict[str, tuple[str, str]] = {}
     meta: dict[str, dict[str, str]] = {}
     eof = False
     family_cache: dict[str, str] = {}

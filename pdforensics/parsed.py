@@ -66,4 +66,6 @@ def write_parsed(writer: BundleWriter) -> None:
             obj: Any = {"parsed": to_jsonable(parse_output(entry.source, data))}
         except ParseError as exc:
             obj = {"error": str(exc)}
+        except Exception as exc:  # a parser bug must never cost the bundle
+            obj = {"error": f"parser failed: {type(exc).__name__}: {exc}"}
         writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
@@ -11,6 +15,7 @@ from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
+from pdforensics.parsers.ss import SocketTable
 from pdforensics.transport.base import remote_argv
 
 
@@ -23,6 +28,15 @@ class PlanOptions:
     gpu: bool = True
     versions: bool = True
     logs: bool = True
+
+
+def local_py_spy(host: HostSpec) -> HostSpec:
+    """On the local host, find py-spy next to our interpreter when it is not on PATH."""
+    if host.is_local and host.py_spy == "py-spy" and shutil.which("py-spy") is None:
+        candidate = Path(sys.executable).parent / "py-spy"
+        if candidate.exists():
+            return dataclasses.replace(host, py_spy=str(candidate))
+    return host
 
 
 def make_job(host: HostSpec, source: Source, target: Target, not_before: float = 0.0,
@@ -41,7 +55,7 @@ class HostPlanner:
     """Starts with discovery; plans everything else from what discovery found."""
 
     def __init__(self, host: HostSpec, options: PlanOptions):
-        self.host = host
+        self.host = local_py_spy(host)
         self.options = options
         self.discovery: Discovery | None = None
         self.discovered_at: float | None = None
@@ -99,12 +113,12 @@ class HostPlanner:
 
     # -- planning -------------------------------------------------------------------------
     def _plan_after_discovery(self) -> list[Job]:
-        from pdforensics.parsers.ss import listen_pids
+        from pdforensics.parsers.ss import parse_listening
 
         now = time.time()
         table = parse_ps(self._ps_text or "")
         self.discovery = d = discover(table, self.host.services,
-                                      listen_pids(self._listen_text or ""), now=now)
+                                      _listen_pids(parse_listening(self._listen_text or "")), now=now)
         self.discovered_at = now
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: no SGLang process found on the host")
@@ -172,6 +186,15 @@ class HostPlanner:
         if self.discovery is None:
             return None
         return next((s for s in self.discovery.services if pid in s.pids), None)
+
+
+def _listen_pids(table: SocketTable) -> dict[int, set[int]]:
+    """Listening port -> pids owning it (needs privilege for other users' sockets)."""
+    out: dict[int, set[int]] = {}
+    for row in table.rows:
+        if row.local.port is not None:
+            out.setdefault(row.local.port, set()).update(p.pid for p in row.processes)
+    return out
 
 
 def _is_python(args: str, kind: str) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 from pdforensics.lab.layout import LabHost, Ports
@@ -10,6 +12,14 @@ from pdforensics.lab.layout import LabHost, Ports
 
 def _s(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def _py_spy() -> str | None:
+    """py-spy as the lab hosts will find it: on PATH, or next to this interpreter."""
+    if shutil.which("py-spy"):
+        return None
+    candidate = Path(sys.executable).parent / "py-spy"
+    return str(candidate) if candidate.exists() else None
 
 
 def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh: bool, sudo_user: str | None) -> str:
@@ -26,7 +36,11 @@ def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh:
             if sudo_user:
                 lines.append("sudo = true")
         nvsmi = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
-        lines += [f"nvidia_smi = {_s(str(nvsmi))}", "simulated_gpu = true", ""]
+        lines += [f"nvidia_smi = {_s(str(nvsmi))}", "simulated_gpu = true"]
+        py_spy = _py_spy()
+        if py_spy:
+            lines.append(f"py_spy = {_s(py_spy)}")
+        lines.append("")
         lines += ["[[hosts.services]]", f"role = {_s(host.role)}"]
         if host.role == "router":
             lines += [f"port = {ports.router}", f"metrics_port = {ports.router_metrics}"]

@@ -171,7 +171,7 @@ def _server_argv(host: LabHost, ports: Ports) -> list[str]:
         "--trust-remote-code",
     ]
     if host.role == "decode":
-        argv += ["--cuda-graph-max-bs", "128"]
+        argv += ["--cuda-graph-max-bs-decode", "128"]
     return argv
 
 

@@ -22,7 +22,8 @@ def parse_server_args(argv: list[str]) -> dict:
     p.add_argument("--page-size", type=int, default=1)
     p.add_argument("--kv-cache-dtype", default="auto")
     p.add_argument("--watchdog-timeout", type=float, default=300)
-    p.add_argument("--cuda-graph-max-bs", type=int, default=None)
+    p.add_argument("--cuda-graph-max-bs-decode", type=int, default=None)
+    p.add_argument("--cuda-graph-max-bs-prefill", type=int, default=None)
     p.add_argument("--trust-remote-code", action="store_true")
     args, _unknown = p.parse_known_args(argv)
     out = vars(args)
@@ -31,5 +32,5 @@ def parse_server_args(argv: list[str]) -> dict:
     out["pp_size"] = 1
     out["ep_size"] = 1
     out["schedule_policy"] = "fcfs"
-    out["max_running_requests"] = out["cuda_graph_max_bs"] or 128
+    out["max_running_requests"] = out["cuda_graph_max_bs_decode"] or 128
     return out

@@ -21,8 +21,9 @@ from pdforensics.redact import Redactor
 from pdforensics.transport import open_transport
 from pdforensics.transport.base import Transport
 
-# A stock sshd allows 10 sessions per connection: stay under it.
-DEFAULT_CHANNELS = 8
+# A stock sshd allows 10 sessions per connection, and a closed session lingers there until
+# its process exits: stay well under it.
+DEFAULT_CHANNELS = 6
 # Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
 RESERVED_FOR_CHEAP = 2
 # Margin kept between a job's own timeout and the global deadline (kill grace + transfer).

@@ -95,6 +95,14 @@ class HostPlanner:
             svc = self._service_of(job.target.process.pid)
             if unit and svc is not None:
                 return self._unit_jobs(unit, svc)
+            if svc is not None:
+                self.notes.append(f"{svc.label}: not run by a systemd unit; restart times come "
+                                  "from process start times (/proc)")
+        elif name in ("metrics", "router_metrics") and job.target.sample is not None \
+                and job.target.sample < self.options.samples:
+            nxt = Target(service=job.target.service, sample=job.target.sample + 1)
+            return [make_job(self.host, job.source, nxt,
+                             not_before=result.started_at + self.options.interval_s)]
         elif name in ("server_info", "model_info") and _http_status(result) == 404:
             alt = http.GET_SERVER_INFO if name == "server_info" else http.GET_MODEL_INFO
             return [make_job(self.host, alt, job.target)]
@@ -152,7 +160,6 @@ class HostPlanner:
         return jobs
 
     def _endpoint_jobs(self, svc: Service, now: float) -> list[Job]:
-        o = self.options
         t = Target(service=svc)
         jobs = [make_job(self.host, http.HEALTH, t)]
         if svc.kind == "router":
@@ -165,10 +172,8 @@ class HostPlanner:
             if not svc.metrics_enabled:
                 self.notes.append(f"{svc.label}: started without --enable-metrics; "
                                   "/metrics will be empty")
-        if metrics is not None:
-            for k in range(1, max(1, o.samples) + 1):
-                jobs.append(make_job(self.host, metrics, Target(service=svc, sample=k),
-                                     not_before=now + (k - 1) * o.interval_s))
+        if metrics is not None:  # sample 1 now; each next one `interval` after the last began
+            jobs.append(make_job(self.host, metrics, Target(service=svc, sample=1)))
         return jobs
 
     def _unit_jobs(self, unit: str, svc: Service) -> list[Job]:

@@ -1,4 +1,8 @@
-"""GPU state: nvidia-smi (late, under its own timeout: it can hang on a wedged GPU) and NVML."""
+"""GPU state: nvidia-smi (late, under its own timeout: it can hang on a wedged GPU) and NVML.
+
+nvidia-smi runs through sudo on sudo hosts: device nodes and the driver tools are often
+restricted to root or a video group the login user is not in.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ NVIDIA_SMI_QUERY = register(Source(
     scope="host",
     build=lambda host, t: _smi(host, f"--query-gpu={QUERY_GPU_FIELDS}", "--format=csv"),
     timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
-    parser="nvidia_smi:parse_query_gpu", sample="nvsmi_query_gpu_h200.csv",
+    parser="nvidia_smi:parse_query_gpu", sample="nvsmi_query_gpu_h200.csv", privileged=True,
 ))
 NVIDIA_SMI_APPS = register(Source(
     name="nvidia_smi_apps", description="processes on each GPU",
@@ -33,24 +37,25 @@ NVIDIA_SMI_APPS = register(Source(
     build=lambda host, t: _smi(host, f"--query-compute-apps={COMPUTE_APP_FIELDS}",
                                "--format=csv"),
     timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
-    parser="nvidia_smi:parse_compute_apps", sample="nvsmi_compute_apps.csv",
+    parser="nvidia_smi:parse_compute_apps", sample="nvsmi_compute_apps.csv", privileged=True,
 ))
 NVIDIA_SMI_NVLINK = register(Source(
     name="nvidia_smi_nvlink", description="NVLink error counters (nvidia-smi nvlink -e)",
     scope="host", build=lambda host, t: _smi(host, "nvlink", "-e"),
     timeout_s=GPU_TIMEOUT_S, max_bytes=2 * MIB, priority=SLOW,
-    parser="nvidia_smi:parse_nvlink_errors", sample="nvsmi_nvlink_errors.txt",
+    parser="nvidia_smi:parse_nvlink_errors", sample="nvsmi_nvlink_errors.txt", privileged=True,
 ))
 NVIDIA_SMI_REMAP = register(Source(
     name="nvidia_smi_row_remapper", description="row remapper state (-q -d ROW_REMAPPER)",
     scope="host", build=lambda host, t: _smi(host, "-q", "-d", "ROW_REMAPPER"),
     timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW,
-    parser="nvidia_smi:parse_row_remapper", sample="nvsmi_row_remapper.txt",
+    parser="nvidia_smi:parse_row_remapper", sample="nvsmi_row_remapper.txt", privileged=True,
 ))
 NVIDIA_SMI = register(Source(
     name="nvidia_smi", description="plain nvidia-smi: driver and CUDA versions, overview",
     scope="host", build=lambda host, t: _smi(host), timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB,
     priority=SLOW, parser="versions:parse_nvidia_smi_version", sample="nvsmi_plain.txt",
+    privileged=True,
 ))
 NVML = register(Source(
     name="nvml", description="NVML through pynvml (local host only, in a child process)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import CHEAP, MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, NORMAL, SLOW, Source, Target, register
 from pdforensics.model import HostSpec
 
 HTTP_TIMEOUT_S = 5.0
@@ -34,11 +34,12 @@ def _endpoint(name: str, path: str, description: str, priority: int, parser: str
     ))
 
 
+# samples run at top priority so their spacing holds (counter deltas need real intervals)
 METRICS = _endpoint("metrics", "/metrics", "Prometheus /metrics of a server, sampled N times",
-                    CHEAP, "http:parse_http_response", "http_metrics_response.txt",
+                    DISCOVERY, "http:parse_http_response", "http_metrics_response.txt",
                     max_bytes=16 * MIB)
 ROUTER_METRICS = _endpoint("router_metrics", "/metrics",
-                           "router/gateway Prometheus metrics port, sampled N times", CHEAP,
+                           "router/gateway Prometheus metrics port, sampled N times", DISCOVERY,
                            "http:parse_http_response", "http_metrics_response.txt",
                            max_bytes=16 * MIB, metrics_port=True)
 HEALTH = _endpoint("health", "/health", "/health of a server or router", CHEAP,

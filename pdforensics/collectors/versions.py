@@ -26,7 +26,7 @@ PIP_FREEZE = register(Source(
     name="pip_freeze", description="packages of the server's own interpreter (pip freeze form)",
     scope="process", build=lambda host, t: (_python(t), "-c", FREEZE_SCRIPT),
     timeout_s=15, max_bytes=2 * MIB, priority=SLOW, parser="versions:parse_pip_freeze",
-    sample="pip_freeze.txt",
+    sample="pip_freeze.txt", privileged=True,  # the service's venv is often not ours to read
 ))
 
 UNAME = register(Source(

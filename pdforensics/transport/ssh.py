@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import threading
@@ -17,6 +18,9 @@ from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 
 BACKPRESSURE_SLEEP_S = 0.1
+
+# paramiko logs every refused channel open at ERROR; those are handled here as data.
+logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 
 
 class SshTransport:
@@ -156,8 +160,10 @@ class SshTransport:
             try:
                 chan = transport.open_session(timeout=remaining)
             except paramiko.ChannelException as exc:
-                # code 1 = administratively prohibited: MaxSessions reached; wait and retry
-                if exc.code == 1:
+                # OpenSSH refuses a session past MaxSessions (administratively prohibited,
+                # or "connect failed" while closed sessions are still being torn down):
+                # back-pressure, so wait and retry until this job's own deadline.
+                if exc.code in (1, 2):
                     time.sleep(BACKPRESSURE_SLEEP_S)
                     continue
                 return None, f"channel refused: {exc.text}"

@@ -1,0 +1,197 @@
+"""Run every registered rule over a loaded capture; decide the verdict; JSON and text out."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pdforensics.analysis.rules  # noqa: F401  (registers the rules)
+from pdforensics.analysis.findings import (
+    RULES,
+    Analysis,
+    Evidence,
+    Finding,
+    Skipped,
+    SkipRule,
+    Verdict,
+    sort_key,
+)
+from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
+from pdforensics.errors import ParseError
+from pdforensics.loaded import LoadedCapture, load_capture
+from pdforensics.parsers.goroutines import parse_goroutines
+
+ANALYSIS_FILE = "analysis.json"
+
+
+def read_client_dump(path: Path) -> ClientDump:
+    """Parse one --client-dump file; an unreadable one carries its error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return ClientDump(str(path), (), f"cannot read: {exc.strerror or exc}")
+    try:
+        return ClientDump(str(path), parse_goroutines(text))
+    except ParseError as exc:
+        return ClientDump(str(path), (), str(exc))
+
+
+def run_rules(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for r in RULES.values():
+        missing = [NEEDS[n][1] for n in r.needs if n in NEEDS and not _check(ctx, n)]
+        if missing:
+            skipped.append(Skipped(r.key, "; ".join(missing)))
+            continue
+        try:
+            found = list(r.fn(ctx))
+        except SkipRule as exc:
+            skipped.append(Skipped(r.key, str(exc) or "inputs missing"))
+            continue
+        except Exception as exc:  # a crashing rule must never lose the analysis
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            skipped.append(Skipped(r.key, f"rule crashed: {type(exc).__name__}: {exc} "
+                                          f"({os.path.basename(where.filename)}:{where.lineno})"))
+            continue
+        findings.extend(found)
+    return findings, skipped
+
+
+def _check(ctx: Context, need: str) -> bool:
+    try:
+        return NEEDS[need][0](ctx)
+    except Exception:
+        return False
+
+
+def missing_evidence(ctx: Context) -> list[str]:
+    cap = ctx.capture
+    out = [f"host {h.name} unreachable: {h.error or 'no connection'}"
+           for h in cap.hosts if not h.reachable]
+    if not ctx.servers():
+        out.append("no SGLang server found in the capture")
+    for svc in ctx.servers():
+        good = svc.good_samples
+        if not good:
+            why = "not collected"
+            if svc.metrics:
+                f = svc.metrics[-1].fetch
+                why = (f.error or ("timed out" if f.timed_out else f"status {f.status}"))
+            out.append(f"/metrics from {svc.label} ({why})")
+        elif not ctx.progress(svc).judged:
+            out.append(f"a second /metrics sample >= 1 s later from {svc.label} "
+                       "(progress cannot be judged from one scrape)")
+    if ctx.servers() and not ctx.labelled_dumps:
+        out.append("py-spy stacks of the scheduler ranks")
+    return out
+
+
+def decide(ctx: Context, findings: Sequence[Finding]) -> tuple[Verdict, str]:
+    """The verdict and a one-line reason; see the module docs of the rules for evidence."""
+    crit = [f for f in findings if f.severity == "critical"]
+    warn = [f for f in findings if f.severity == "warning"]
+    wedge = [f for f in crit if f.wedge]
+    servers = ctx.servers()
+    with_metrics = [s for s in servers if s.good_samples]
+    judged = [s for s in with_metrics if ctx.progress(s).judged]
+    if wedge:
+        return "WEDGED", f"{wedge[0].key}: {wedge[0].title}"
+    if not with_metrics:
+        if crit:
+            return "DEGRADED", (f"{crit[0].key}: {crit[0].title} (no /metrics from any "
+                                "server: progress unknown)")
+        return "UNKNOWN", "no /metrics from any server: too little evidence"
+    if crit or warn:
+        top = (crit or warn)[0]
+        single = "" if judged else " (one /metrics sample only: a wedge cannot be shown)"
+        return "DEGRADED", f"{top.key}: {top.title}{single}"
+    from pdforensics.analysis.metrics_view import work_in_flight
+
+    moved = [s for s in judged if ctx.progress(s).moved]
+    busy = [s for s in with_metrics if work_in_flight(s)]
+    if moved:
+        return "HEALTHY", f"progress observed on {', '.join(s.label for s in moved)}"
+    if not busy:
+        return "HEALTHY", "no work in flight"
+    return "UNKNOWN", ("work in flight but progress could not be judged "
+                       "(need 2 /metrics samples >= 1 s apart)")
+
+
+def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analysis:
+    """Every rule over one capture; findings sorted most specific critical first."""
+    ctx = Context(capture, tuple(read_client_dump(Path(p)) for p in client_dumps))
+    findings, skipped = run_rules(ctx)
+    findings.sort(key=sort_key)
+    verdict, why = decide(ctx, findings)
+    missing = missing_evidence(ctx)
+    counts = {s: sum(1 for f in findings if f.severity == s)
+              for s in ("critical", "warning", "info")}
+    summary = (f"{verdict}: {why}. {counts['critical']} critical, {counts['warning']} "
+               f"warning, {counts['info']} info findings; {len(skipped)} rules skipped.")
+    return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing))
+
+
+def _evidence_json(e: Evidence | str) -> dict[str, Any]:
+    if isinstance(e, Evidence):
+        return {"host": e.host, "source": e.source, "text": e.text, "path": e.path,
+                "line": str(e)}
+    return {"host": None, "source": None, "text": e, "path": None, "line": e}
+
+
+def analysis_json(a: Analysis) -> dict[str, Any]:
+    return {
+        "verdict": a.verdict,
+        "summary": a.summary,
+        "missing": list(a.missing),
+        "findings": [
+            {"key": f.key, "severity": f.severity, "title": f.title,
+             "evidence": [_evidence_json(e) for e in f.evidence], "next_step": f.next_step,
+             "section": f.section, "wedge": f.wedge}
+            for f in a.findings
+        ],
+        "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
+        "rules": sorted(RULES),
+    }
+
+
+def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = ()) -> dict[str, Any]:
+    """Load a bundle, analyze it, write analysis.json into it, return the JSON dict."""
+    capture = load_capture(bundle_path)
+    doc = analysis_json(analyze(capture, client_dumps))
+    target = Path(capture.path) / ANALYSIS_FILE
+    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=".analysis.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=True)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return doc
+
+
+def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:
+    """Terminal rendering: verdict, findings with evidence and next step, missing, skipped."""
+    lines = [f"VERDICT: {a.verdict}", a.summary, ""]
+    for f in a.findings:
+        lines.append(f"[{f.severity.upper()}] {f.key}: {f.title}")
+        for e in f.evidence[:max_evidence]:
+            lines.append(f"    - {e}")
+        if len(f.evidence) > max_evidence:
+            lines.append(f"    ... {len(f.evidence) - max_evidence} more")
+        lines.append(f"    next: {f.next_step}")
+    if a.missing:
+        lines.append("")
+        lines.append("Missing evidence:")
+        lines.extend(f"  - {m}" for m in a.missing)
+    if a.skipped:
+        lines.append("")
+        lines.append("Skipped rules:")
+        lines.extend(f"  - {s.rule}: {s.reason}" for s in a.skipped)
+    return "\n".join(lines) + "\n"

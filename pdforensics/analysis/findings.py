@@ -1,0 +1,105 @@
+"""Findings, skipped rules and the analysis result; the explicit rule registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pdforensics.analysis.rules.context import Context
+
+Severity = Literal["critical", "warning", "info"]
+Verdict = Literal["WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN"]
+
+SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One fact behind a finding: where it was seen and what it said."""
+
+    host: str
+    source: str  # "/metrics", "/server_info", "py-spy", "ps", "log", ...
+    text: str
+    path: str | None = None  # raw file relative to the bundle, for the report to link
+
+    def __str__(self) -> str:
+        where = " ".join(x for x in (self.host, self.source) if x)
+        return f"{where}: {self.text}" if where else self.text
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule concluded, with the evidence and the next thing to do.
+
+    ``wedge`` marks a critical finding that rests on evidence across time (frozen counters
+    over >= 2 samples, a dead rank with frozen progress, ...): only such findings make the
+    verdict WEDGED. ``rank`` overrides the rule's sort rank when one finding is more (or
+    less) specific than its rule usually is.
+    """
+
+    key: str
+    severity: Severity
+    title: str
+    evidence: tuple[Evidence | str, ...]
+    next_step: str
+    section: str | None = None
+    wedge: bool = False
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that did not run, and why (its inputs were missing, or it crashed)."""
+
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...]
+    summary: str
+    missing: tuple[str, ...]
+
+
+class SkipRule(Exception):
+    """Raised by a rule whose inputs turn out to be missing; the message is the reason."""
+
+
+RuleFn = Callable[["Context"], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str
+    fn: RuleFn
+    needs: tuple[str, ...]
+    rank: int
+    description: str
+
+
+#: The registry, in registration order. Rules register with @rule at import of
+#: pdforensics.analysis.rules (which imports every rule module explicitly).
+RULES: dict[str, Rule] = {}
+
+
+def rule(key: str, needs: Iterable[str] = (), rank: int = 100) -> Callable[[RuleFn], RuleFn]:
+    """Register a rule. ``needs`` names inputs the engine checks first (see rules.context)."""
+
+    def deco(fn: RuleFn) -> RuleFn:
+        if key in RULES and RULES[key].fn is not fn:
+            raise ValueError(f"rule {key} registered twice")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        RULES[key] = Rule(key, fn, tuple(needs), rank, doc[0] if doc else "")
+        return fn
+
+    return deco
+
+
+def sort_key(f: Finding) -> tuple[int, int, str]:
+    base = RULES[f.key].rank if f.key in RULES else 100
+    return (SEVERITY_ORDER.get(f.severity, 3), f.rank if f.rank is not None else base, f.key)

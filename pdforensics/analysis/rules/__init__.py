@@ -1,0 +1,13 @@
+"""Rule families; importing this package registers every rule in findings.RULES."""
+
+from __future__ import annotations
+
+from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
+    client,
+    config,
+    logs,
+    pd_queues,
+    processes,
+    progress,
+    ranks,
+)

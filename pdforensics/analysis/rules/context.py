@@ -1,0 +1,104 @@
+"""What every rule reads: the loaded capture plus lazily computed shared views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from pdforensics.analysis.metrics_view import Progress, progress
+from pdforensics.analysis.stacks import analyze_stacks
+from pdforensics.analysis.stacks_model import LabelledDump, StackReport
+from pdforensics.loaded import LoadedCapture, ServiceView
+from pdforensics.parsers.stackmodel import ThreadStack
+
+SERVER_ROLES = ("prefill", "decode", "unified")
+
+
+@dataclass(frozen=True)
+class ClientDump:
+    """A client-side goroutine dump given with --client-dump."""
+
+    path: str
+    goroutines: tuple[ThreadStack, ...]
+    error: str | None = None
+
+
+@dataclass
+class Context:
+    capture: LoadedCapture
+    client_dumps: Sequence[ClientDump] = ()
+    _progress: dict[tuple[str, int, str], Progress] = field(default_factory=dict)
+
+    # -- services ------------------------------------------------------------------------
+    def servers(self, role: str | None = None) -> list[ServiceView]:
+        return [s for s in self.capture.services()
+                if s.kind == "server" and s.role in SERVER_ROLES
+                and (role is None or s.role == role)]
+
+    def routers(self) -> list[ServiceView]:
+        return [s for s in self.capture.services() if s.kind == "router"]
+
+    def progress(self, svc: ServiceView) -> Progress:
+        key = (svc.host, svc.port, svc.role)
+        p = self._progress.get(key)
+        if p is None:
+            p = self._progress[key] = progress(svc)
+        return p
+
+    def path_of(self, host: str, key: str) -> str | None:
+        """The raw file of result ``key`` on ``host``, relative to the bundle."""
+        return self._paths.get((host, key))
+
+    @cached_property
+    def _paths(self) -> dict[tuple[str, str], str]:
+        return {(e.host, e.key): e.path for e in self.capture.results if e.path}
+
+    # -- stacks --------------------------------------------------------------------------
+    @cached_property
+    def labelled_dumps(self) -> tuple[LabelledDump, ...]:
+        out: list[LabelledDump] = []
+        for h in self.capture.hosts:
+            for p in h.processes:
+                for sd in p.stacks:
+                    for d in sd.dumps:
+                        out.append(LabelledDump(d, host=h.name, role=p.info.role,
+                                                rank=p.info.rank, taken_at=sd.taken_at,
+                                                source=sd.key))
+        return tuple(out)
+
+    @cached_property
+    def stacks(self) -> StackReport | None:
+        dumps = self.labelled_dumps
+        return analyze_stacks(dumps) if dumps else None
+
+
+def _servers_with(ctx: Context, test: Callable[[ServiceView], bool]) -> bool:
+    return any(test(s) for s in ctx.servers())
+
+
+#: need name -> (check, reason when missing)
+NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
+    "servers": (lambda c: bool(c.servers()), "no SGLang server was found in the capture"),
+    "metrics": (lambda c: _servers_with(c, lambda s: bool(s.good_samples)),
+                "no server answered /metrics"),
+    "samples2": (lambda c: _servers_with(c, lambda s: c.progress(s).samples >= 2
+                                         and c.progress(s).span_s >= 0.9),
+                 "fewer than 2 /metrics samples >= 1 s apart from every server "
+                 "(movement cannot be judged from one scrape)"),
+    "pd": (lambda c: bool(c.servers("prefill")) and bool(c.servers("decode")),
+           "the capture does not hold both a prefill and a decode server"),
+    "processes": (lambda c: any(h.processes for h in c.capture.hosts),
+                  "no SGLang processes were listed on any host"),
+    "stacks": (lambda c: bool(c.labelled_dumps), "no py-spy stack dump was captured"),
+    "gpus": (lambda c: any(h.gpus for h in c.capture.hosts),
+             "no GPU state (nvidia-smi) from any host"),
+    "logs": (lambda c: any(s.log_source for s in c.capture.services()),
+             "no log (journal or log file) was captured"),
+    "server_info": (lambda c: _servers_with(c, lambda s: "server_info" in s.fetches
+                                            or "get_server_info" in s.fetches),
+                    "/server_info was not fetched from any server"),
+    "client_dumps": (lambda c: bool(c.client_dumps), "no --client-dump given"),
+    "kernel_log": (lambda c: any(r.source == "kernel_log" for r in c.capture.results),
+                   "the kernel log was not collected"),
+}

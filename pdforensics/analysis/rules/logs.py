@@ -1,0 +1,72 @@
+"""Known log lines and GPU Xid events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from pdforensics.analysis.findings import Evidence, Finding, Severity, rule
+from pdforensics.analysis.rules.context import Context
+
+#: A cause seen this long before the capture started still counts as current.
+RECENT_S = 900.0
+#: Xids that mean the GPU (or its memory / NVLink) is in trouble, not just an app fault.
+FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 69, 74, 79, 92, 94, 95, 119, 120, 136, 140, 143})
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(t)) + "Z" if t is not None else "?"
+
+
+@rule("LOG_SIGNATURE", needs=("logs",), rank=80)
+def log_signature(ctx: Context) -> Iterator[Finding]:
+    """Known SGLang / NCCL / CUDA log lines matched, with first/last time and count."""
+    since = (ctx.capture.started_at or time.time()) - RECENT_S
+    for svc in ctx.capture.services():
+        if not svc.log_hits:
+            continue
+        path = svc.log_entry.path if svc.log_entry is not None else None
+        ev: list[Evidence | str] = []
+        recent_causes = []
+        for h in svc.log_hits:
+            recent = h.last_epoch is None or h.last_epoch >= since
+            if h.kind == "cause" and recent:
+                recent_causes.append(h.key)
+            ranks = f" [{', '.join(h.ranks)}]" if h.ranks else ""
+            sample = h.samples[0][:300] if h.samples else ""
+            ev.append(Evidence(svc.host, f"{svc.role} {svc.log_source or 'log'}",
+                               f"{h.key} ({h.kind}) x{h.count}, first {_when(h.first_epoch)}, "
+                               f"last {_when(h.last_epoch)}{ranks}: {sample}", path))
+        sev: Severity = "warning" if recent_causes else "info"
+        keys = ", ".join(f"{h.key} x{h.count}" for h in svc.log_hits[:5])
+        yield Finding(
+            "LOG_SIGNATURE", sev,
+            f"{svc.label} log: {keys}"
+            + ("" if recent_causes else f" (nothing in the {RECENT_S / 60:.0f} min before "
+               "the capture)"),
+            tuple(ev),
+            "Read the first cause line in context (the log file / journal in the bundle): "
+            "consequences such as aborts and health-check failures follow it.",
+            section="logs")
+
+
+@rule("XID_ERRORS", needs=("kernel_log",), rank=12)
+def xid_errors(ctx: Context) -> Iterator[Finding]:
+    """NVIDIA Xid events in the kernel log."""
+    for h in ctx.capture.hosts:
+        if not h.xids:
+            continue
+        codes = sorted({x.xid for x in h.xids})
+        fatal = [c for c in codes if c in FATAL_XIDS]
+        ev: list[Evidence | str] = [
+            Evidence(h.name, "kernel log", f"Xid {x.xid} on {x.pci}"
+                     + (f" pid {x.pid}" if x.pid else "") + f": {x.message[:200]}")
+            for x in h.xids[-10:]]
+        yield Finding(
+            "XID_ERRORS", "critical" if fatal else "warning",
+            f"{h.name}: {len(h.xids)} GPU Xid event(s) (Xid {', '.join(map(str, codes))})",
+            tuple(ev),
+            "Xid 79 (fallen off the bus), 48/94/95 (ECC), 74 (NVLink) and 119/120 (GSP) need "
+            "the GPU drained and reset or the node rebooted; others (13, 31, 43) are "
+            "application faults: match the pid to a rank.",
+            section="gpu")

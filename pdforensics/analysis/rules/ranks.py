@@ -1,0 +1,226 @@
+"""Scheduler ranks from their stacks: the odd rank out, all ranks stuck, py-spy failures."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.rules.context import Context
+from pdforensics.analysis.stacks_classify import (
+    COLLECTIVE,
+    CUDA_SYNC,
+    IDLE_CLASSES,
+    SUSPECT_CLASSES,
+    classify_stack,
+)
+from pdforensics.loaded import ProcessView, ServiceView
+from pdforensics.parsers.stackmodel import Frame, ThreadStack
+
+#: Classes whose stuck stack explains frozen queues (so it sorts before them).
+CAUSE_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC})
+
+
+def rank_order(label: str | None) -> tuple[int, ...]:
+    """``DP1_TP3`` -> (1, 3); unknown ranks last."""
+    if not label:
+        return (10**9,)
+    return tuple(int(n) for n in re.findall(r"\d+", label)) or (10**9,)
+
+
+def main_threads(p: ProcessView) -> list[tuple[float, ThreadStack, str]]:
+    """(taken_at, MainThread stack, stack result key) of each dump of a process, in order."""
+    out = []
+    for sd in p.stacks:
+        for d in sd.dumps:
+            if not d.threads:
+                continue
+            t = next((t for t in d.threads if t.name == "MainThread"), d.threads[0])
+            out.append((sd.taken_at, t, sd.key))
+    return out
+
+
+def _fkey(t: ThreadStack) -> tuple[tuple[str, str], ...]:
+    return tuple((f.function, f.file) for f in t.frames)
+
+
+def _exact(t: ThreadStack) -> tuple[tuple[str, str, int | None], ...]:
+    return tuple((f.function, f.file, f.line) for f in t.frames)
+
+
+def _divergence(a: ThreadStack, b: ThreadStack) -> tuple[Frame | None, Frame | None, Frame | None]:
+    """(last common frame from the root, a's first own frame, b's first own frame)."""
+    ra, rb = list(reversed(a.frames)), list(reversed(b.frames))
+    common: Frame | None = None
+    for fa, fb in zip(ra, rb, strict=False):
+        if (fa.function, fa.file) != (fb.function, fb.file):
+            return common, fa, fb
+        common = fa
+    n = min(len(ra), len(rb))
+    return common, ra[n] if len(ra) > n else None, rb[n] if len(rb) > n else None
+
+
+def _unchanged(history: list[tuple[float, ThreadStack, str]]) -> float | None:
+    """Seconds the latest stack stayed identical over the last dumps, or None if it moved."""
+    if len(history) < 2:
+        return None
+    last = _exact(history[-1][1])
+    i = len(history) - 1
+    while i > 0 and _exact(history[i - 1][1]) == last:
+        i -= 1
+    if i == len(history) - 1:
+        return None
+    return history[-1][0] - history[i][0]
+
+
+def _svc_frozen(ctx: Context, svc: ServiceView) -> bool:
+    p = ctx.progress(svc)
+    return p.judged and p.frozen
+
+
+@rule("RANK_OUTLIER", needs=("stacks",), rank=30)
+def rank_outlier(ctx: Context) -> Iterator[Finding]:
+    """One scheduler rank's stack differs from its peers' (the odd rank out is the suspect)."""
+    compared = 0
+    for svc in ctx.servers():
+        hist = {p.info.rank: (p, main_threads(p)) for p in svc.ranks if main_threads(p)}
+        if len(hist) < 2:
+            continue
+        compared += 1
+        ranks = sorted(hist, key=rank_order)
+        latest = {r: hist[r][1][-1][1] for r in ranks}
+        groups: dict[tuple[tuple[str, str], ...], list[str | None]] = {}
+        for r in ranks:
+            groups.setdefault(_fkey(latest[r]), []).append(r)
+        if len(groups) < 2:
+            continue
+        biggest = max(len(g) for g in groups.values())
+        majority = [g for g in groups.values() if len(g) == biggest]
+        if len(majority) == 1 and biggest * 2 > len(ranks):
+            reference = majority[0]
+            basis = f"the majority ({biggest}/{len(ranks)} ranks)"
+        else:
+            reference = next(g for g in groups.values() if ranks[0] in g)
+            basis = (f"rank {ranks[0]} (no majority among {len(ranks)} ranks; rank 0 leads the "
+                     "tp group, its peers must follow its collectives)")
+        ref = reference[0]
+        for r in ranks:
+            if r in reference:
+                continue
+            t = latest[r]
+            cls, deciding = classify_stack(t)
+            if cls not in SUSPECT_CLASSES:
+                continue
+            p, h = hist[r]
+            stuck_for = _unchanged(h)
+            if len(h) >= 2 and stuck_for is None:
+                continue  # it moved between dumps: passing through, not stuck
+            rcls, rdec = classify_stack(latest[ref])
+            common, mine, theirs = _divergence(t, latest[ref])
+            where = (f" for >= {stuck_for:.1f} s across {len(h)} dumps" if stuck_for is not None
+                     else " (one dump only: cannot tell stuck from passing through)")
+            ev: list[Evidence | str] = [
+                Evidence(svc.host, f"py-spy {svc.role} {r} pid {p.info.pid}",
+                         f"MainThread in {deciding or t.leaf} [{cls}]{where}; leaf {t.leaf}",
+                         ctx.path_of(svc.host, h[-1][2])),
+                Evidence(svc.host, f"py-spy {svc.role} {ref} pid {hist[ref][0].info.pid}",
+                         f"MainThread in {rdec or latest[ref].leaf} [{rcls}]",
+                         ctx.path_of(svc.host, hist[ref][1][-1][2])),
+                f"compared with {basis}; the stacks part below "
+                f"{common.function if common else 'the root'}: {r} enters "
+                f"{mine.function if mine else '(nothing)'}, {ref} enters "
+                f"{theirs.function if theirs else '(nothing)'}",
+            ]
+            frozen = _svc_frozen(ctx, svc)
+            if frozen:
+                ev.append(f"{svc.label} progress frozen: {ctx.progress(svc).text()}")
+            severe = stuck_for is not None
+            yield Finding(
+                "RANK_OUTLIER", "critical" if severe else "warning",
+                f"{svc.label}: rank {r} sits in {(deciding or t.leaf or Frame('?')).function} "
+                f"[{cls}] while {ref} is in {(rdec or latest[ref].leaf or Frame('?')).function}",
+                tuple(ev),
+                f"Rank {r} is the suspect: a collective that its peers never joined (or a "
+                "kernel that never finished). Check that rank's GPU (Xid, nvidia-smi), its "
+                "log lines and NCCL env; py-spy dump --native on it shows the kernel wait.",
+                section="ranks", wedge=severe and frozen,
+                rank=15 if severe and cls in CAUSE_CLASSES else None,
+            )
+    if not compared:
+        raise SkipRule("no server with stacks of 2 or more scheduler ranks")
+
+
+@rule("ALL_RANKS_STUCK", needs=("stacks",), rank=32)
+def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
+    """Every scheduler rank of a role sits unmoved in the same non-idle frame."""
+    report = ctx.stacks
+    if report is None:
+        raise SkipRule("no stack dumps")
+    for a in report.all_stuck:
+        if a.kind != "scheduler" or a.leaf_class in IDLE_CLASSES:
+            continue
+        svcs = ctx.servers(a.role) if a.role else []
+        frozen = any(_svc_frozen(ctx, s) for s in svcs)
+        span = f" for >= {a.stuck_for_s:.1f} s" if a.stuck_for_s is not None else ""
+        ev: list[Evidence | str] = [
+            Evidence(", ".join(sorted({s.host for s in svcs})) or "", "py-spy",
+                     f"ranks {', '.join(a.ranks)} all in {a.frame} [{a.leaf_class}]"
+                     f"{span}, unchanged between dumps")]
+        ev.extend(f"{s.label} progress {'frozen' if _svc_frozen(ctx, s) else 'judged'}: "
+                  f"{ctx.progress(s).text()}" for s in svcs if ctx.progress(s).judged)
+        yield Finding(
+            "ALL_RANKS_STUCK", "critical",
+            f"every {a.role} scheduler rank ({', '.join(a.ranks)}) is stuck in "
+            f"{a.frame.function} [{a.leaf_class}]",
+            tuple(ev),
+            "All ranks wait in the same place, so no single rank is to blame: look for what "
+            "they wait on (a peer outside this group, a prefill/decode partner, a CUDA graph "
+            "capture, the network). py-spy dump --native shows the native wait.",
+            section="ranks", wedge=frozen,
+            rank=16 if a.leaf_class in CAUSE_CLASSES else None,
+        )
+
+
+@rule("PYSPY_UNAVAILABLE", needs=("processes",), rank=90)
+def pyspy_unavailable(ctx: Context) -> Iterator[Finding]:
+    """Stacks missing: why py-spy failed and how to fix it."""
+    for h in ctx.capture.hosts:
+        failed: dict[tuple[str, str, str], list[int]] = {}
+        missing = []
+        for p in h.processes:
+            if p.info.kind not in ("server", "scheduler", "router", "detokenizer", "tokenizer"):
+                continue
+            if not p.stacks:
+                missing.append(p.info.pid)
+                continue
+            for sd in p.stacks:
+                if sd.dumps:
+                    continue
+                if sd.failure is not None:
+                    k = (sd.failure.reason, sd.failure.message, sd.failure.fix)
+                elif sd.timed_out:
+                    k = ("timeout", f"py-spy timed out after {sd.duration_s:.1f} s",
+                         "the process may be in D state: retry with --nonblocking")
+                else:
+                    k = ("error", sd.error or "no dump", "run py-spy by hand to see why")
+                failed.setdefault(k, []).append(p.info.pid)
+        for (reason, message, fix), pids in failed.items():
+            pid_list = ", ".join(str(x) for x in sorted(set(pids)))
+            yield Finding(
+                "PYSPY_UNAVAILABLE", "warning",
+                f"{h.name}: py-spy failed ({reason}) on {len(set(pids))} process(es)",
+                (Evidence(h.name, "py-spy", f"pids {pid_list}: {message}"),),
+                fix or "install py-spy, grant CAP_SYS_PTRACE, or run as root",
+                section="stacks",
+            )
+        if missing and not failed:
+            yield Finding(
+                "PYSPY_UNAVAILABLE", "info",
+                f"{h.name}: no stacks were collected for {len(missing)} process(es)",
+                (Evidence(h.name, "capture", "pids " + ", ".join(map(str, missing[:20]))
+                          + ": no py-spy run (stacks disabled, deadline reached, or py-spy "
+                          "missing)"),),
+                "Capture again with stacks enabled; install py-spy on the host (pip install "
+                "py-spy) and run as root or with CAP_SYS_PTRACE.",
+                section="stacks",
+            )

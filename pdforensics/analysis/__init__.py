@@ -2,18 +2,29 @@
 
 ``analyze(capture)`` runs every rule registered in ``findings.RULES`` (one module per rule
 family under ``analysis/rules``) and returns an ``Analysis``; ``analyze_path(bundle)`` also
-writes ``analysis.json`` into the bundle.
+writes ``analysis.json`` into the bundle. Re-exports are lazy so that importing the stack
+modules does not load the rules engine.
 """
 
 from __future__ import annotations
 
-from pdforensics.analysis.engine import (
-    analysis_json,
-    analyze,
-    analyze_path,
-    format_analysis_text,
-)
-from pdforensics.analysis.findings import RULES, Analysis, Evidence, Finding, Skipped, rule
+import importlib
+from typing import Any
 
-__all__ = ["RULES", "Analysis", "Evidence", "Finding", "Skipped", "analysis_json", "analyze",
-           "analyze_path", "format_analysis_text", "rule"]
+_EXPORTS = {
+    "analyze": "engine", "analyze_path": "engine", "analysis_json": "engine",
+    "format_analysis_text": "engine",
+    "Analysis": "findings", "Evidence": "findings", "Finding": "findings",
+    "Skipped": "findings", "RULES": "findings", "rule": "findings",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module == "findings":
+        importlib.import_module("pdforensics.analysis.engine")  # registers the rules
+    return getattr(importlib.import_module(f"pdforensics.analysis.{module}"), name)

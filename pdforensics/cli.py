@@ -175,7 +175,7 @@ def stacks(files: tuple[str, ...], as_json: bool) -> None:
         stacks_json,
     )
 
-    report = analyze_stacks(load_stack_files([Path(f) for f in files]))
+    report = analyze_stacks(load_stack_files(list(files)))
     click.echo(json.dumps(stacks_json(report), indent=1) if as_json else format_stacks_text(report))
 
 

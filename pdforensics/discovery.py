@@ -81,7 +81,7 @@ def classify(args: str) -> tuple[str, str | None] | None:
         base = tokens[0].rsplit("/", 1)[-1]
         if base in ROUTER_BINARIES:
             return "router", None
-        if any(t.endswith("sglang/launch_server.py") for t in tokens[:3]):
+        if "python" in base and any(t.endswith("sglang/launch_server.py") for t in tokens[1:3]):
             return "server", None
     return None
 

@@ -54,13 +54,13 @@ NVIDIA_SMI_REMAP = register(Source(
 NVIDIA_SMI = register(Source(
     name="nvidia_smi", description="plain nvidia-smi: driver and CUDA versions, overview",
     scope="host", build=lambda host, t: _smi(host), timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB,
-    priority=SLOW, parser="versions:parse_nvidia_smi_version", sample="nvsmi_plain.txt",
+    priority=SLOW, parser="versions:parse_nvidia_smi_version", sample="pip_nvidia_smi_header.txt",
     privileged=True,
 ))
 NVML = register(Source(
     name="nvml", description="NVML through pynvml (local host only, in a child process)",
     scope="host",
     build=lambda host, t: (sys.executable, "-m", "pdforensics.collectors.nvml_probe"),
-    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW, parser=None, sample=None,
+    timeout_s=GPU_TIMEOUT_S, max_bytes=1 * MIB, priority=SLOW, parser="nvml:parse_nvml", sample="nvml_h200.json",
     extension="json",
 ))

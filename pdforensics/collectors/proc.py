@@ -36,7 +36,7 @@ CGROUP = register(Source(
     name="cgroup", description="cgroup of a server/router root process (its systemd unit)",
     scope="process", build=lambda host, t: ("cat", f"/proc/{_pid(t)}/cgroup"),
     timeout_s=5, max_bytes=64 * 1024, priority=CHEAP, parser="proc:parse_cgroup_unit",
-    sample="proc_cgroup.txt",
+    sample="proc_cgroup_systemd.txt",
 ))
 
 

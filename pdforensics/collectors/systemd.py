@@ -28,5 +28,6 @@ SYSTEMCTL_SHOW = register(Source(
 UNIT_FILE = register(Source(
     name="unit_file", description="unit file text with its drop-ins (systemctl cat)",
     scope="unit", build=lambda host, t: ("systemctl", "cat", _unit(t), "--no-pager"),
-    timeout_s=5, max_bytes=256 * KIB, priority=NORMAL, parser=None, sample=None,
+    timeout_s=5, max_bytes=256 * KIB, priority=NORMAL, parser="unitfile:parse_unit_files",
+    sample="systemd_cat_decode.txt",
 ))

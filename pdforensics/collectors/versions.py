@@ -26,11 +26,11 @@ PIP_FREEZE = register(Source(
     name="pip_freeze", description="packages of the server's own interpreter (pip freeze form)",
     scope="process", build=lambda host, t: (_python(t), "-c", FREEZE_SCRIPT),
     timeout_s=15, max_bytes=2 * MIB, priority=SLOW, parser="versions:parse_pip_freeze",
-    sample="pip_freeze.txt", privileged=True,  # the service's venv is often not ours to read
+    sample="pip_freeze_sglang_host.txt", privileged=True,  # the service's venv is often not ours to read
 ))
 
 UNAME = register(Source(
     name="uname", description="kernel version", scope="host",
     build=lambda host, t: ("uname", "-a"), timeout_s=5, max_bytes=64 * 1024, priority=NORMAL,
-    parser="versions:parse_uname", sample="pip_uname.txt",
+    parser="versions:parse_uname", sample="pip_uname_a.txt",
 ))

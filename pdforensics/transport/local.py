@@ -53,6 +53,8 @@ class LocalTransport:
             with self._lock:
                 self._procs.discard(proc)
         status = proc.returncode
+        if status is not None and status < 0:
+            status = 128 - status  # killed by a signal: report it as a shell would, like SSH
         error = None
         if self._closed.is_set() and status is None:
             error = "capture stopped"

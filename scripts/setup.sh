@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install what pdforensics, its lab and its tests need: Debian packages and a .venv.
+# Idempotent; safe to run again. Usage: scripts/setup.sh [--test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_tests=0
+[ "${1:-}" = "--test" ] && want_tests=1
+
+# Debian packages: sshd for the lab's loopback hosts, sudo for the non-root login,
+# curl/ss/ps for the collectors; chromium and prometheus for the report and watch tests.
+pkgs=(openssh-server openssh-client sudo curl iproute2 procps)
+[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import pdforensics, paramiko, setproctitle" \
+  || { echo "setup: the virtualenv is incomplete" >&2; exit 1; }

@@ -145,6 +145,23 @@ def _print_outcome(doc: dict[str, Any]) -> None:
             click.echo(f"  ... {len(gaps) - 15} more in manifest.json")
 
 
+# -- analysis ---------------------------------------------------------------------------------
+@main.command()
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A Go client's goroutine dump to set beside the server's in-flight counts.")
+@handles_errors
+def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
+    """Verdict and findings with evidence for BUNDLE (no host contact)."""
+    from pdforensics.analysis.engine import analysis_json, format_analysis_text
+    from pdforensics.analysis.engine import analyze as run_rules
+    from pdforensics.loaded import load_capture
+
+    result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
+    click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
+
+
 # -- bundle tools -----------------------------------------------------------------------------
 @main.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))

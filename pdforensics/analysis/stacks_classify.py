@@ -1,0 +1,150 @@
+"""What a stack is doing (leaf classification) and which threads are noise."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pdforensics.parsers.stackmodel import Frame, ThreadStack
+
+COLLECTIVE = "collective"
+QUEUE_WAIT = "queue_wait"
+CUDA_SYNC = "cuda_sync"
+KV_TRANSFER = "kv_transfer"
+SHUTDOWN = "shutdown"
+IDLE_LOOP = "idle_loop"
+SLEEP = "sleep"
+IO_WAIT = "io_wait"
+LOCK_WAIT = "lock_wait"
+BUSY = "busy"
+OTHER = "other"
+
+#: Classes that mean "waiting for work": never an all-stuck verdict on their own.
+IDLE_CLASSES = frozenset({QUEUE_WAIT, IDLE_LOOP, SLEEP})
+#: Classes that make a thread a suspect even when py-spy calls it idle.
+SUSPECT_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC, KV_TRANSFER, SHUTDOWN})
+
+_COLLECTIVE_FN = re.compile(
+    r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_?to_?all|nccl|gloo|"
+    r"GroupCoordinator|ProcessGroup|c10d|_coalescing_manager|custom_all_reduce|"
+    r"pynccl|\bsend_object|recv_object",
+    re.I,
+)
+_COLLECTIVE_FILE = re.compile(r"torch/distributed/|distributed/parallel_state|nccl|gloo", re.I)
+_CUDA_FN = re.compile(
+    r"synchronize$|Synchronize$|^item$|\.item$|^tolist$|\.tolist$|cudaMemcpy|cuMemcpyDtoH|"
+    r"cudaEventSynchronize|cudaStreamSynchronize|cudaDeviceSynchronize|cuStreamSynchronize"
+)
+_KV_FILE = re.compile(r"disaggregation/.*(conn|transfer|mooncake|nixl)|mooncake|nixl", re.I)
+_KV_FN = re.compile(r"pop_transferred|transfer_worker|KVPoll|mooncake|nixl|TransferEngine|"
+                    r"^(?:.*\.)?poll$|bootstrap_thread|kv_transfer", re.I)
+_QUEUE_FN = re.compile(
+    r"recv_requests|recv_pyobj|recv_multipart|Queue\.get|SimpleQueue\.get|^get$|"
+    r"Poller\.poll|zmq_poll|Socket\.recv|_recv_requests|process_input_requests", re.I
+)
+_QUEUE_FILE = re.compile(r"zmq/|/queue\.py$|^queue\.py$|multiprocessing/queues\.py")
+_SHUTDOWN_FN = re.compile(r"^(?:threading\.)?_shutdown$|Py_Finalize|_python_exit|atexit|"
+                          r"_run_finalizers|_exit_function|wait_for_thread_shutdown")
+_IDLE_LOOP = re.compile(r"_run_once|run_forever|EpollSelector\.select|BaseSelector\.select|"
+                        r"select\.epoll|uv_run|Selector\.select|epoll_wait$")
+_SLEEP_FN = re.compile(r"^(?:time\.)?sleep$|time_sleep|clock_nanosleep|^nanosleep|"
+                       r"^time\.Sleep$|runtime\.timeSleep")
+_IO_FN = re.compile(r"sock_recv|sock_accept|^recv$|^recvfrom$|^accept4?$|^read$|"
+                    r"socket\.recv|SocketIO\.readinto|readinto|_ssl__SSLSocket_read|"
+                    r"persistConn\)\.roundTrip|runtime_pollWait|netpollblock|"
+                    r"http\.\(\*Client\)\.Do|getresponse|_read_status")
+_LOCK_FN = re.compile(r"acquire_lock|lock_PyThread|Condition\.wait|Event\.wait|"
+                      r"_wait_for_tstate_lock|Thread\.join|sync\.\(\*Mutex\)\.Lock|"
+                      r"sync\.runtime_Semacquire|semacquire|futex", re.I)
+_GO_IDLE_STATES = {"select", "chan receive", "chan send", "select (no cases)"}
+_GO_IO_STATES = {"IO wait"}
+_GO_SLEEP_STATES = {"sleep"}
+_GO_LOCK_STATES = {"semacquire", "sync.Mutex.Lock", "sync.RWMutex.Lock", "sync.RWMutex.RLock",
+                   "sync.Cond.Wait", "sync.WaitGroup.Wait"}
+
+
+def _frame_class(f: Frame) -> str | None:
+    fn, file = f.function, f.file
+    if _KV_FILE.search(file) or _KV_FN.search(fn) and "disaggregation" in file:
+        return KV_TRANSFER
+    if _COLLECTIVE_FN.search(fn) or _COLLECTIVE_FILE.search(file):
+        return COLLECTIVE
+    if _CUDA_FN.search(fn):
+        return CUDA_SYNC
+    if _SHUTDOWN_FN.search(fn):
+        return SHUTDOWN
+    if _QUEUE_FN.search(fn) and (fn != "get" or _QUEUE_FILE.search(file)) or (
+        "zmq" in file.lower()
+    ):
+        return QUEUE_WAIT
+    if _IDLE_LOOP.search(fn):
+        return IDLE_LOOP
+    if _SLEEP_FN.search(fn):
+        return SLEEP
+    return None
+
+
+def classify_stack(thread: ThreadStack) -> tuple[str, Frame | None]:
+    """(class, the frame that decided it) scanning from the leaf; generic waits last."""
+    frames = thread.frames
+    for f in frames:
+        c = _frame_class(f)
+        if c is not None:
+            return c, f
+    if thread.goroutine:
+        st = thread.state
+        if st in _GO_IDLE_STATES:
+            return QUEUE_WAIT, thread.leaf
+        if st in _GO_SLEEP_STATES:
+            return SLEEP, thread.leaf
+    for f in frames:
+        if _IO_FN.search(f.function):
+            return IO_WAIT, f
+        if _LOCK_FN.search(f.function):
+            return LOCK_WAIT, f
+    if thread.goroutine:
+        if thread.state in _GO_IO_STATES:
+            return IO_WAIT, thread.leaf
+        if thread.state in _GO_LOCK_STATES:
+            return LOCK_WAIT, thread.leaf
+        if thread.state == "running" or thread.state == "runnable":
+            return BUSY, thread.leaf
+    elif thread.state.startswith("active") or thread.state == "gil":
+        return BUSY, thread.leaf
+    return OTHER, thread.leaf
+
+
+_NOISE_RULES: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+    # (reason, function pattern, file pattern or None): any frame matching both
+    ("watchdog", re.compile(r"watchdog|pyspy_dump", re.I), None),
+    ("tqdm monitor", re.compile(r"TMonitor"), None),
+    ("tqdm monitor", re.compile(r"."), re.compile(r"tqdm/_monitor\.py")),
+    ("pydevd", re.compile(r"."), re.compile(r"pydevd|_pydev_")),
+    ("go keep-alive loop", re.compile(r"persistConn\)\.(?:readLoop|writeLoop)$"), None),
+    ("threading Timer", re.compile(r"^Timer\.run$|^run$"), re.compile(r"threading\.py$")),
+)
+
+
+def noise_reason(thread: ThreadStack) -> str | None:
+    """Why a thread is noise (the watchdog running py-spy, tqdm, pydevd, ...), else None."""
+    for f in thread.frames:
+        for reason, fn_pat, file_pat in _NOISE_RULES:
+            if reason == "threading Timer":
+                if f.function == "Timer.run" or (
+                    f.function == "run" and thread.name is not None
+                    and thread.name.startswith("Timer") and file_pat is not None
+                    and file_pat.search(f.file)
+                ):
+                    return reason
+                continue
+            if fn_pat.search(f.function) and (file_pat is None or file_pat.search(f.file)):
+                return reason
+    return None
+
+
+def signature_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The frame a human should look at: the first non-native frame from the leaf."""
+    for f in frames:
+        if not f.native:
+            return f
+    return frames[0] if frames else None

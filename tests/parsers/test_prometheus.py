@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 from pdforensics.parsers.prometheus import METRIC_ALIASES, canonical_name, parse_metrics
@@ -96,19 +95,14 @@ def test_text_after_eof_is_flagged() -> None:
     assert snap.bad_lines[0].reason == "text after # EOF"
 
 
-def test_fifty_thousand_samples_fast() -> None:
+def test_fifty_thousand_samples() -> None:
+    """Correct at scale; its speed is measured in benchmarks/bench_prometheus.py, not here."""
     lines = ["# TYPE sglang:time_to_first_token_seconds histogram"]
     for i in range(50_000):
         lines.append(
             f'sglang:time_to_first_token_seconds_bucket{{engine_type="decode",'
             f'model_name="Qwen/Qwen3-8B",tp_rank="{i % 8}",le="{i % 13}.0"}} {i}.0'
         )
-    text = "\n".join(lines)
-    best = math.inf
-    for _ in range(3):
-        t0 = time.process_time()
-        snap = parse_metrics(text)
-        best = min(best, time.process_time() - t0)
+    snap = parse_metrics("\n".join(lines))
     assert len(snap) == 50_000 and snap.bad_lines == ()
     assert snap.samples[-1].value == 49_999.0
-    assert best < 0.5, f"50k samples took {best:.3f}s of CPU"

@@ -1,6 +1,6 @@
 // Command wedge is a sample for real goroutine dumps: a TCP server on 127.0.0.1 that
 // accepts and never answers, 30 goroutines blocked in http.Client.Do against it, and
-// net/http/pprof on another 127.0.0.1 port. It prints both addresses and then waits.
+// net/http/pprof on another 127.0.0.1 port, plus a goroutine that runs the GC. It prints both addresses and then waits.
 package main
 
 import (
@@ -9,8 +9,19 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"runtime"
 	"sync"
+	"time"
 )
+
+// collect runs the GC now and then: Go records how long a goroutine has waited only
+// from a GC onwards, so without one no "N minutes" ever shows in a dump.
+func collect() {
+	for {
+		runtime.GC()
+		time.Sleep(20 * time.Second)
+	}
+}
 
 func blackhole(ln net.Listener, mu *sync.Mutex, held *[]net.Conn) {
 	for {
@@ -56,6 +67,7 @@ func main() {
 		wg.Add(1)
 		go callBackend(client, url, &wg)
 	}
+	go collect()
 	fmt.Printf("backend %s pprof %s\n", ln.Addr(), pl.Addr())
 	wg.Wait()
 }

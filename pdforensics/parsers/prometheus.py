@@ -12,13 +12,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pdforensics.catalog.aliases import METRIC_ALIASES as _CATALOG_ALIASES  # noqa: E402
+from pdforensics.catalog.aliases import canonical_metric  # noqa: E402
+
 Labels = tuple[tuple[str, str], ...]
 
-#: Old metric name -> new metric name (canonical, ``sglang:`` form). Analysis asks for the
-#: new name and also finds samples exported under the old one.
-METRIC_ALIASES: dict[str, str] = {
-    "sglang:num_prefill_prealloc_queue_reqs": "sglang:num_prefill_bootstrap_queue_reqs",
-}
+# The one alias table (old -> new names) lives with the catalog; re-exported here.
+METRIC_ALIASES = _CATALOG_ALIASES
 
 _SUFFIXES: dict[str, tuple[str, ...]] = {
     "histogram": ("_bucket", "_count", "_sum", "_created", "_gcount", "_gsum"),
@@ -45,9 +45,7 @@ _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-f
 
 def canonical_name(name: str) -> str:
     """``sglang_X`` (router re-export) -> ``sglang:X``; old names -> new (METRIC_ALIASES)."""
-    if name.startswith("sglang_"):
-        name = "sglang:" + name[7:]
-    return METRIC_ALIASES.get(name, name)
+    return canonical_metric(name)
 
 
 @dataclass(frozen=True)

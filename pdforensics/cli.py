@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics import __version__
+from pdforensics.cli_store import STORE_COMMANDS
 from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, PdforensicsError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,6 +93,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     analysis = _analyze_bundle(outcome.bundle)
     doc["verdict"] = analysis.get("verdict") if analysis else None
     doc["findings"] = analysis.get("findings", []) if analysis else []
+    doc["stored"] = _file_in_store(cluster, outcome.bundle)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     else:
@@ -123,6 +125,13 @@ def _analyze_bundle(bundle: Path) -> dict[str, Any] | None:
     return result
 
 
+def _file_in_store(cluster: Any, bundle: Path) -> dict[str, Any] | None:
+    """File the bundle when a store is configured ($PDFORENSICS_STORE or the cluster file)."""
+    from pdforensics.store.filing import file_if_configured
+
+    return file_if_configured(cluster, bundle)
+
+
 def _progress(host: str, text: str) -> None:
     click.echo(f"  {host}: {text}", err=True)
 
@@ -130,6 +139,8 @@ def _progress(host: str, text: str) -> None:
 def _print_outcome(doc: dict[str, Any]) -> None:
     click.echo(f"bundle: {doc['bundle']}")
     click.echo(f"status: {doc['status']}")
+    if doc.get("stored"):
+        click.echo(f"store: {doc['stored'].get('path') or doc['stored'].get('error')}")
     for reason in doc["partial_reasons"]:
         click.echo(f"  partial: {reason}")
     if doc.get("verdict"):
@@ -277,6 +288,9 @@ def catalog_build(src: str, out: str | None) -> None:
 
     click.echo(str(cli_build(src, out)))
 
+
+for _command in STORE_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

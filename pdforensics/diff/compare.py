@@ -56,7 +56,8 @@ class DiffResult:
     unchanged_hosts: tuple[str, ...] = field(default=())
 
 
-def _catalog() -> Catalog | None:
+def shipped_catalog() -> Catalog | None:
+    """The shipped catalog, or None when it cannot be read (a diff still works without)."""
     try:
         from pdforensics.catalog import load_shipped_catalog
 
@@ -68,17 +69,29 @@ def _catalog() -> Catalog | None:
 def diff_bundles(a: str | Path | LoadedCapture, b: str | Path | LoadedCapture,
                  catalog: Catalog | None = None) -> DiffResult:
     """Diff two bundles (paths or loaded captures): what changed from A to B."""
-    cat = catalog if catalog is not None else _catalog()
+    cat = catalog if catalog is not None else shipped_catalog()
     ca = a if isinstance(a, LoadedCapture) else load_capture(a)
     cb = b if isinstance(b, LoadedCapture) else load_capture(b)
-    result = diff_states(extract_state(ca, cat), extract_state(cb, cat), cat)
-    versions: list[str | None] = [*sorted({v for s in cb.services() if (v := s.version())})]
-    if cat is not None:
-        from pdforensics.catalog import version_note
-
-        notes = [n for v in (versions or [None]) if (n := version_note(v, cat)) is not None]
+    sb = extract_state(cb, cat)
+    result = diff_states(extract_state(ca, cat), sb, cat)
+    notes = version_notes(sb, cat)
+    if notes:
         result = DiffResult(**{**result.__dict__, "notes": tuple(result.notes) + tuple(notes)})
     return result
+
+
+def version_notes(state: ConfigState, catalog: Catalog | None) -> list[str]:
+    """A note per sglang version the servers run that the catalog is not for."""
+    if catalog is None:
+        return []
+    from pdforensics.catalog import version_note
+
+    versions: list[str | None] = [*sorted({v for h in state.hosts for s in h.services
+                                           if (v := s.sglang_version)})]
+    servers = [s for h in state.hosts for s in h.services if s.kind == "server"]
+    if not servers:
+        return []
+    return [n for v in (versions or [None]) if (n := version_note(v, catalog)) is not None]
 
 
 def diff_states(a: ConfigState, b: ConfigState, catalog: Catalog | None = None) -> DiffResult:

@@ -99,12 +99,29 @@ def _host(capture: LoadedCapture, h: HostView, catalog: Catalog | None) -> HostC
     counts: dict[str, int] = {}
     for s in h.services:
         counts[s.role] = counts.get(s.role, 0) + 1
-    services = tuple(_service(s, counts[s.role] > 1, catalog) for s in h.services)
+    services = tuple(_service(s, counts[s.role] > 1, catalog, h.packages) for s in h.services)
     return HostConfig(name=h.name, reachable=h.reachable, kernel=kernel, driver=driver, cuda=cuda,
                       packages=dict(h.packages) if has_freeze else None, services=services)
 
 
-def _service(s: ServiceView, by_port: bool, catalog: Catalog | None) -> ServiceConfig:
+def server_version(s: ServiceView, packages: dict[str, str] | None = None) -> str | None:
+    """sglang's version for one server: /server_info, else /v1/loads (answered while the
+    scheduler is wedged), else the host's `pip freeze`. None for routers and when unknown."""
+    if s.kind != "server":
+        return None
+    version = s.version()
+    if version:
+        return version
+    for key in ("loads", "get_load"):
+        f = s.fetches.get(key)
+        doc = f.json() if f is not None and f.status == 200 else None
+        if isinstance(doc, dict) and isinstance(doc.get("version"), str) and doc["version"]:
+            return str(doc["version"])
+    return (packages or {}).get("sglang")
+
+
+def _service(s: ServiceView, by_port: bool, catalog: Catalog | None,
+             packages: dict[str, str] | None = None) -> ServiceConfig:
     scope = f"{s.host}/{s.role}:{s.port}" if by_port else f"{s.host}/{s.role}"
     root = s.root
     flags: dict[str, str | None] | None = None
@@ -116,7 +133,7 @@ def _service(s: ServiceView, by_port: bool, catalog: Catalog | None) -> ServiceC
     if root is not None and root.environ:
         env = {k: v for k, v in root.environ
                if k not in VOLATILE_ENV and not k.startswith(VOLATILE_ENV_PREFIXES)}
-    version = s.version()
+    version = server_version(s, packages)
     return ServiceConfig(
         scope=scope, host=s.host, role=s.role, kind=s.kind, port=s.port,
         metrics_port=s.metrics_port, tp_size=s.tp_size, dp_size=s.dp_size,

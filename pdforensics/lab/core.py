@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,8 +232,14 @@ def lab_up(
     base_port: int | None = None,
     sudo_user: str | None = None,
     secret_env: dict[str, str] | None = None,
+    extra_args: Mapping[str, Sequence[str]] | None = None,
+    extra_env: Mapping[str, Mapping[str, str]] | None = None,
 ) -> LabInfo:
-    """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached."""
+    """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
+
+    extra_args / extra_env, keyed by role ("prefill", "decode", "router"), append flags to
+    that role's command line and set env vars in its environment (scenarios vary config).
+    """
     _check_fault(fault)
     lab_dir = Path(lab_dir).resolve()
     p = paths(lab_dir)
@@ -274,6 +281,8 @@ def lab_up(
         "ports": ports.__dict__,
         "pids": {},
         "hosts": [],
+        "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
+        "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
     }
 
     def save() -> None:
@@ -292,12 +301,15 @@ def lab_up(
         for role in ("prefill", "decode"):
             host = by_role[role]
             started[role] = spawn(
-                _server_argv(host, ports), _server_env(lab_dir, host, secret_env), p["logs"] / f"{role}.log", lab_dir
+                _server_argv(host, ports) + record["extra_args"].get(role, []),
+                {**_server_env(lab_dir, host, secret_env), **record["extra_env"].get(role, {})},
+                p["logs"] / f"{role}.log",
+                lab_dir,
             )
         router = by_role["router"]
         started["router"] = spawn(
-            _router_argv(router, by_role["prefill"], by_role["decode"], ports),
-            _server_env(lab_dir, router, secret_env),
+            _router_argv(router, by_role["prefill"], by_role["decode"], ports) + record["extra_args"].get("router", []),
+            {**_server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
             p["logs"] / "router.log",
             lab_dir,
         )

@@ -1,0 +1,256 @@
+"""Store commands: snapshot, baseline set/show/clear, diff, timeline (registered in cli.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pdforensics.model import ClusterSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_HEALTHY = 0
+EXIT_FAILED = 1
+EXIT_NOT_HEALTHY = 4
+CLUSTER_ENV = "PDFORENSICS_CLUSTER"
+STORE_ENV = "PDFORENSICS_STORE"
+
+
+def handles_errors(fn: F) -> F:
+    """cli.handles_errors, looked up at call time (cli.py imports this module)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from pdforensics.cli import handles_errors as real
+
+        return real(fn)(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def cluster_option(fn: F) -> F:
+    return click.option("-c", "--cluster", "cluster_file", envvar=CLUSTER_ENV,
+                        type=click.Path(dir_okay=False),
+                        help=f"Cluster file (TOML) [${CLUSTER_ENV}]; gives the store and cluster name.")(fn)
+
+
+def store_option(fn: F) -> F:
+    return click.option("--store", envvar=STORE_ENV, type=click.Path(file_okay=False),
+                        help=f"Store directory [${STORE_ENV}, else the cluster file's `store`, "
+                             "else the user data dir].")(fn)
+
+
+def name_option(fn: F) -> F:
+    return click.option("--name", "cluster_name",
+                        help="Cluster name in the store [the cluster file's, else the newest "
+                             "snapshot's].")(fn)
+
+
+def _cluster(cluster_file: str | None) -> ClusterSpec | None:
+    from pdforensics.config import load_cluster_file
+
+    return load_cluster_file(cluster_file) if cluster_file else None
+
+
+def _store(cluster: ClusterSpec | None, store: str | None) -> Path:
+    from pdforensics.store.paths import store_for
+
+    return store_for(cluster, store)
+
+
+def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
+    return cluster_name or (cluster.name if cluster is not None else None)
+
+
+# -- snapshot ---------------------------------------------------------------------------------
+@click.command()
+@cluster_option
+@store_option
+@click.option("--stacks", is_flag=True, help="Also take one py-spy dump per process.")
+@click.option("--samples", default=2, show_default=True, help="/metrics samples per server.")
+@click.option("--interval", default=1.5, show_default=True, help="Seconds between samples.")
+@click.option("--deadline", default=60.0, show_default=True, help="Seconds the capture may take.")
+@click.option("--keep-last", type=int, help="Retention: keep the newest N [cluster file, else 96].")
+@click.option("--keep-days", type=int, help="Retention: one per day for D days [cluster file, else 30].")
+@click.option("-v", "--verbose", is_flag=True, help="Say what happened even when healthy.")
+@handles_errors
+def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples: int,
+             interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
+             verbose: bool) -> None:
+    """Take a light capture into the store, for cron or a systemd timer.
+
+    Silent unless something is wrong (or -v). Exit codes: 0 HEALTHY, 4 not healthy
+    (DEGRADED, WEDGED or UNKNOWN; one line says why), 1 failed to snapshot (also when
+    the snapshot has no verdict), 5 another snapshot still holds the store's lock,
+    2 usage or cluster-file error. Without -c it snapshots this machine.
+    """
+    from pdforensics.config import local_cluster
+    from pdforensics.store.output import format_snapshot_text
+    from pdforensics.store.retention import RetentionPolicy
+    from pdforensics.store.snapshot import SnapshotOptions, take_snapshot
+
+    cluster = _cluster(cluster_file) or local_cluster()
+    policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
+    options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks,
+                              deadline_s=deadline, retention=policy)
+    outcome = take_snapshot(cluster, _store(cluster, store), options)
+    click.echo(format_snapshot_text(outcome, verbose), nl=False)
+    if outcome.verdict.verdict is None:
+        sys.exit(EXIT_FAILED)
+    sys.exit(EXIT_HEALTHY if outcome.healthy else EXIT_NOT_HEALTHY)
+
+
+# -- baseline ---------------------------------------------------------------------------------
+@click.group()
+def baseline() -> None:
+    """The snapshot `diff` compares with: set explicitly, else the newest HEALTHY one."""
+
+
+@baseline.command("set")
+@click.argument("bundle")
+@cluster_option
+@store_option
+@handles_errors
+def baseline_set(bundle: str, cluster_file: str | None, store: str | None) -> None:
+    """Make BUNDLE (a bundle path or a snapshot name) its cluster's baseline.
+
+    A bundle outside the store is copied into it first.
+    """
+    from pdforensics.store.filing import file_into
+    from pdforensics.store.index import open_index
+    from pdforensics.store.refs import is_bundle, resolve
+
+    cluster = _cluster(cluster_file)
+    with open_index(_store(cluster, store)) as index:
+        if is_bundle(bundle):
+            snap, _ = file_into(index, Path(bundle), "import")
+        else:
+            found = index.get(Path(resolve(index, bundle, _name(cluster, None))).name)
+            assert found is not None
+            snap = found
+        index.set_baseline(snap.cluster, snap.name)
+    click.echo(f"baseline of cluster {snap.cluster}: {snap.name} ({snap.verdict or 'no verdict'})")
+    if not snap.healthy:
+        click.echo(f"note: its verdict is {snap.verdict or 'unknown'}, not HEALTHY", err=True)
+
+
+@baseline.command("show")
+@cluster_option
+@store_option
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def baseline_show(cluster_file: str | None, store: str | None, cluster_name: str | None,
+                  as_json: bool) -> None:
+    """Show the baseline and whether it was set or is the newest HEALTHY snapshot."""
+    from pdforensics.store.index import open_index
+    from pdforensics.store.output import format_baseline_text
+    from pdforensics.store.refs import baseline_for, pick_cluster
+
+    cluster = _cluster(cluster_file)
+    with open_index(_store(cluster, store), create=False) as index:
+        name = pick_cluster(index, _name(cluster, cluster_name))
+        base = baseline_for(index, name)
+    if as_json:
+        doc = {"cluster": name, "baseline": base.snapshot.to_json() if base else None,
+               "explicit": base.explicit if base else False}
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        click.echo(format_baseline_text(name, base), nl=False)
+
+
+@baseline.command("clear")
+@cluster_option
+@store_option
+@name_option
+@handles_errors
+def baseline_clear(cluster_file: str | None, store: str | None, cluster_name: str | None) -> None:
+    """Forget the explicit baseline (the newest HEALTHY snapshot is used again)."""
+    from pdforensics.store.index import open_index
+    from pdforensics.store.refs import pick_cluster
+
+    cluster = _cluster(cluster_file)
+    with open_index(_store(cluster, store), create=False) as index:
+        name = pick_cluster(index, _name(cluster, cluster_name))
+        had = index.clear_baseline(name)
+    click.echo(f"cluster {name}: " + ("explicit baseline cleared" if had else "no explicit baseline"))
+
+
+# -- diff -------------------------------------------------------------------------------------
+@click.command()
+@click.argument("a", required=False)
+@click.argument("b", required=False)
+@cluster_option
+@store_option
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | None,
+         cluster_name: str | None, as_json: bool) -> None:
+    """What changed from A to B: flags, env vars, packages, versions, units, layout.
+
+    A and B are bundle paths, snapshot names, `baseline` or `newest`. No arguments:
+    baseline -> newest snapshot. One argument: baseline -> that bundle.
+    """
+    from pdforensics.diff import diff_bundles, diff_json, format_diff_text
+    from pdforensics.store.index import open_index
+    from pdforensics.store.refs import bundle_cluster, is_bundle, resolve
+
+    cluster = _cluster(cluster_file)
+    if b is None:
+        a, b = "baseline", a or "newest"
+    assert a is not None
+    name = _name(cluster, cluster_name)
+    if is_bundle(a) and is_bundle(b):
+        pa, pb = resolve(None, a, name), resolve(None, b, name)
+    else:
+        with open_index(_store(cluster, store), create=False) as index:
+            pb = resolve(index, b, name)
+            pa = resolve(index, a, name or (bundle_cluster(pb) if is_bundle(b) else None))
+    result = diff_bundles(pa, pb)
+    if pa == pb:
+        result = type(result)(**{**result.__dict__,
+                                 "notes": ("A and B are the same bundle", *result.notes)})
+    if as_json:
+        click.echo(json.dumps(diff_json(result), indent=1, default=str))
+    else:
+        click.echo(format_diff_text(result), nl=False)
+
+
+# -- timeline ---------------------------------------------------------------------------------
+@click.command()
+@cluster_option
+@store_option
+@name_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def timeline(cluster_file: str | None, store: str | None, cluster_name: str | None,
+             as_json: bool) -> None:
+    """The last HEALTHY and first not-healthy snapshot, and the changes between them, ranked.
+
+    Changes are counted from the explicit baseline when one is set before the incident,
+    else from the start of the last healthy run; a change already present in a HEALTHY
+    snapshot ranks below those that appeared with the incident. The snapshots it names
+    are pinned: retention never removes them.
+    """
+    from pdforensics.store.index import open_index
+    from pdforensics.store.output import format_timeline_text
+    from pdforensics.store.refs import pick_cluster
+    from pdforensics.store.timeline import build_timeline, timeline_json
+
+    cluster = _cluster(cluster_file)
+    with open_index(_store(cluster, store), create=False) as index:
+        t = build_timeline(index, pick_cluster(index, _name(cluster, cluster_name)))
+    if as_json:
+        click.echo(json.dumps(timeline_json(t), indent=1, default=str))
+    else:
+        click.echo(format_timeline_text(t), nl=False)
+
+
+STORE_COMMANDS = (snapshot, baseline, diff, timeline)

@@ -1,0 +1,124 @@
+"""File a finished bundle into a store: copy it under bundles/, index it with its verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pdforensics.errors import BundleError, PdforensicsError
+from pdforensics.model import ClusterSpec
+from pdforensics.store.index import Index, Snapshot, StoreError, open_index
+
+VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "UNKNOWN")
+STORE_ENV = "PDFORENSICS_STORE"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the bundle's analysis says; `verdict` None with `why` when there is none."""
+
+    verdict: str | None
+    summary: str | None
+    why: str | None
+
+
+def verdict_for(bundle: Path) -> Verdict:
+    """The bundle's analysis.json, else a fresh analysis (which writes analysis.json)."""
+    doc = _read_json(bundle / "analysis.json")
+    if doc is None:
+        try:
+            from pdforensics.analysis.engine import analyze_path
+        except ImportError:
+            return Verdict(None, None, "analysis engine not available; verdict not recorded")
+        try:
+            doc = analyze_path(bundle)
+        except Exception as exc:  # an analysis bug must not lose the snapshot
+            return Verdict(None, None, f"analysis failed: {type(exc).__name__}: {exc}")
+    verdict = doc.get("verdict") if isinstance(doc, dict) else None
+    summary = doc.get("summary") if isinstance(doc, dict) else None
+    if isinstance(verdict, str) and verdict.upper() in VERDICTS:
+        return Verdict(verdict.upper(), summary if isinstance(summary, str) else None, None)
+    return Verdict(None, None, f"analysis gave no verdict ({verdict!r})")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def configured_store(cluster: ClusterSpec | None) -> Path | None:
+    """The store `capture` files into: $PDFORENSICS_STORE, else the cluster file's `store`."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    if cluster is not None and cluster.store:
+        return Path(cluster.store).expanduser().resolve()
+    return None
+
+
+def file_if_configured(cluster: ClusterSpec | None, bundle: Path) -> dict[str, Any] | None:
+    """For `capture`: file the bundle when a store is configured; a store failure is reported,
+    never raised (the capture itself succeeded)."""
+    store = configured_store(cluster)
+    if store is None:
+        return None
+    try:
+        snap = file_capture(store, bundle)
+    except PdforensicsError as exc:
+        return {"store": str(store), "error": str(exc)}
+    return {"store": str(store), "name": snap.name, "path": str(snap.path), "verdict": snap.verdict}
+
+
+def file_capture(store: str | Path, bundle: str | Path, origin: str = "capture") -> Snapshot:
+    """Copy a bundle into the store (unless it is already there) and index it."""
+    with open_index(store) as index:
+        return file_into(index, Path(bundle), origin)[0]
+
+
+def file_into(index: Index, bundle: Path, origin: str) -> tuple[Snapshot, Verdict]:
+    """file_capture on an open index; also returns the verdict (with why, when none)."""
+    from pdforensics.diff.compare import shipped_catalog
+    from pdforensics.diff.state import extract_state, host_fingerprint
+    from pdforensics.loaded import load_capture
+
+    bundle = bundle.resolve()
+    if not (bundle / "manifest.json").is_file():
+        raise BundleError(f"{bundle}: no manifest.json; not a finished pdforensics bundle")
+    known = index.get(bundle.name)
+    if known is not None and known.path.resolve() == bundle:
+        return known, Verdict(known.verdict, None, None)
+    target = bundle
+    if bundle.parent != index.bundles.resolve():
+        target = _copy_in(bundle, index.bundles)
+    capture = load_capture(target)
+    verdict = verdict_for(target)
+    try:
+        state = extract_state(capture, shipped_catalog())
+        prints = {h.name: host_fingerprint(h) for h in state.hosts}
+    except PdforensicsError:
+        prints = {}
+    snap = index.add(name=target.name, cluster=capture.cluster, taken_at=capture.started_at,
+                     verdict=verdict.verdict, status=capture.status, origin=origin,
+                     hosts=[h.name for h in capture.hosts], fingerprints=prints)
+    return snap, verdict
+
+
+def _copy_in(bundle: Path, dest_dir: Path) -> Path:
+    dest, n = dest_dir / bundle.name, 1
+    while dest.exists():
+        n += 1
+        dest = dest_dir / f"{bundle.name}-{n}"
+    tmp = dest_dir / f".{dest.name}.{os.getpid()}.tmp"
+    try:
+        shutil.copytree(bundle, tmp)
+        os.rename(tmp, dest)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"cannot copy {bundle} into the store: {exc}") from None
+    return dest

@@ -1,0 +1,66 @@
+"""`snapshot`: a light capture filed into the store, then retention; one run at a time."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pdforensics.capture import CaptureOptions, Progress, run_capture
+from pdforensics.errors import Interrupted
+from pdforensics.model import ClusterSpec
+from pdforensics.planner import PlanOptions
+from pdforensics.store.filing import Verdict, file_into
+from pdforensics.store.index import Snapshot, open_index
+from pdforensics.store.lock import store_lock
+from pdforensics.store.retention import RetentionPolicy, prune
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """The snapshot profile: lighter than `capture` (no stacks unless asked, 2 samples)."""
+
+    samples: int = 2
+    interval_s: float = 1.5
+    stacks: bool = False
+    stack_dumps: int = 1
+    deadline_s: float = 60.0
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+
+
+@dataclass(frozen=True)
+class SnapshotOutcome:
+    snapshot: Snapshot
+    verdict: Verdict
+    capture_status: str
+    partial_reasons: tuple[str, ...]
+    pruned: tuple[str, ...]
+    duration_s: float
+
+    @property
+    def healthy(self) -> bool:
+        return self.verdict.verdict == "HEALTHY"
+
+
+def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
+                  progress: Progress | None = None) -> SnapshotOutcome:
+    """Capture into `<store>/bundles`, index it, prune. Raises StoreBusy when another runs."""
+    t0 = time.monotonic()
+    with store_lock(store), open_index(store) as index:
+        capture = CaptureOptions(
+            out_dir=index.bundles, deadline_s=options.deadline_s, profile="snapshot",
+            accept_new_host_keys=cluster.accept_new_host_keys,
+            plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
+                             stacks=options.stacks, stack_dumps=options.stack_dumps))
+        try:
+            outcome = run_capture(cluster, capture, progress=progress)
+        except Interrupted as exc:
+            if exc.bundle:  # keep what was gathered: a partial snapshot is still evidence
+                file_into(index, Path(exc.bundle), "snapshot")
+            raise
+        snap, verdict = file_into(index, outcome.bundle, "snapshot")
+        pruned = prune(index, options.retention, now=time.time(), cluster=snap.cluster)
+    return SnapshotOutcome(snapshot=snap, verdict=verdict, capture_status=outcome.status,
+                           partial_reasons=outcome.partial_reasons,
+                           pruned=tuple(s.name for s in pruned),
+                           duration_s=time.monotonic() - t0)

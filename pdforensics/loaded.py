@@ -7,8 +7,8 @@ live capture and a bundle on disk go through one code path: raw bytes -> parsers
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -218,9 +218,16 @@ class LoadedCapture:
         return max(0.0, self.finished_at - self.started_at)
 
 
-def load_capture(path: str | Path) -> LoadedCapture:
-    """Read a bundle and parse every raw output into views."""
+def load_capture(path: str | Path, skip_sources: Collection[str] = ()) -> LoadedCapture:
+    """Read a bundle and parse every raw output into views.
+
+    skip_sources leaves those sources out (unparsed, absent from the views): for readers
+    that need only part of a capture, e.g. diff skips metrics, logs and stacks.
+    """
     bundle = load_bundle(path)
+    if skip_sources:
+        bundle = replace(bundle, results=tuple(r for r in bundle.results
+                                               if r.source not in skip_sources))
     return _Loader(bundle).load()
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from pdforensics.catalog.model import Catalog
 from pdforensics.diff import relevance as rel
-from pdforensics.diff.state import ConfigState, HostConfig, ServiceConfig, extract_state
+from pdforensics.diff.state import ConfigState, HostConfig, ServiceConfig, extract_state, load_state
 from pdforensics.diff.units import UnitFile
-from pdforensics.loaded import LoadedCapture, load_capture
+from pdforensics.loaded import LoadedCapture
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,9 @@ def diff_bundles(a: str | Path | LoadedCapture, b: str | Path | LoadedCapture,
                  catalog: Catalog | None = None) -> DiffResult:
     """Diff two bundles (paths or loaded captures): what changed from A to B."""
     cat = catalog if catalog is not None else shipped_catalog()
-    ca = a if isinstance(a, LoadedCapture) else load_capture(a)
-    cb = b if isinstance(b, LoadedCapture) else load_capture(b)
-    sb = extract_state(cb, cat)
-    result = diff_states(extract_state(ca, cat), sb, cat)
+    sa = extract_state(a, cat) if isinstance(a, LoadedCapture) else load_state(a, cat)
+    sb = extract_state(b, cat) if isinstance(b, LoadedCapture) else load_state(b, cat)
+    result = diff_states(sa, sb, cat)
     notes = version_notes(sb, cat)
     if notes:
         result = DiffResult(**{**result.__dict__, "notes": tuple(result.notes) + tuple(notes)})

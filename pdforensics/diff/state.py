@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from pdforensics.catalog.model import Catalog
 from pdforensics.diff.flags import parse_flags
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
-from pdforensics.loaded import HostView, LoadedCapture, ServiceView
+from pdforensics.loaded import HostView, LoadedCapture, ServiceView, load_capture
 from pdforensics.parsers.versions import parse_nvidia_smi_version, parse_uname
 
 # Env vars that change on every start or login without changing the configuration.
@@ -26,6 +27,12 @@ VOLATILE_ENV = frozenset({
     "WATCHDOG_PID", "WATCHDOG_USEC", "MONITOR_PID", "TRIGGER_UNIT", "SECONDS", "RANDOM",
 })
 VOLATILE_ENV_PREFIXES = ("PYTEST_", "COLUMNS", "LINES")
+# Sources the diff never reads: load_capture(path, skip_sources=NOT_CONFIG) keeps it fast.
+NOT_CONFIG = frozenset({
+    "metrics", "router_metrics", "log_file", "journal", "pyspy", "kernel_log", "ss_established",
+    "ss_listen", "ps", "nvidia_smi_apps", "nvidia_smi_nvlink", "nvidia_smi_row_remapper",
+    "nvidia_smi_query", "nvml", "health", "model_info", "workers", "cgroup",
+})
 # Flags whose value is per-process plumbing, not configuration.
 VOLATILE_FLAGS = frozenset({"--nccl-init-addr", "--dist-init-addr-ephemeral"})
 
@@ -70,6 +77,11 @@ class ConfigState:
 
     def host(self, name: str) -> HostConfig | None:
         return next((h for h in self.hosts if h.name == name), None)
+
+
+def load_state(path: str | Path, catalog: Catalog | None = None) -> ConfigState:
+    """A bundle's configuration, reading only the sources the diff compares."""
+    return extract_state(load_capture(path, skip_sources=NOT_CONFIG), catalog)
 
 
 def extract_state(capture: LoadedCapture, catalog: Catalog | None = None) -> ConfigState:

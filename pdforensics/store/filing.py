@@ -84,7 +84,7 @@ def file_capture(store: str | Path, bundle: str | Path, origin: str = "capture")
 def file_into(index: Index, bundle: Path, origin: str) -> tuple[Snapshot, Verdict]:
     """file_capture on an open index; also returns the verdict (with why, when none)."""
     from pdforensics.diff.compare import shipped_catalog
-    from pdforensics.diff.state import extract_state, host_fingerprint
+    from pdforensics.diff.state import NOT_CONFIG, extract_state, host_fingerprint
     from pdforensics.loaded import load_capture
 
     bundle = bundle.resolve()
@@ -96,7 +96,7 @@ def file_into(index: Index, bundle: Path, origin: str) -> tuple[Snapshot, Verdic
     target = bundle
     if bundle.parent != index.bundles.resolve():
         target = _copy_in(bundle, index.bundles)
-    capture = load_capture(target)
+    capture = load_capture(target, skip_sources=NOT_CONFIG)
     verdict = verdict_for(target)
     try:
         state = extract_state(capture, shipped_catalog())

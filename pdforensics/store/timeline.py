@@ -9,9 +9,8 @@ from typing import Any
 from pdforensics.bundle import iso
 from pdforensics.catalog.model import Catalog
 from pdforensics.diff.compare import Change, diff_states, shipped_catalog
-from pdforensics.diff.state import ConfigState, extract_state
+from pdforensics.diff.state import ConfigState, load_state
 from pdforensics.errors import PdforensicsError
-from pdforensics.loaded import load_capture
 from pdforensics.store.incident import Incident, find_incident
 from pdforensics.store.index import Index, Snapshot
 
@@ -74,7 +73,7 @@ class _Dater:
     def state(self, snap: Snapshot) -> ConfigState | None:
         if snap.name not in self.states:
             try:
-                self.states[snap.name] = extract_state(load_capture(snap.path), self.catalog)
+                self.states[snap.name] = load_state(snap.path, self.catalog)
             except PdforensicsError as exc:
                 self.notes.append(f"{snap.name}: not readable, skipped: {exc}")
                 self.states[snap.name] = None

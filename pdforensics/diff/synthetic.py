@@ -84,12 +84,12 @@ def metrics_text(role: str, tp: int, families: int, sample: int) -> str:
 
 def write_capture(out_dir: Path, hosts: Sequence[SynthHost], taken_at: float,
                   cluster: str = "synth", verdict: str | None = None,
-                  name: str | None = None) -> Path:
+                  name: str | None = None, first_pid: int = 1000) -> Path:
     """Write one bundle under out_dir; `verdict` also writes a minimal analysis.json."""
     root = out_dir / (name or f"{cluster}-{utc_stamp(taken_at)}")
     root.mkdir(parents=True)
     w = _Writer(root)
-    pid = 1000
+    pid = first_pid
     manifest_hosts = []
     for h in hosts:
         manifest_hosts.append({"name": h.name, "address": "10.0.0.1", "reachable": h.reachable,

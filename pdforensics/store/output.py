@@ -63,14 +63,22 @@ def format_snapshot_text(o: SnapshotOutcome, verbose: bool) -> str:
     lines: list[str] = []
     if not o.healthy:
         what = v.verdict or "NO VERDICT"
-        lines.append(f"pdforensics snapshot: {s.cluster}: {what}: {v.summary or v.why or ''}".rstrip())
+        lines.append(f"pdforensics snapshot: {s.cluster}: {what}: {_why(o)}".rstrip())
         lines.append(f"  bundle: {s.path}")
     if verbose:
         if o.healthy:
-            lines.append(f"pdforensics snapshot: {s.cluster}: HEALTHY: {v.summary or ''}".rstrip())
+            lines.append(f"pdforensics snapshot: {s.cluster}: HEALTHY: {_why(o)}".rstrip())
             lines.append(f"  bundle: {s.path}")
         lines.append(f"  capture {o.capture_status} in {o.duration_s:.1f} s")
         lines.extend(f"  partial: {r}" for r in o.partial_reasons)
         if o.pruned:
             lines.append(f"  retention removed {len(o.pruned)}: {', '.join(o.pruned)}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _why(o: SnapshotOutcome) -> str:
+    """The analysis summary without its leading "VERDICT: "."""
+    v = o.verdict
+    text = v.summary or v.why or ""
+    prefix = f"{v.verdict}: "
+    return text[len(prefix):] if v.verdict and text.startswith(prefix) else text

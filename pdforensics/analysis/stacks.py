@@ -94,19 +94,36 @@ def _level_key(t: ThreadStack, level: Level) -> tuple[object, ...]:
     return tuple(f.function for f in t.frames)
 
 
-def _buckets(items: Sequence[tuple[Member, ThreadStack, str]], level: Level) -> tuple[Bucket, ...]:
-    groups: dict[tuple[object, ...], list[tuple[Member, ThreadStack, str]]] = defaultdict(list)
-    for it in items:
-        groups[_level_key(it[1], level)].append(it)
+_Item = tuple[Member, ThreadStack, str, int]  # member, thread, class, id of its exact key
+
+
+def _coarser(exact: tuple[object, ...], level: Level) -> tuple[object, ...]:
+    """An exact key (function, file, line per frame) cut down to ``level``."""
+    if level == "exact":
+        return exact
+    if level == "any_line":
+        return tuple(k[:2] for k in exact)  # type: ignore[index]
+    return tuple(k[0] for k in exact)  # type: ignore[index]
+
+
+def _buckets(items: Sequence[_Item], exact_keys: Sequence[tuple[object, ...]],
+             by_exact: dict[int, list[int]], level: Level) -> tuple[Bucket, ...]:
+    """``by_exact``: exact key id -> indices into ``items``; equal exact keys are equal at every level."""
+    groups: dict[tuple[object, ...], list[list[int]]] = defaultdict(list)
+    for eid, idx in by_exact.items():
+        groups[_coarser(exact_keys[eid], level)].append(idx)
     out = []
-    for group in groups.values():
+    for parts in groups.values():
+        order = parts[0] if len(parts) == 1 else sorted(i for part in parts for i in part)
+        group = [items[i] for i in order]
         first = group[0][1]
-        waits = [t.wait_minutes or 0 for _m, t, _c in group if t.goroutine and t.count == 1]
+        # Go prints no minutes under one minute (0); debug=1 groups carry no state and no wait at all.
+        waits = [it[1].wait_minutes or 0 for it in group if it[1].goroutine and it[1].state]
         cls = group[0][2]
         out.append(Bucket(
-            level, sum(t.count for _m, t, _c in group),
-            tuple(sorted({t.state for _m, t, _c in group})), first.frames,
-            tuple(m for m, _t, _c in group), cls, cls in SUSPECT_CLASSES,
+            level, sum(it[1].count for it in group),
+            tuple(sorted({it[1].state for it in group})), first.frames,
+            tuple(it[0] for it in group), cls, cls in SUSPECT_CLASSES,
             min(waits) if waits else None, max(waits) if waits else None,
         ))
     out.sort(key=lambda b: (-b.count, [str(f) for f in b.frames[:3]]))
@@ -200,25 +217,35 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
             proc.dumps = [proc.dumps[i] for i in order]
             proc.times = [proc.times[i] for i in order]
     plist = list(procs.values())
-    items: list[tuple[Member, ThreadStack, str]] = []
+    items: list[_Item] = []
     noise: Counter[str] = Counter()
     slots: dict[tuple[str | None, str, str], dict[tuple[object, ...], list[tuple[Member, ThreadStack]]]]
     slots = defaultdict(lambda: defaultdict(list))
     class_cache: dict[tuple[object, ...], str] = {}
+    noise_cache: dict[tuple[bool, int], str | None] = {}
+    exact_ids: dict[tuple[object, ...], int] = {}  # hash each stack once; caches key on the id
     for p in plist:
         for t in p.dumps[-1].dump.threads:
-            reason = noise_reason(t)
+            exact = exact_ids.setdefault(_level_key(t, "exact"), len(exact_ids))
+            nk = (t.name is not None and t.name.startswith("Timer"), exact)
+            reason = noise_cache.get(nk, "")
+            if reason == "":
+                reason = noise_cache[nk] = noise_reason(t)
             if reason is not None:
                 noise[reason] += t.count
                 continue
             m = _member(p, t)
-            ck = (t.state, t.goroutine, _level_key(t, "any_line"))
+            ck = (t.state, t.goroutine, exact)
             cls = class_cache.get(ck)
             if cls is None:
                 cls = class_cache[ck] = classify_stack(t)[0]
-            items.append((m, t, cls))
+            items.append((m, t, cls, exact))
             if not t.goroutine:
                 slots[(p.role, p.kind, _slot(t))][p.key].append((m, t))
+    by_exact: dict[int, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        by_exact[it[3]].append(i)
+    exact_keys = list(exact_ids)
     outliers: list[Outlier] = []
     for (role, kind, slot), per_proc in slots.items():
         entries = [v[0] for v in per_proc.values() if len(v) == 1]
@@ -226,14 +253,14 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
         outliers.extend(find_outliers(group, entries))
     stuck = _stuck(plist)
     return StackReport(
-        threads=sum(t.count for _m, t, _c in items),
+        threads=sum(it[1].count for it in items),
         processes=len(plist),
         dumps=len(dumps),
         noise_filtered=sum(noise.values()),
         noise_by_reason=tuple(sorted(noise.items())),
-        buckets=_buckets(items, "exact"),
-        buckets_any_line=_buckets(items, "any_line"),
-        buckets_function=_buckets(items, "function"),
+        buckets=_buckets(items, exact_keys, by_exact, "exact"),
+        buckets_any_line=_buckets(items, exact_keys, by_exact, "any_line"),
+        buckets_function=_buckets(items, exact_keys, by_exact, "function"),
         outliers=tuple(outliers),
         stuck=tuple(stuck),
         all_stuck=tuple(_all_stuck(plist, stuck)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from pdforensics.parsers.stackmodel import Frame, ThreadStack
 
@@ -92,6 +93,10 @@ def classify_stack(thread: ThreadStack) -> tuple[str, Frame | None]:
         if c is not None:
             return c, f
     if thread.goroutine:
+        # A client blocked in an HTTP round trip parks in "select": it waits on a server, not for work.
+        for f in frames:
+            if _IO_FN.search(f.function):
+                return IO_WAIT, f
         st = thread.state
         if st in _GO_IDLE_STATES:
             return QUEUE_WAIT, thread.leaf
@@ -125,20 +130,32 @@ _NOISE_RULES: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = 
 )
 
 
+@lru_cache(maxsize=1 << 16)
+def _frame_noise(function: str, file: str) -> str | None:
+    """The first name-independent noise rule one frame matches."""
+    for reason, fn_pat, file_pat in _NOISE_RULES:
+        if reason != "threading Timer" and fn_pat.search(function) and (
+            file_pat is None or file_pat.search(file)
+        ):
+            return reason
+    return None
+
+
+_TIMER_FILE = _NOISE_RULES[-1][2]
+
+
 def noise_reason(thread: ThreadStack) -> str | None:
     """Why a thread is noise (the watchdog running py-spy, tqdm, pydevd, ...), else None."""
+    timer_named = thread.name is not None and thread.name.startswith("Timer")
     for f in thread.frames:
-        for reason, fn_pat, file_pat in _NOISE_RULES:
-            if reason == "threading Timer":
-                if f.function == "Timer.run" or (
-                    f.function == "run" and thread.name is not None
-                    and thread.name.startswith("Timer") and file_pat is not None
-                    and file_pat.search(f.file)
-                ):
-                    return reason
-                continue
-            if fn_pat.search(f.function) and (file_pat is None or file_pat.search(f.file)):
-                return reason
+        reason = _frame_noise(f.function, f.file)
+        if reason is not None:
+            return reason
+        if f.function == "Timer.run" or (
+            timer_named and f.function == "run" and _TIMER_FILE is not None
+            and _TIMER_FILE.search(f.file)
+        ):
+            return "threading Timer"
     return None
 
 

@@ -18,10 +18,16 @@ from pdforensics.parsers.pyspy import (
 )
 from pdforensics.parsers.stackmodel import ProcessDump
 
-_GO = re.compile(r"^goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", re.M)
+# No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
+_GO = re.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", re.M)
 _PYSPY = re.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
 _FAULT = re.compile(r"\(most recent call first\):\s*$", re.M)
 _WATCHDOG = re.compile(r"Pyspy (?:dump for|failed to dump) PID \d+")
+
+
+def _at_line_start(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` matches somewhere at the start of a line."""
+    return any(m.start() == 0 or text[m.start() - 1] == "\n" for m in pattern.finditer(text))
 
 
 def sniff_format(text: str) -> str | None:
@@ -31,7 +37,7 @@ def sniff_format(text: str) -> str | None:
         return "pyspy-json"
     if _WATCHDOG.search(text):
         return "watchdog"
-    if _GO.search(text):
+    if _at_line_start(_GO, text):
         return "goroutines"
     if _FAULT.search(text):
         return "faulthandler"

@@ -35,32 +35,52 @@ def find_outliers(
     """Entries are one thread per process of one slot (same role, kind, thread name)."""
     if len(entries) < 3:
         return []
-    root = _Node(None, entries[0][1])
-    paths = []
+    # Peers mostly share one stack: build the tree once per distinct path, weighted.
+    distinct: dict[tuple[tuple[str, str], ...], int] = {}
+    paths: list[list[tuple[tuple[str, str], Frame | None]]] = []
+    weights: list[int] = []
+    reps: list[ThreadStack] = []
+    which: list[int] = []
     for _m, t in entries:
+        sig = tuple((f.function, f.file) for f in t.frames)
+        i = distinct.get(sig)
+        if i is None:
+            i = distinct[sig] = len(paths)
+            paths.append(_path(t))
+            weights.append(0)
+            reps.append(t)
+        weights[i] += 1
+        which.append(i)
+    root = _Node(None, entries[0][1])
+    for p, w, rep in zip(paths, weights, reps, strict=True):
         node = root
-        node.count += 1
-        p = _path(t)
-        paths.append(p)
+        node.count += w
         for key, frame in p:
             child = node.children.get(key)
             if child is None:
-                child = _Node(frame, t)
+                child = _Node(frame, rep)
                 node.children[key] = child
-            child.count += 1
+            child.count += w
             node = child
-    out: list[Outlier] = []
-    for (member, thread), p in zip(entries, paths, strict=True):
+    # Where each distinct path leaves the majority (None: it does not).
+    verdicts: list[tuple[_Node, Frame | None, _Node, int] | None] = []
+    for p in paths:
         node = root
+        found = None
         for depth, (key, frame) in enumerate(p):
             child = node.children[key]
             if len(node.children) > 1:
                 best_key, best = max(node.children.items(), key=lambda kv: kv[1].count)
                 if best_key != key and best.count * 2 > node.count and child.count < best.count:
-                    out.append(_outlier(group, member, thread, node, frame, best, depth,
-                                        len(entries)))
+                    found = (node, frame, best, depth)
                     break
             node = child
+        verdicts.append(found)
+    out: list[Outlier] = []
+    for (member, thread), i in zip(entries, which, strict=True):
+        v = verdicts[i]
+        if v is not None:
+            out.append(_outlier(group, member, thread, v[0], v[1], v[2], v[3], len(entries)))
     return out
 
 

@@ -72,6 +72,7 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
     origin: str | None = None
     pending: str | None = None  # function line waiting for its file line
     pending_created = False
+    in_ancestors = False  # GODEBUG=tracebackancestors: the creators' stacks, not this goroutine's
     seen = False
 
     def close() -> None:
@@ -90,7 +91,7 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             gid = m.group(1)
             state, minutes, locked = _parse_state(m.group(2))
             frames, created, created_in, origin, pending = [], None, None, None, None
-            pending_created = False
+            pending_created = in_ancestors = False
             continue
         if gid is None:
             continue  # "panic: ...", "SIGQUIT: quit", register dumps
@@ -99,7 +100,13 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             continue
         om = _ORIGIN.search(line)
         if om is not None and not line.startswith("\t"):
-            origin = om.group(1)
+            if origin is None:  # the first ancestor is the nearest: the creator
+                origin = om.group(1)
+            if pending is not None and not pending_created:
+                frames.append(Frame(pending))
+            pending, pending_created, in_ancestors = None, False, True
+            continue
+        if in_ancestors:
             continue
         if line.startswith("\t"):
             fm = _FILELINE.match(line)

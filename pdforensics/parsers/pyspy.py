@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from pdforensics.errors import ParseError
 from pdforensics.parsers.stackmodel import Frame, ProcessDump, PyspyFailure, ThreadStack
@@ -13,7 +14,6 @@ _PROCESS = re.compile(r"^Process (\d+): ?(.*)$")
 _PARENT = re.compile(r"^Parent Process (\d+): ?(.*)$")
 _PYVER = re.compile(r"^Python v(\S+)")
 _THREAD = re.compile(r'^Thread (0[xX][0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
-_LOC_LINE = re.compile(r"^(.*):(\d+)$")
 _NATIVE_EXT = (".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh", ".rs", ".S")
 _SEPARATOR = re.compile(r"^-{20,}\s*$")
 _VAR = re.compile(r"^(\S[^:]*): ?(.*)$")
@@ -25,11 +25,12 @@ def _is_native(function: str, file: str) -> bool:
     return ".so" in file or file.endswith(_NATIVE_EXT)
 
 
-def _parse_frame(body: str, cache: dict[str, Frame]) -> Frame | None:
-    """``func (file:line)`` / ``func (lib.so)`` / ``func ()``; None if not a frame line."""
-    hit = cache.get(body)
-    if hit is not None:
-        return hit
+@lru_cache(maxsize=1 << 16)
+def _parse_frame(body: str) -> Frame | None:
+    """``func (file:line)`` / ``func (lib.so)`` / ``func ()``; None if not a frame line.
+
+    Memoised: ranks of one server print the same frames, so one Frame serves them all.
+    """
     if not body.endswith(")"):
         return None
     cut = body.rfind(" (")
@@ -38,11 +39,10 @@ def _parse_frame(body: str, cache: dict[str, Frame]) -> Frame | None:
     function, loc = body[:cut], body[cut + 2 : -1]
     if not function or "(" in loc:
         return None
-    m = _LOC_LINE.match(loc)
-    file, line = (m.group(1), int(m.group(2))) if m else (loc, None)
-    frame = Frame(function, file, line, _is_native(function, file))
-    cache[body] = frame
-    return frame
+    file, colon, num = loc.rpartition(":")
+    if colon and num.isdecimal() and num.isascii():
+        return Frame(function, file, int(num), _is_native(function, file))
+    return Frame(function, loc, None, _is_native(function, loc))
 
 
 class _ThreadBuilder:
@@ -88,7 +88,6 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
     """
     if not text.strip():
         return ()
-    cache: dict[str, Frame] = {}
     procs: list[ProcessDump] = []
     proc: _ProcessBuilder | None = None
     thread: _ThreadBuilder | None = None
@@ -107,7 +106,14 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
             procs.append(proc.build())
         proc = None
 
+    frame_lines: dict[str, Frame] = {}  # raw frame line -> Frame: the hot path of big dumps
     for lineno, raw in enumerate(text.splitlines(), 1):
+        hit = frame_lines.get(raw)
+        if hit is not None and thread is not None and not in_error:
+            if thread.vars:
+                thread.flush_vars()
+            thread.frames.append(hit)
+            continue
         line = raw.rstrip("\r")
         if not line.strip():
             continue
@@ -131,9 +137,10 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
                     thread.section = word
                     continue
                 raise ParseError("unexpected line in py-spy frame locals", line, lineno)
-            frame = _parse_frame(line[4:].strip(), cache)
+            frame = _parse_frame(line[4:].strip())
             if frame is None:
                 raise ParseError("unreadable py-spy frame", line, lineno)
+            frame_lines[raw] = frame
             thread.flush_vars()
             thread.frames.append(frame)
             continue

@@ -1,9 +1,11 @@
 // Command wedge is a sample for real goroutine dumps: a TCP server on 127.0.0.1 that
-// accepts and never answers, 30 goroutines blocked in http.Client.Do against it, and
-// net/http/pprof on another 127.0.0.1 port, plus a goroutine that runs the GC. It prints both addresses and then waits.
+// accepts and never answers, 30 goroutines blocked in http.Client.Do against it (started in
+// three waves of 10, -gap apart, so their waits differ), and net/http/pprof on another
+// 127.0.0.1 port, plus a goroutine that runs the GC. It prints both addresses and then waits.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -44,6 +46,8 @@ func callBackend(client *http.Client, url string, wg *sync.WaitGroup) {
 }
 
 func main() {
+	gap := flag.Duration("gap", 0, "pause between the three waves of 10 callers")
+	flag.Parse()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,11 +67,14 @@ func main() {
 	client := &http.Client{}
 	url := "http://" + ln.Addr().String() + "/generate"
 	var wg sync.WaitGroup
+	go collect()
+	fmt.Printf("backend %s pprof %s\n", ln.Addr(), pl.Addr())
 	for i := 0; i < 30; i++ {
+		if i > 0 && i%10 == 0 {
+			time.Sleep(*gap)
+		}
 		wg.Add(1)
 		go callBackend(client, url, &wg)
 	}
-	go collect()
-	fmt.Printf("backend %s pprof %s\n", ln.Addr(), pl.Addr())
 	wg.Wait()
 }

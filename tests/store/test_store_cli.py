@@ -168,3 +168,17 @@ def test_lock_held_elsewhere_fails_at_once_with_exit_5(tmp_path: Path) -> None:
             with store_lock(store):
                 pass
     assert os.path.exists(store / ".lock")
+
+
+def test_baseline_diff_for_the_report(store: Path, tmp_path: Path, monkeypatch) -> None:
+    from pdforensics.store.changes import baseline_diff
+
+    monkeypatch.delenv("PDFORENSICS_STORE", raising=False)
+    wedge = store / "bundles" / "s3"
+    assert baseline_diff(wedge) is None  # no store configured
+    assert baseline_diff(wedge, tmp_path / "missing") is None
+    monkeypatch.setenv("PDFORENSICS_STORE", str(store))
+    got = baseline_diff(wedge)
+    assert got is not None and got.baseline.name == "s2" and not got.explicit
+    assert [c.key for c in got.result.changes] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
+    assert baseline_diff(store / "bundles" / "s2").result.changes == ()

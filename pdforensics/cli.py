@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics import __version__
+from pdforensics.cli_report import capture_report, report
 from pdforensics.cli_store import STORE_COMMANDS
 from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, PdforensicsError
 
@@ -93,6 +94,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     analysis = _analyze_bundle(outcome.bundle)
     doc["verdict"] = analysis.get("verdict") if analysis else None
     doc["findings"] = analysis.get("findings", []) if analysis else []
+    doc["report"] = capture_report(outcome.bundle, analysis)
     doc["stored"] = _file_in_store(cluster, outcome.bundle)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
@@ -139,6 +141,8 @@ def _progress(host: str, text: str) -> None:
 def _print_outcome(doc: dict[str, Any]) -> None:
     click.echo(f"bundle: {doc['bundle']}")
     click.echo(f"status: {doc['status']}")
+    if doc.get("report"):
+        click.echo(f"report: {doc['report']}")
     if doc.get("stored"):
         click.echo(f"store: {doc['stored'].get('path') or doc['stored'].get('error')}")
     for reason in doc["partial_reasons"]:
@@ -291,6 +295,7 @@ def catalog_build(src: str, out: str | None) -> None:
 
 for _command in STORE_COMMANDS:
     main.add_command(_command)
+main.add_command(report)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

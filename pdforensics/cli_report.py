@@ -1,0 +1,63 @@
+"""The `report` command, and the report step of `capture`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _handles_errors(fn: F) -> F:
+    """cli.handles_errors, looked up when the command runs (cli imports this module)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from pdforensics.cli import handles_errors
+
+        return handles_errors(fn)(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.command("report")
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--out", type=click.Path(dir_okay=False), help="Output file [BUNDLE/report.html].")
+@click.option("--baseline", type=click.Path(exists=True, file_okay=False),
+              help="An earlier bundle (when it last worked): add what changed since.")
+@_handles_errors
+def report(bundle: str, out: str | None, baseline: str | None) -> None:
+    """Render BUNDLE's incident report: one self-contained HTML file (no host contact).
+
+    The verdict is re-derived from the bundle's files. Links to raw evidence are relative,
+    so keep the report next to (or inside) its bundle.
+    """
+    from pdforensics.diff.compare import Change
+    from pdforensics.report import Baseline, write_report
+
+    changes: list[Change] | None = None
+    base: Baseline | None = None
+    notes: tuple[str, ...] = ()
+    if baseline:
+        from pdforensics.diff import diff_bundles
+
+        result = diff_bundles(baseline, bundle)
+        changes, notes = list(result.changes), result.notes
+        base = Baseline(Path(baseline).resolve().name, result.a_taken_at or None)
+    click.echo(str(write_report(bundle, out, changes=changes, baseline=base, change_notes=notes)))
+
+
+def capture_report(bundle: Path, analysis: dict[str, Any] | None) -> str | None:
+    """Write BUNDLE/report.html after a capture; a failure is one warning, never lost evidence."""
+    try:
+        from pdforensics.report import write_report
+
+        return str(write_report(bundle, analysis=analysis))
+    except Exception as exc:  # the bundle is already final: keep it and the exit code
+        click.echo(f"pdforensics: warning: report not written ({type(exc).__name__}: {exc}); "
+                   f"render it later with `pdforensics report {bundle}`", err=True)
+        return None

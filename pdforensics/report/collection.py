@@ -1,0 +1,108 @@
+"""Collection log: every collector with status, duration, bytes, timeouts, errors, raw file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdforensics.bundle import ResultEntry
+from pdforensics.loaded import LoadedCapture
+from pdforensics.report.common import dur, hms, host_id, href, size
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    source: str
+    key: str
+    target: str
+    started: str
+    state: str  # ok | failed | timeout | error
+    status: str
+    duration: str
+    duration_s: float
+    bytes: str
+    nbytes: int
+    truncated: bool
+    detail: str
+    href: str | None
+    path: str | None
+
+
+@dataclass(frozen=True)
+class HostLog:
+    host: str
+    anchor: str
+    address: str
+    reachable: bool
+    error: str | None
+    rows: tuple[EntryRow, ...]
+    failed: int
+    open: bool  # shown unfolded: few hosts, or something failed there
+
+
+@dataclass(frozen=True)
+class CollectionView:
+    hosts: tuple[HostLog, ...]
+    total: int
+    failed: int
+    timed_out: int
+    bytes: str
+    parse_errors: tuple[str, ...]
+    partial_reasons: tuple[str, ...]
+
+
+def _target(e: ResultEntry) -> str:
+    t = e.target or {}
+    bits = [f"{k}={t[k]}" for k in ("role", "port", "pid", "rank", "kind", "unit", "sample")
+            if t.get(k) is not None]
+    return " ".join(bits)
+
+
+def _row(e: ResultEntry, prefix: str) -> EntryRow:
+    if e.timed_out:
+        state, status = "timeout", "timed out"
+    elif e.error:
+        state, status = "error", "error"
+    elif e.exit_status == 0:
+        state, status = "ok", "ok"
+    else:
+        state, status = "failed", f"exit {e.exit_status}"
+    detail = e.error or ""
+    if state != "ok" and e.stderr.strip():
+        tail = e.stderr.strip().splitlines()[-1]
+        detail = f"{detail}; {tail}" if detail else tail
+    what = e.url or " ".join(e.argv or ())
+    return EntryRow(source=e.source, key=e.key, target=_target(e), started=hms(e.started_at),
+                    state=state, status=status, duration=dur(e.duration_s),
+                    duration_s=e.duration_s, bytes=size(e.bytes), nbytes=e.bytes,
+                    truncated=e.truncated, detail=(detail[:300] or what[:300]),
+                    href=href(prefix, e.path), path=e.path)
+
+
+def build_collection(capture: LoadedCapture, prefix: str) -> tuple[CollectionView, list[str]]:
+    """Every manifest row per host, in start order, with a relative link to its raw file."""
+    by_host: dict[str, list[ResultEntry]] = {}
+    for e in capture.results:
+        by_host.setdefault(e.host, []).append(e)
+    hosts = []
+    names = [h.name for h in capture.hosts] + [n for n in by_host if n not in
+                                               {h.name for h in capture.hosts}]
+    meta = {h.name: h for h in capture.hosts}
+    for name in names:
+        rows = tuple(_row(e, prefix) for e in sorted(by_host.get(name, []),
+                                                     key=lambda e: e.started_at))
+        h = meta.get(name)
+        reachable = h.reachable if h else True
+        failed = sum(1 for r in rows if r.state != "ok")
+        hosts.append(HostLog(host=name, anchor=host_id(name), address=h.address if h else "",
+                             reachable=reachable, error=h.error if h else None, rows=rows,
+                             failed=failed, open=len(names) <= 3 or failed > 0 or not reachable))
+    all_rows = [r for h in hosts for r in h.rows]
+    missing = []
+    if not all_rows:
+        missing.append("the manifest lists no results")
+    return CollectionView(
+        hosts=tuple(hosts), total=len(all_rows),
+        failed=sum(1 for r in all_rows if r.state != "ok"),
+        timed_out=sum(1 for r in all_rows if r.state == "timeout"),
+        bytes=size(sum(r.nbytes for r in all_rows)), parse_errors=capture.parse_errors,
+        partial_reasons=capture.partial_reasons), missing

@@ -1,0 +1,73 @@
+"""Render a bundle's report to a file: analysis from the bundle alone, atomic write."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pdforensics.analysis.engine import ANALYSIS_FILE, analysis_json, analyze
+from pdforensics.diff.compare import Change
+from pdforensics.errors import BundleError
+from pdforensics.loaded import LoadedCapture, load_capture
+from pdforensics.report.changes import Baseline
+from pdforensics.report.page import render
+
+REPORT_FILE = "report.html"
+
+
+def bundle_analysis(capture: LoadedCapture) -> tuple[dict[str, Any] | None, str | None]:
+    """The analysis of a capture, re-run from its files; analysis.json if the rules fail."""
+    try:
+        return analysis_json(analyze(capture)), None
+    except Exception as exc:  # a rules bug must not cost the report
+        why = f"the analysis failed ({type(exc).__name__}: {exc})"
+    try:
+        doc = json.loads((capture.path / ANALYSIS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, why
+    if isinstance(doc, dict):
+        return doc, None
+    return None, why
+
+
+def raw_prefix(bundle: Path, out: Path) -> str:
+    """How a page at ``out`` links to files of ``bundle`` ("" when it sits inside)."""
+    rel = os.path.relpath(bundle.resolve(), out.resolve().parent)
+    return "" if rel == "." else Path(rel).as_posix() + "/"
+
+
+def write_report(bundle: str | Path, out: str | Path | None = None,
+                 analysis: dict[str, Any] | None = None,
+                 changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
+                 change_notes: Sequence[str] = ()) -> Path:
+    """Render BUNDLE's report to ``out`` (default BUNDLE/report.html); returns the path."""
+    capture = load_capture(bundle)
+    note = None
+    if analysis is None:
+        analysis, note = bundle_analysis(capture)
+    target = Path(out) if out is not None else capture.path / REPORT_FILE
+    html = render(capture, analysis, changes, baseline, raw_prefix(capture.path, target),
+                  analysis_note=note, change_notes=change_notes)
+    _write_atomic(target, html)
+    return target
+
+
+def _write_atomic(target: Path, text: str) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=f".{target.name}.",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise BundleError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise BundleError(f"cannot write {target}: {exc.strerror or exc}") from None

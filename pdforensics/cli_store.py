@@ -212,7 +212,7 @@ def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | No
     else:
         with open_index(_store(cluster, store), create=False) as index:
             pb = resolve(index, b, name)
-            pa = resolve(index, a, name or (bundle_cluster(pb) if is_bundle(b) else None))
+            pa = resolve(index, a, name or bundle_cluster(pb))
     result = diff_bundles(pa, pb)
     if pa == pb:
         result = type(result)(**{**result.__dict__,

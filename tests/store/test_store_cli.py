@@ -182,3 +182,15 @@ def test_baseline_diff_for_the_report(store: Path, tmp_path: Path, monkeypatch) 
     assert got is not None and got.baseline.name == "s2" and not got.explicit
     assert [c.key for c in got.result.changes] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
     assert baseline_diff(store / "bundles" / "s2").result.changes == ()
+
+
+def test_one_argument_diff_uses_that_bundles_cluster(store: Path) -> None:
+    add(store, T0, "HEALTHY", name="o1", cluster_name="other")
+    add(store, T0 + 60, "WEDGED", env=ENV, name="o2", cluster_name="other")
+    add(store, T0 + 99999, "HEALTHY", name="s9")  # synth is the newest cluster
+    doc = json.loads(run("diff", "o2", "--store", str(store), "--json")[1])
+    assert doc["a"].endswith("o1") and doc["b"].endswith("o2")
+    assert json.loads(run("baseline", "show", "--store", str(store), "--json")[1])["cluster"] == "synth"
+    other = json.loads(run("baseline", "show", "--name", "other", "--store", str(store), "--json")[1])
+    assert other["baseline"]["name"] == "o1"
+    assert run("baseline", "show", "--name", "nope", "--store", str(store))[0] == 1

@@ -52,7 +52,7 @@ class _Host:
         self.name = f"{self.role}-{i // 2}"
         self.port = 30000 + i
         self.pid0 = 10_000 + i * 1000
-        self.start = T0 - 3600 - 600 * i
+        self.start = T0 - 3600 - (600 * i if spec.wedged else 5 * i)
         self.tp = max(1, min(spec.gpus, spec.processes - 2))
 
     def put(self, source: str, key: str, data: bytes, at: float, *, url: str | None = None,
@@ -118,7 +118,7 @@ class _Host:
             gauges["sglang:num_prefill_bootstrap_queue_reqs"] = 0
         else:
             gauges["sglang:num_decode_transfer_queue_reqs"] = 14 if wedged else n % 2
-            gauges["sglang:num_decode_prealloc_queue_reqs"] = 2
+            gauges["sglang:num_decode_prealloc_queue_reqs"] = 2 if wedged else 0
         step = 0 if wedged else n
         counters = {"sglang:generation_tokens_total": 5_000_000 + 4000 * step,
                     "sglang:realtime_tokens_total": 90_000_000 + 60_000 * step,
@@ -140,7 +140,7 @@ class _Host:
         for k in range(self.spec.log_lines):
             t = T0 - 300 + k * 2
             stamp = _stamp(t)
-            if self.role == "decode" and k % 3 == 0:
+            if self.spec.wedged and self.role == "decode" and k % 3 == 0:
                 out.append(f"[{stamp} TP{k % self.tp}] Decode transfer failed for request "
                            f"rank=0 req.rid='r{k}' {p} with exception KVTransferError")
             else:
@@ -163,12 +163,16 @@ class _Host:
     def stack(self, rank: int, dump: int) -> bytes:
         pid = self.pid0 + 1 + rank
         odd = self.spec.wedged and self.role == "decode" and rank == self.tp - 1
-        leaf = ("GroupCoordinator._wait_for_peers (sglang/srt/distributed/parallel_state.py:21)\n"
-                "    GroupCoordinator.all_reduce (sglang/srt/distributed/parallel_state.py:15)"
-                if odd else
-                "DecodeTransferQueue.pop_transferred (sglang/srt/disaggregation/decode.py:21)")
+        state = "idle" if self.spec.wedged else "active"
+        if not self.spec.wedged:  # a working scheduler is somewhere else in every dump
+            leaf = f"Scheduler.run_batch (sglang/srt/managers/scheduler.py:{200 + 7 * dump})"
+        elif odd:
+            leaf = ("GroupCoordinator._wait_for_peers (sglang/srt/distributed/parallel_state.py:21)\n"
+                    "    GroupCoordinator.all_reduce (sglang/srt/distributed/parallel_state.py:15)")
+        else:
+            leaf = "DecodeTransferQueue.pop_transferred (sglang/srt/disaggregation/decode.py:21)"
         return (f"Process {pid}: sglang::scheduler_TP{rank}\nPython v3.11.7 (/usr/bin/python3)\n\n"
-                f'Thread {pid} (idle): "MainThread"\n    {leaf}\n'
+                f'Thread {pid} ({state}): "MainThread"\n    {leaf}\n'
                 "    Scheduler.event_loop_normal_disagg_decode (sglang/srt/managers/scheduler.py:124)\n"
                 "    run_scheduler_process (sglang/srt/managers/scheduler.py:176)\n"
                 f'Thread {pid + 500} (idle): "transfer_worker"\n'
@@ -202,7 +206,8 @@ class _Host:
         self.put("nvidia_smi_apps", "nvidia_smi_apps", apps, t + 1)
         xid = (f"[Wed Dec  2 10:20:28 2026] NVRM: Xid (PCI:0000:0{self.i}:00): 79, pid="
                f"{self.pid0 + 1}, name=sglang::schedul, GPU has fallen off the bus.\n")
-        self.put("kernel_log", "kernel_log", xid.encode() if self.i == 1 else b"boot ok\n", t + 1)
+        wedged_host = s.wedged and self.i == 1
+        self.put("kernel_log", "kernel_log", xid.encode() if wedged_host else b"boot ok\n", t + 1)
         url = f"http://127.0.0.1:{self.port}/server_info"
         if s.cut:
             self.put("server_info", f"server_info.{self.role}.{self.port}", b"", t + 9, url=url,

@@ -154,7 +154,7 @@ def chart(rows: list[Row], t0: float, t1: float, cap: tuple[float, float], label
                 parts.append(svg.line(x(e.at), y + 4, x(e.at), y + rh - 4, "mark stack", e.tip))
             else:
                 parts.append(svg.circle(x(e.at), y + rh / 2, 3.5, f"mark {e.kind}", e.tip))
-    return svg.svg(left + width + 10, height, parts, label, cls="chart timeline")
+    return svg.svg(left + width + 40, height, parts, label, cls="chart timeline")
 
 
 def _change_rows(capture: LoadedCapture, changes: Sequence[Change],

@@ -160,7 +160,7 @@ def diagram(nodes: list[NodeView]) -> Markup:
     ]
     heads = {0: "router", 1: "prefill", 2: "decode"}
     for c in used:
-        parts.append(svg.text(xpos[c] + _W / 2, _PAD + 10, heads[c].upper(), "col-head", "middle"))
+        parts.append(svg.text(xpos[c] + 8, _PAD + 10, heads[c].upper(), "col-head"))
         for i, n in enumerate(cols[c]):
             pos[id(n)] = (xpos[c], _PAD + 22 + i * (_H + _GAP_Y))
     edges: list[Markup] = []

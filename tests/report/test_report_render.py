@@ -371,3 +371,25 @@ def test_templates_ship_as_package_data() -> None:
     globs = setup["package-data"]["pdforensics.templates"]
     for name in names - {"__init__.py", "__pycache__"}:
         assert any(Path(name).match(g) for g in globs), f"{name} would not ship"
+
+
+def test_report_takes_the_store_baseline(synth: Callable[..., Path], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from pdforensics.analysis.engine import analyze_path
+    from pdforensics.cli import main
+    from pdforensics.store import file_capture
+
+    good = synth(hosts=2, gpus=2, processes=4, wedged=False)
+    assert analyze_path(good)["verdict"] == "HEALTHY"
+    store = tmp_path / "store"
+    file_capture(store, good)
+    monkeypatch.setenv("PDFORENSICS_STORE", str(store))
+    bad = synth(hosts=2, gpus=2, processes=4, payload="v2-model")
+    res = CliRunner().invoke(main, ["report", str(bad)])
+    assert res.exit_code == 0, res.output
+    sec = section_html((bad / REPORT_FILE).read_text(), "changes")
+    assert f"Baseline: {good.name} (the newest HEALTHY snapshot in the store)" in text_of(sec)
+    keys = re.findall(r"<td><code>([^<]+)</code></td>", sec)
+    assert "--served-model-name" in keys and "SGLANG_PLANTED" in keys

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +30,9 @@ RESERVED_FOR_CHEAP = 2
 DEADLINE_MARGIN_S = 4.0
 
 Progress = Callable[[str, str], None]
+# Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own
+# thread with the writer and the monotonic deadline; adds results only through the writer.
+Sidecar = Callable[[BundleWriter, float], None]
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,8 @@ def _sigterm_as_exception() -> Iterator[None]:
 
 def run_capture(cluster: ClusterSpec, options: CaptureOptions,
                 progress: Progress | None = None, redactor: Redactor | None = None,
-                extra_manifest: dict[str, Any] | None = None) -> CaptureOutcome:
+                extra_manifest: dict[str, Any] | None = None,
+                sidecars: Sequence[Sidecar] = ()) -> CaptureOutcome:
     """Capture every host of the cluster into a new bundle, within the deadline."""
     started = time.time()
     t0 = time.monotonic()
@@ -245,9 +249,13 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
     writer = BundleWriter(options.out_dir, cluster.name, redactor or Redactor(), started)
     stop = threading.Event()
     runs = [HostRun(h, options, writer, deadline, stop, progress) for h in cluster.hosts]
+    side = [threading.Thread(target=s, args=(writer, deadline), daemon=True, name="sidecar")
+            for s in sidecars]
     interrupted: int | None = None
     with _sigterm_as_exception():
         try:
+            for t in side:
+                t.start()
             for run in runs:
                 run.start()
             for run in runs:
@@ -262,6 +270,8 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
         run.close()
     for run in runs:
         run.thread.join(timeout=2.0)
+    for t in side:
+        t.join(timeout=max(0.5, deadline - time.monotonic()))
     return _finalise(cluster, options, writer, runs, started, t0, interrupted, extra_manifest)
 
 

@@ -68,11 +68,13 @@ def main(traceback: bool) -> None:
 @click.option("--stack-dumps", default=2, show_default=True, help="py-spy dumps per process (2 shows stuck threads).")
 @click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--prometheus", help="Prometheus URL: also store its history of the key PD series.")
+@click.option("--history", default="2h", show_default=True, help="Window of that history (30m, 2h, ...).")
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
-            archive: bool, as_json: bool) -> None:
+            archive: bool, as_json: bool, prometheus: str | None, history: str) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
@@ -89,7 +91,10 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
                          stack_dumps=stack_dumps),
     )
     progress = _progress if sys.stderr.isatty() and not as_json else None
-    outcome = run_capture(cluster, options, progress=progress)
+    from pdforensics.watch.history import sidecars_for
+
+    outcome = run_capture(cluster, options, progress=progress,
+                          sidecars=sidecars_for(prometheus, history))
     doc = outcome_json(outcome)
     analysis = _analyze_bundle(outcome.bundle)
     doc["verdict"] = analysis.get("verdict") if analysis else None
@@ -296,6 +301,10 @@ def catalog_build(src: str, out: str | None) -> None:
 for _command in STORE_COMMANDS:
     main.add_command(_command)
 main.add_command(report)
+
+from pdforensics.cli_watch import watch  # noqa: E402
+
+main.add_command(watch)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -10,7 +10,7 @@ want_tests=0
 # Debian packages: sshd for the lab's loopback hosts, sudo for the non-root login,
 # curl/ss/ps for the collectors; chromium and prometheus for the report and watch tests.
 pkgs=(openssh-server openssh-client sudo curl iproute2 procps)
-[ "$want_tests" = 1 ] && pkgs+=(chromium)
+[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,91 @@
+"""One poll: a single GET per endpoint, all endpoints at once, failures kept as data."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pdforensics.errors import ParseError
+from pdforensics.loaded import Fetch, MetricSample
+from pdforensics.parsers.http import HttpResponse
+from pdforensics.parsers.prometheus import parse_metrics
+from pdforensics.watch.targets import Endpoint
+
+MAX_BYTES = 16 * 1024 * 1024
+USER_AGENT = "pdforensics-watch"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one GET of one endpoint gave."""
+
+    endpoint: Endpoint
+    started_at: float
+    duration_s: float
+    status: int | None
+    body: bytes
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status == 200
+
+    def fetch(self, n: int) -> Fetch:
+        """This reading as an analysis Fetch (key ``watch.<source>.p<n>``)."""
+        resp = (HttpResponse(self.status, body=self.body,
+                             headers=(("content-length", str(len(self.body))),))
+                if self.status is not None else None)
+        return Fetch(key=f"watch.{self.endpoint.source}.p{n}", source=self.endpoint.source,
+                     url=self.endpoint.url, started_at=self.started_at,
+                     duration_s=self.duration_s, timed_out="timed out" in (self.error or ""),
+                     error=self.error, exit_status=0 if self.status is not None else None,
+                     response=resp)
+
+    def sample(self, n: int) -> MetricSample:
+        """This reading as an analysis MetricSample (snapshot None when unusable)."""
+        fetch = self.fetch(n)
+        snap = None
+        if self.ok:
+            try:
+                snap = parse_metrics(self.body.decode("utf-8", "replace"))
+            except ParseError:
+                snap = None
+        return MetricSample(fetch.key, self.started_at, fetch, snap)
+
+
+def get(endpoint: Endpoint, timeout_s: float) -> Reading:
+    """One GET; never raises."""
+    started, t0 = time.time(), time.monotonic()
+    status, body, error = None, b"", None
+    req = urllib.request.Request(endpoint.url, headers={"User-Agent": USER_AGENT})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            status, body = resp.status, resp.read(MAX_BYTES)
+    except urllib.error.HTTPError as exc:
+        status, error = exc.code, f"HTTP {exc.code}"
+        exc.close()
+    except TimeoutError:
+        error = f"timed out after {timeout_s:g}s"
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        error = "timed out" if "timed out" in str(reason) else f"{reason}"
+    return Reading(endpoint, started, time.monotonic() - t0, status, body, error)
+
+
+class Poller:
+    """Polls a fixed set of endpoints concurrently; one GET each per call."""
+
+    def __init__(self, timeout_s: float = 5.0, workers: int = 16):
+        self.timeout_s = timeout_s
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="watch-poll")
+
+    def poll(self, endpoints: Sequence[Endpoint]) -> list[Reading]:
+        futures = [self._pool.submit(get, e, self.timeout_s) for e in endpoints]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

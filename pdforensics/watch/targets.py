@@ -1,0 +1,115 @@
+"""What watch polls: each server's /metrics, the router's metrics port and its /workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdforensics.collectors import proc, sockets
+from pdforensics.collectors.base import Target
+from pdforensics.discovery import discover
+from pdforensics.errors import PdforensicsError
+from pdforensics.model import ClusterSpec, HostSpec
+from pdforensics.parsers.proc import parse_ps
+from pdforensics.parsers.ss import parse_listening
+from pdforensics.planner import make_job
+from pdforensics.transport import open_transport
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost", "")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One URL polled once per poll."""
+
+    target: str  # WatchTarget.key
+    source: str  # metrics | router_metrics | workers
+    url: str
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """A server or router as the watcher reaches it (over HTTP, from where it runs)."""
+
+    host: str
+    role: str
+    kind: str  # server | router
+    port: int
+    address: str
+    metrics_port: int | None = None
+
+    @property
+    def key(self) -> str:
+        """Same label as the analysis uses for a service: ``decode-0 decode:30001``."""
+        return f"{self.host} {self.role}:{self.port}"
+
+    def _url(self, port: int, path: str) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{port}{path}"
+
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        if self.kind == "server":
+            return (Endpoint(self.key, "metrics", self._url(self.port, "/metrics")),)
+        out = [Endpoint(self.key, "workers", self._url(self.port, "/workers"))]
+        if self.metrics_port:
+            out.insert(0, Endpoint(self.key, "router_metrics",
+                                   self._url(self.metrics_port, "/metrics")))
+        return tuple(out)
+
+
+def reach_address(host: HostSpec, bind: str | None = None) -> str:
+    """Where the watcher reaches a service: its bind address when that is a specific one,
+    else the host's address (HostName from ~/.ssh/config; 127.0.0.1 for "local")."""
+    if host.is_local:
+        return bind if bind and bind not in LOOPBACK else "127.0.0.1"
+    if bind and bind not in LOOPBACK:
+        return bind
+    try:
+        from pdforensics.transport.ssh import resolve_ssh_params
+
+        return resolve_ssh_params(host).hostname
+    except PdforensicsError:
+        return host.address
+
+
+def declared_targets(host: HostSpec) -> list[WatchTarget]:
+    addr = reach_address(host)
+    return [WatchTarget(host.name, s.role, "router" if s.role == "router" else "server", s.port,
+                        addr, s.metrics_port) for s in host.services]
+
+
+def discover_targets(host: HostSpec, accept_new_host_keys: bool = False,
+                     timeout_s: float = 10.0) -> list[WatchTarget]:
+    """Run ``ps`` and ``ss -ltnp`` on a host without declared services (once) and list its
+    SGLang servers and routers; raises PdforensicsError when the host cannot be read."""
+    transport = open_transport(host, accept_new_host_keys)
+    try:
+        transport.connect(timeout_s)
+        texts = []
+        for source in (proc.PS, sockets.SS_LISTEN):
+            job = make_job(host, source, Target())
+            res = transport.run(source.name, job.argv, source.timeout_s, source.max_bytes)
+            if source is proc.PS and not res.ok:
+                raise PdforensicsError(f"{host.name}: ps failed: "
+                                       f"{res.error or res.stderr.strip()[:200]}")
+            texts.append(res.stdout.decode("utf-8", "replace") if res.ok else "")
+    finally:
+        transport.close()
+    listen: dict[int, set[int]] = {}
+    for row in parse_listening(texts[1]).rows:
+        if row.local.port is not None:
+            listen.setdefault(row.local.port, set()).update(p.pid for p in row.processes)
+    found = discover(parse_ps(texts[0]), (), listen)
+    return [WatchTarget(host.name, s.role, s.kind, s.port, reach_address(host, s.address),
+                        s.metrics_port) for s in found.services]
+
+
+def cluster_targets(cluster: ClusterSpec) -> tuple[list[WatchTarget], list[HostSpec]]:
+    """Targets of every host with declared services, and the hosts left to discover."""
+    targets: list[WatchTarget] = []
+    undeclared: list[HostSpec] = []
+    for host in cluster.hosts:
+        if host.services:
+            targets.extend(declared_targets(host))
+        else:
+            undeclared.append(host)
+    return targets, undeclared

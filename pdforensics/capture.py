@@ -88,6 +88,7 @@ class HostRun:
         self.error: str | None = None
         self.reachable = False
         self.jobs_run = 0
+        self.lost = False  # the connection dropped mid-capture
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -181,6 +182,8 @@ class HostRun:
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
             result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
+            if result.error == "connection lost":
+                self.lost = True
             if result.exit_status in job.source.timeout_exits and not result.timed_out:
                 result = _replace(result, timed_out=True)
             self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
@@ -286,6 +289,8 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         not_run = run.not_run()
         if run.error:
             reasons.append(f"{run.host.name}: unreachable")
+        elif run.lost:
+            reasons.append(f"{run.host.name}: connection lost during the capture")
         elif run.thread.is_alive():
             reasons.append(f"{run.host.name}: still collecting at the deadline")
         if not_run and interrupted is None:
@@ -339,6 +344,8 @@ def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
 
 
 def _gap(e: ResultEntry) -> dict[str, Any]:
-    why = e.error or ("timed out" if e.timed_out else f"exit status {e.exit_status}")
+    why = e.error or ("timed out" if e.timed_out else
+                      f"output cut at {e.bytes} bytes (the cap); the command was stopped" if e.truncated
+                      else f"exit status {e.exit_status}")
     return {"host": e.host, "source": e.source, "key": e.key, "error": why,
             "stderr": e.stderr.strip().splitlines()[-1][:300] if e.stderr.strip() else ""}

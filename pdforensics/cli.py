@@ -35,6 +35,12 @@ def handles_errors(fn: F) -> F:
         except KeyboardInterrupt:
             click.echo("pdforensics: interrupted", err=True)
             ctx.exit(130)
+        except OSError as exc:  # disk full, permissions: the file and the reason, one line
+            if ctx.find_root().params.get("traceback"):
+                raise
+            where = f" ({exc.filename})" if exc.filename else ""
+            click.echo(f"pdforensics: error: {exc.strerror or exc}{where}", err=True)
+            ctx.exit(EXIT_ERROR)
 
     return wrapper  # type: ignore[return-value]
 

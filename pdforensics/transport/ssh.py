@@ -69,6 +69,12 @@ class SshTransport:
                 raise TransportError(
                     f"{label}: authentication failed for user {params.user or '(default)'}"
                 ) from None
+            transport = client.get_transport()
+            if "banner" in text or transport is None or not transport.remote_version:
+                client.close()
+                raise TransportError(
+                    f"{label}: SSH handshake timed out: no SSH banner within {timeout_s:.0f}s "
+                    "(the port accepts TCP but does not answer SSH)") from None
             raise TransportError(f"{label}: SSH failed: {text or type(exc).__name__}") from None
         except TimeoutError:
             raise TransportError(f"{label}: connection timed out after {timeout_s:.0f}s") from None
@@ -131,10 +137,15 @@ class SshTransport:
                                                           self._closed)
             error = None
             if status is None and not timed_out and not truncated:
-                error = "connection lost" if not self._closed.is_set() else "capture stopped"
+                if self._closed.is_set():
+                    error = "capture stopped"
+                elif self.connection_lost:
+                    error = "connection lost"
+                else:
+                    error = "ended without an exit status (killed by a signal on the host?)"
         except (paramiko.SSHException, OSError, EOFError) as exc:
             out, err, truncated, timed_out, status = b"", b"", False, False, None
-            error = f"channel failed: {exc or type(exc).__name__}"
+            error = "connection lost" if self.connection_lost else f"channel failed: {exc or type(exc).__name__}"
         finally:
             with self._lock:
                 self._channels.discard(chan)
@@ -170,10 +181,18 @@ class SshTransport:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 if "Timeout opening channel" in str(exc):
                     return None, "timed out opening a channel"
+                if self.connection_lost:
+                    return None, "connection lost"
                 return None, f"channel failed: {exc or type(exc).__name__}"
             with self._lock:
                 self._channels.add(chan)
             return chan, None
+
+    @property
+    def connection_lost(self) -> bool:
+        """The connection went away without us closing it (sshd killed, network cut)."""
+        transport = self._client.get_transport() if self._client else None
+        return not self._closed.is_set() and (transport is None or not transport.is_active())
 
     def close(self) -> None:
         self._closed.set()
@@ -223,6 +242,8 @@ def _pump(
                 break
             _wait_readable(chan, min(0.2, max(0.0, deadline - time.monotonic())))
     status = chan.recv_exit_status() if chan.exit_status_ready() else None
+    if status == -1:  # paramiko's value for "closed without an exit status"
+        status = None
     return bytes(out), bytes(err), truncated, timed_out, status
 
 

@@ -59,6 +59,21 @@ def test_a_moving_rank_is_not_an_outlier(builder: Any) -> None:
     assert "RANK_OUTLIER" not in [f.key for f in a.findings]
 
 
+POLL = ("    MooncakeKVReceiver.poll (sglang/srt/disaggregation/mooncake/conn.py:39)\n"
+        "    DecodeTransferQueue.pop_transferred (sglang/srt/disaggregation/decode.py:30)\n")
+
+
+def test_ranks_of_one_loop_caught_in_different_phases_are_not_outliers(builder: Any) -> None:
+    """Seen on the lab's transfer-stuck: TP1 in the KV poll twice, TP0 in the poll then in
+    recv_requests. TP0 was in TP1's very stack one dump earlier, so TP1 is no odd one out."""
+    a = build(builder, {"TP0": [dump(1, "sglang::scheduler_TP0", POLL), dump(1, "sglang::scheduler_TP0", RECV)],
+                        "TP1": [dump(2, "sglang::scheduler_TP1", POLL)] * 2})
+    assert "RANK_OUTLIER" not in [f.key for f in a.findings]
+    b = build(builder, {"TP0": [dump(1, "sglang::scheduler_TP0", RECV)] * 2,
+                        "TP1": [dump(2, "sglang::scheduler_TP1", POLL)] * 2})
+    assert "RANK_OUTLIER" in [f.key for f in b.findings]  # never seen there: still the suspect
+
+
 def test_idle_difference_is_not_an_outlier(builder: Any) -> None:
     a = build(builder, {"TP0": [dump(1, "sglang::scheduler_TP0", RECV)] * 2,
                         "TP1": [dump(2, "sglang::scheduler_TP1",

@@ -115,6 +115,8 @@ def rank_outlier(ctx: Context) -> Iterator[Finding]:
             stuck_for = _unchanged(h)
             if len(h) >= 2 and stuck_for is None:
                 continue  # it moved between dumps: passing through, not stuck
+            if any(_fkey(s) == _fkey(t) for _, s, _ in hist[ref][1]):
+                continue  # the reference rank was seen in that very stack: same loop, other phase
             rcls, rdec = classify_stack(latest[ref])
             common, mine, theirs = _divergence(t, latest[ref])
             where = (f" for >= {stuck_for:.1f} s across {len(h)} dumps" if stuck_for is not None

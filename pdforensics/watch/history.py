@@ -281,15 +281,17 @@ def history_sidecar(url: str, window_s: float, timeout_s: float = 10.0
 
 # -- the file ---------------------------------------------------------------------------------
 def history_json(h: History) -> dict[str, Any]:
+    """The file's JSON. Member names avoid secret-looking words ("key", "token", ...): the
+    bundle writer redacts JSON string values under such names."""
     return {
         "format": FORMAT, "prometheus": h.prometheus, "start": h.start, "end": h.end,
         "step_s": h.step_s, "rate_window_s": h.rate_window_s,
-        "series": [{"key": s.key, "title": s.title, "kind": s.kind, "unit": s.unit,
+        "series": [{"id": s.key, "title": s.title, "kind": s.kind, "unit": s.unit,
                     "query": s.query, "raw": s.raw, "error": s.error,
                     "lines": [{"labels": dict(ln.labels), "points": [list(p) for p in ln.points]}
                               for ln in s.lines]}
                    for s in h.series],
-        "events": [{"key": e.key, "line": e.line, "at": e.at, "text": e.text} for e in h.events],
+        "events": [{"series": e.key, "line": e.line, "at": e.at, "text": e.text} for e in h.events],
     }
 
 
@@ -299,14 +301,14 @@ def history_from_json(doc: Any) -> History | None:
         return None
     try:
         series = tuple(
-            HistorySeries(str(s["key"]), str(s["title"]), str(s["kind"]), str(s.get("unit", "")),
+            HistorySeries(str(s["id"]), str(s["title"]), str(s["kind"]), str(s.get("unit", "")),
                           str(s["query"]), s.get("raw"), s.get("error"),
                           tuple(HistoryLine(tuple(sorted((str(k), str(v))
                                                          for k, v in ln["labels"].items())),
                                             tuple((float(t), float(v)) for t, v in ln["points"]))
                                 for ln in s["lines"]))
             for s in doc["series"])
-        events = tuple(HistoryEvent(str(e["key"]), str(e["line"]), float(e["at"]), str(e["text"]))
+        events = tuple(HistoryEvent(str(e["series"]), str(e["line"]), float(e["at"]), str(e["text"]))
                        for e in doc.get("events", []))
         return History(str(doc["prometheus"]), float(doc["start"]), float(doc["end"]),
                        float(doc["step_s"]), float(doc["rate_window_s"]), series, events)

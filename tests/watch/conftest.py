@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from watch_servers import CountingProxy
+from watch_servers import CountingProxy, retry_in_use
 
 
 @pytest.fixture
@@ -13,7 +13,7 @@ def proxies() -> Iterator[Callable[[int, str], CountingProxy]]:
     made: list[CountingProxy] = []
 
     def make(port: int, upstream: str) -> CountingProxy:
-        p = CountingProxy(port, upstream).start()
+        p = retry_in_use(lambda: CountingProxy(port, upstream).start())
         made.append(p)
         return p
 

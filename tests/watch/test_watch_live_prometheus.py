@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from watch_servers import ALERTS, Prometheus
+from watch_servers import ALERTS, Prometheus, retry_in_use
 
 from pdforensics.bundle import load_bundle, verify_bundle
 from pdforensics.cli import main
@@ -43,11 +43,23 @@ class WatchProcess:
 
     def __init__(self, argv: list[str], log: Path):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.log = log
         self.proc = subprocess.Popen([sys.executable, "-m", "pdforensics.cli", "watch", *argv],
                                      stdout=subprocess.PIPE, stderr=log.open("wb"), env=env)
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
+
+    def started(self, timeout_s: float) -> WatchProcess:
+        """Wait for the `watching` event; OSError when the exporter port was taken."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end and not self.of("watching"):
+            if self.proc.poll() is not None:
+                err = self.log.read_text()
+                raise OSError(err.strip().splitlines()[-1] if err.strip() else "watch exited")
+            time.sleep(0.1)
+        assert self.of("watching"), "watch did not start"
+        return self
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -85,21 +97,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     prom = watch = None
     info: LabInfo | None = None
     try:
-        info = lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE)
+        info = retry_in_use(lambda: lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE))
         prom = Prometheus(d, PROM_PORT, {
             "sglang": [f"127.0.0.1:{BASE}", f"127.0.0.1:{BASE + 1}"],
             "sglang-router": [f"127.0.0.1:{BASE + 4}"],
             "pdforensics-watch": [f"127.0.0.1:{EXPORTER_PORT}"],
-        }, [ALERTS]).start()
+        }, [ALERTS])
+        retry_in_use(prom.start)
         hook = d / "hook.sh"
         hook.write_text(f'#!/bin/sh\nenv | grep ^PDFX_ >> {d / "hook.env"}\necho "--" >> {d / "hook.env"}\n')
         hook.chmod(0o755)
-        watch = WatchProcess([
-            "-c", str(info.cluster_file), "--every", f"{EVERY:g}", "--for", f"{HOLD:g}",
-            "--cooldown", "10m", "--store", str(d / "store"), "--on-capture", str(hook),
-            "--metrics-port", str(EXPORTER_PORT), "--metrics-addr", "127.0.0.1",
-            "--prometheus", prom.url, "--history", "10m", "--deadline", "40", "--json"],
-            d / "watch.log")
+        argv = ["-c", str(info.cluster_file), "--every", f"{EVERY:g}", "--for", f"{HOLD:g}",
+                "--cooldown", "10m", "--store", str(d / "store"), "--on-capture", str(hook),
+                "--metrics-port", str(EXPORTER_PORT), "--metrics-addr", "127.0.0.1",
+                "--prometheus", prom.url, "--history", "10m", "--deadline", "40", "--json"]
+        watch = retry_in_use(lambda: WatchProcess(argv, d / "watch.log").started(30))
         yield {"dir": d, "lab": info, "prom": prom, "watch": watch}
     finally:
         code = watch.stop() if watch is not None else None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from watch_servers import retry_in_use
 
 from pdforensics.capture import CaptureOptions
 from pdforensics.lab import lab_down, lab_up
@@ -24,7 +25,7 @@ PROXY = {"prefill": 49110, "decode": 49111, "router": 49113, "router_metrics": 4
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     d = tmp_path_factory.mktemp("watchlab")
     try:
-        yield lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE)
+        yield retry_in_use(lambda: lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE))
     finally:
         lab_down(d / "lab")
 

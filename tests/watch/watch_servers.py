@@ -10,14 +10,32 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from pdforensics.errors import PdforensicsError
+
+T = TypeVar("T")
+
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "examples" / "prometheus" / "pdforensics-alerts.yml"
+
+
+def retry_in_use(fn: Callable[[], T], tries: int = 15, wait_s: float = 1.0) -> T:
+    """Ports 49000-49999 lie in Linux's ephemeral range: a client socket of any process can
+    hold one of ours for a moment. Retry a start that failed on "in use"."""
+    for i in range(tries):
+        try:
+            return fn()
+        except (OSError, PdforensicsError) as exc:
+            if "in use" not in str(exc) or i == tries - 1:
+                raise
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")
 
 
 class CountingProxy:
@@ -99,7 +117,10 @@ class Prometheus:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                pytest.fail(f"prometheus exited: {(self.root / 'prometheus.log').read_text()[-2000:]}")
+                log = (self.root / "prometheus.log").read_text()[-2000:]
+                if "address already in use" in log.lower():
+                    raise OSError(f"prometheus: port {self.port} in use")
+                pytest.fail(f"prometheus exited: {log}")
             try:
                 with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
                     if r.status == 200:

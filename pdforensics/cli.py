@@ -76,11 +76,15 @@ def main(traceback: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--prometheus", help="Prometheus URL: also store its history of the key PD series.")
 @click.option("--history", default="2h", show_default=True, help="Window of that history (30m, 2h, ...).")
+@click.option("--with-sglang-source", is_flag=True,
+              help="Also copy each server's sglang flag/env/metric sources (for `catalog build --from BUNDLE`).")
+@click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
-            archive: bool, as_json: bool, prometheus: str | None, history: str) -> None:
+            archive: bool, as_json: bool, prometheus: str | None, history: str, with_sglang_source: bool,
+            no_redact: bool) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
@@ -94,23 +98,31 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
         plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
-                         stack_dumps=stack_dumps),
+                         stack_dumps=stack_dumps, sglang_source=with_sglang_source),
     )
     progress = _progress if sys.stderr.isatty() and not as_json else None
+    from pdforensics.redact import NO_REDACT_WARNING, NoRedactor
     from pdforensics.watch.history import sidecars_for
 
-    outcome = run_capture(cluster, options, progress=progress,
+    if no_redact:
+        click.echo(NO_REDACT_WARNING, err=True)
+    outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
                           sidecars=sidecars_for(prometheus, history))
     doc = outcome_json(outcome)
     analysis = _analyze_bundle(outcome.bundle)
     doc["verdict"] = analysis.get("verdict") if analysis else None
     doc["findings"] = analysis.get("findings", []) if analysis else []
     doc["report"] = capture_report(outcome.bundle, analysis)
+    from pdforensics.bundle import make_private
+
+    make_private(outcome.bundle)
     doc["stored"] = _file_in_store(cluster, outcome.bundle)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     else:
         _print_outcome(doc)
+    if no_redact:
+        click.echo(NO_REDACT_WARNING, err=True)
     sys.exit(EXIT_OK if outcome.status == "complete" else EXIT_PARTIAL)
 
 
@@ -294,7 +306,8 @@ def catalog() -> None:
 
 
 @catalog.command("build")
-@click.option("--from", "src", required=True, help="sglang wheel, source tree or site-packages/sglang.")
+@click.option("--from", "src", required=True,
+              help="sglang wheel, source tree, site-packages/sglang, or a bundle captured with --with-sglang-source.")
 @click.option("-o", "--out", help="Output JSON file.")
 @handles_errors
 def catalog_build(src: str, out: str | None) -> None:

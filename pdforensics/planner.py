@@ -28,6 +28,7 @@ class PlanOptions:
     gpu: bool = True
     versions: bool = True
     logs: bool = True
+    sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -152,6 +153,8 @@ class HostPlanner:
                 if python not in interpreters:
                     interpreters.add(python)
                     jobs.append(make_job(self.host, versions.PIP_FREEZE, Target(process=p)))
+                    if o.sglang_source:
+                        jobs.append(make_job(self.host, versions.SGLANG_SOURCE, Target(process=p)))
             if o.stacks and p.kind in pyspy.DUMPED_KINDS and _is_python(p.args, p.kind):
                 for n in range(1, max(1, o.stack_dumps) + 1):
                     delay = (n - 1) * max(2.0, o.interval_s * max(1, o.samples - 1))

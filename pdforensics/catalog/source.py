@@ -131,12 +131,50 @@ def _open_dir(path: Path) -> SourceTree:
     return SourceTree(f"{pkg.resolve()}", files, _dist_info_version(pkg), _root=pkg)
 
 
+def _open_archive(path: Path) -> SourceTree:
+    """The JSON-lines copy `capture --with-sglang-source` keeps of a server's sglang files."""
+    from pdforensics.parsers.versions import parse_sglang_source
+
+    try:
+        src = parse_sglang_source(path.read_text("utf-8", "replace"))
+    except (OSError, PdforensicsError) as exc:
+        raise PdforensicsError(f"unreadable sglang source copy {path}: {exc}") from None
+    if not src.files:
+        raise PdforensicsError(f"no sglang files in {path}")
+    texts = dict(src.files)
+    return SourceTree(f"{src.package} (copied into {path})", dict.fromkeys(texts, ""), src.version,
+                      _texts=texts)
+
+
+def _bundle_archive(bundle: Path) -> Path:
+    """The one sglang source copy in a bundle (several servers must agree on the version)."""
+    from pdforensics.parsers.versions import parse_sglang_source
+
+    copies = sorted(bundle.glob("raw/*/sglang_source*.jsonl"))
+    if not copies:
+        raise PdforensicsError(f"{bundle} holds no sglang source: capture it with --with-sglang-source")
+    versions = {}
+    for c in copies:
+        head = c.read_text("utf-8", "replace").split("\n", 2)
+        versions[c] = parse_sglang_source("\n".join(head[:2])).version
+    if len(set(versions.values())) > 1:
+        listing = ", ".join(f"{c.parent.name}: {v}" for c, v in versions.items())
+        raise PdforensicsError(f"the servers run different sglang versions ({listing}); "
+                               f"pass one file: {copies[0]}")
+    return copies[0]
+
+
 def open_source(path: Path) -> SourceTree:
-    """Open a wheel file or a directory holding an sglang package."""
+    """Open a wheel, a directory holding an sglang package, a bundle captured with
+    --with-sglang-source, or one of its raw/*/sglang_source*.jsonl copies."""
     if not path.exists():
         raise PdforensicsError(f"path not found: {path}")
+    if path.is_dir() and (path / "manifest.json").is_file():
+        return _open_archive(_bundle_archive(path))
     if path.is_dir():
         return _open_dir(path)
+    if path.suffix == ".jsonl":
+        return _open_archive(path)
     if path.suffix in (".whl", ".zip"):
         return _open_wheel(path)
     if zipfile.is_zipfile(path):

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.model import HostSpec
 
-# importlib.metadata lists distributions without importing them (no torch, no CUDA),
-# in pip-freeze format, several times cheaper than `python -m pip freeze`.
+# The server's interpreter is never run: its path comes from the host's own `ps`, and a
+# process anyone can start may name any binary (under sudo that would be root code). A
+# trusted `python3 -I` reads the distributions of that interpreter's prefix (a venv keeps
+# its bin/ symlink, so argv[0] is used before /proc/PID/exe), in pip-freeze format.
 FREEZE_SCRIPT = (
+    "import glob,os,sys\n"
     "import importlib.metadata as m\n"
+    "argv0,pid=sys.argv[1],sys.argv[2]\n"
+    "exe=argv0 if os.path.isabs(argv0) else os.path.realpath('/proc/%s/exe'%pid)\n"
+    "pre=os.path.dirname(os.path.dirname(exe))\n"
+    "pats=('lib/python3*/site-packages','lib/python3*/dist-packages','lib/python3/dist-packages',"
+    "'local/lib/python3*/dist-packages')\n"
+    "dirs=[d for p in pats for d in sorted(glob.glob(os.path.join(pre,p)))]\n"
+    "if not dirs: sys.exit('no site-packages under %s'%pre)\n"
     "seen=set()\n"
-    "for d in sorted(m.distributions(), key=lambda d: (d.metadata['Name'] or '').lower()):\n"
+    "for d in sorted(m.distributions(path=dirs), key=lambda d: (d.metadata['Name'] or '').lower()):\n"
     "    n=d.metadata['Name']\n"
     "    if n and n.lower() not in seen:\n"
     "        seen.add(n.lower()); print(f'{n}=={d.version}')\n"
@@ -22,9 +33,14 @@ def _python(t: Target) -> str:
     return first if "python" in first.rsplit("/", 1)[-1] else "python3"
 
 
+def build_freeze(host: HostSpec, t: Target) -> tuple[str, ...]:
+    assert t.process is not None
+    return ("python3", "-I", "-c", FREEZE_SCRIPT, _python(t), str(t.process.pid))
+
+
 PIP_FREEZE = register(Source(
     name="pip_freeze", description="packages of the server's own interpreter (pip freeze form)",
-    scope="process", build=lambda host, t: (_python(t), "-c", FREEZE_SCRIPT),
+    scope="process", build=build_freeze,
     timeout_s=15, max_bytes=2 * MIB, priority=SLOW, parser="versions:parse_pip_freeze",
     sample="pip_freeze_sglang_host.txt", privileged=True,  # the service's venv is often not ours to read
 ))
@@ -33,4 +49,50 @@ UNAME = register(Source(
     name="uname", description="kernel version", scope="host",
     build=lambda host, t: ("uname", "-a"), timeout_s=5, max_bytes=64 * 1024, priority=NORMAL,
     parser="versions:parse_uname", sample="pip_uname_a.txt",
+))
+
+# The catalog-relevant part of the server's own sglang package (flags, env vars, metric
+# declarations), as JSON lines {"path", "text"} after a header line: redaction-safe text that
+# `pdforensics catalog build --from BUNDLE` reads. Same trust rule as FREEZE_SCRIPT: a trusted
+# `python3 -I` that only reads files; the package is looked up on the server's PYTHONPATH
+# (from /proc/PID/environ) and in its interpreter prefix, never imported.
+SOURCE_SCRIPT = (
+    "import glob,json,os,re,sys\n"
+    "argv0,pid=sys.argv[1],sys.argv[2]\n"
+    "exe=argv0 if os.path.isabs(argv0) else os.path.realpath('/proc/%s/exe'%pid)\n"
+    "pre=os.path.dirname(os.path.dirname(exe))\n"
+    "env=open('/proc/%s/environ'%pid,'rb').read().split(b'\\0')\n"
+    "pp=[v[11:].decode('utf-8','replace') for v in env if v.startswith(b'PYTHONPATH=')]\n"
+    "dirs=[d for p in pp for d in p.split(':') if d]\n"
+    "dirs+=sorted(glob.glob(os.path.join(pre,'lib/python3*/*-packages')))\n"
+    "dirs+=sorted(glob.glob(os.path.join(pre,'local/lib/python3*/dist-packages')))\n"
+    "ok=lambda d: os.path.isfile(os.path.join(d,'sglang','srt','server_args.py'))\n"
+    "pkg=next((os.path.join(d,'sglang') for d in dirs if ok(d)),None)\n"
+    "if pkg is None: sys.exit('no sglang package with srt/server_args.py in %s'%dirs)\n"
+    "ver=None\n"
+    "for m in sorted(glob.glob(os.path.join(os.path.dirname(pkg),'sglang-*.dist-info','METADATA'))):\n"
+    "    v=re.search(r'^Version:\\s*(\\S+)',open(m,errors='replace').read(),re.M); ver=ver or (v and v.group(1))\n"
+    "hints=('prometheus_client','Gauge(','Histogram(','Summary(','documentation=')\n"
+    "print(json.dumps({'package':pkg,'metadata_version':ver}))\n"
+    "for root,_,files in os.walk(pkg):\n"
+    "    for f in sorted(files):\n"
+    "        if not f.endswith('.py'): continue\n"
+    "        p=os.path.join(root,f); rel=os.path.relpath(p,pkg)\n"
+    "        t=open(p,encoding='utf-8',errors='replace').read()\n"
+    "        keep=rel in ('__init__.py','version.py','_version.py','srt/server_args.py','srt/environ.py')\n"
+    "        if keep or rel.startswith('srt/arg_groups/') or (rel.startswith('srt/') and any(h in t for h in hints)):\n"
+    "            print(json.dumps({'path':rel,'text':t}))\n"
+)
+
+
+def build_source(host: HostSpec, t: Target) -> tuple[str, ...]:
+    assert t.process is not None
+    return ("python3", "-I", "-c", SOURCE_SCRIPT, _python(t), str(t.process.pid))
+
+
+SGLANG_SOURCE = register(Source(
+    name="sglang_source", description="the server's own sglang source files the catalog reads "
+    "(--with-sglang-source; JSON lines)", scope="process", build=build_source,
+    timeout_s=20, max_bytes=64 * MIB, priority=SLOW, parser="versions:parse_sglang_source",
+    sample="sglang_source_lab.jsonl", privileged=True, extension="jsonl",
 ))

@@ -39,6 +39,7 @@ class ConfigView:
     env: tuple[ConfigRow, ...]
     mismatches: int
     routers: tuple[tuple[str, str], ...]  # (router label, cmdline)
+    notes: tuple[str, ...] = ()  # e.g. the servers run another sglang than the catalog is for
 
 
 def flags_of(argv: Sequence[str], catalog: Catalog | None) -> dict[str, str]:
@@ -117,4 +118,18 @@ def build_config(capture: LoadedCapture) -> tuple[ConfigView | None, list[str]]:
     frows, erows = _rows(fkeys, flags), _rows(ekeys, envs)
     mism = sum(1 for r in frows + erows if r.state == "differs")
     return ConfigView(columns=tuple(s.label for s in servers), flags=tuple(frows),
-                      env=tuple(erows), mismatches=mism, routers=routers), missing
+                      env=tuple(erows), mismatches=mism, routers=routers,
+                      notes=_version_notes(capture, catalog)), missing
+
+
+def _version_notes(capture: LoadedCapture, catalog: Catalog | None) -> tuple[str, ...]:
+    """The diff's catalog-version notes (server sglang version vs the catalog's)."""
+    if catalog is None:
+        return ()
+    from pdforensics.diff.compare import version_notes
+    from pdforensics.diff.state import extract_state
+
+    try:
+        return tuple(version_notes(extract_state(capture, catalog), catalog))
+    except Exception as exc:  # a note is not worth the section
+        return (f"sglang version check failed: {type(exc).__name__}: {exc}",)

@@ -31,6 +31,7 @@ class SynthSpec:
     unreachable: int = 0  # the last N hosts could not be reached
     cut: bool = False  # the deadline came before /server_info and py-spy ran
     cluster: str = "synth"
+    sglang_version: str = "0.5.23"  # what /server_info says (the shipped catalog is for 0.5.23)
 
 
 def _http(body: str, status: int = 200, reason: str = "OK") -> bytes:
@@ -218,7 +219,7 @@ class _Host:
                      ext="http", target=svc_t, exit_status=None, timed_out=True, duration=8.0)
         else:
             self.put("server_info", f"server_info.{self.role}.{self.port}",
-                     _http(json.dumps({"version": "0.5.23"})), t + 2, url=url, ext="http",
+                     _http(json.dumps({"version": s.sglang_version})), t + 2, url=url, ext="http",
                      target=svc_t)
         for rank in range(self.tp):
             pid = self.pid0 + 1 + rank

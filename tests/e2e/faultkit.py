@@ -12,11 +12,15 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 CLI = [sys.executable, "-m", "pdforensics.cli"]
 

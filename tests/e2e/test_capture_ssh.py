@@ -157,3 +157,20 @@ def test_unknown_host_key_is_refused(ssh_lab: Path, tmp_path: Path) -> None:
     assert code == 3
     errors = [g["error"] for g in doc["gaps"] if g["source"] == "connect"]
     assert len(errors) == 3 and all("unknown host key" in e for e in errors), errors
+
+
+def test_catalog_from_the_servers_own_sglang_source(ssh_lab: Path, tmp_path: Path) -> None:
+    """--with-sglang-source copies what the catalog reads; `catalog build --from BUNDLE` uses it."""
+    cluster = cluster_as(ssh_lab, "pdfx", tmp_path / "pdfx.toml")
+    code, doc, _ = capture(cluster, tmp_path / "out", "--with-sglang-source", "--no-stacks")
+    assert code == 0, doc
+    bundle = Path(doc["bundle"])
+    copies = sorted(bundle.glob("raw/*/sglang_source*.jsonl"))
+    assert {c.parent.name for c in copies} == {"prefill-0", "decode-0"}
+    out = tmp_path / "catalog.json"
+    built = CliRunner().invoke(main, ["catalog", "build", "--from", str(bundle), "-o", str(out)])
+    assert built.exit_code == 0, built.output
+    cat = json.loads(out.read_text())
+    assert cat["version"] == "0.5.23"
+    assert cat["flags"]["--cuda-graph-max-bs-decode"]["default"] is None
+    assert "--disaggregation-mode" in cat["flags"] and "copied into" in cat["source"]

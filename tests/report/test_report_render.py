@@ -393,3 +393,13 @@ def test_report_takes_the_store_baseline(synth: Callable[..., Path], tmp_path: P
     assert f"Baseline: {good.name} (the newest HEALTHY snapshot in the store)" in text_of(sec)
     keys = re.findall(r"<td><code>([^<]+)</code></td>", sec)
     assert "--served-model-name" in keys and "SGLANG_PLANTED" in keys
+
+
+def test_config_says_when_the_servers_run_another_sglang_than_the_catalog(synth: Callable[..., Path]) -> None:
+    same = text_of(section_html(write_report(synth(hosts=1, gpus=2, processes=4, wedged=False)).read_text(),
+                                "config"))
+    assert "catalog is for sglang" not in same
+    other = synth(hosts=1, gpus=2, processes=4, wedged=False, sglang_version="0.5.9")
+    sec = text_of(section_html(write_report(other).read_text(), "config"))
+    assert "server runs sglang 0.5.9 but the catalog is for sglang 0.5.23" in sec
+    assert "catalog build --from" in sec

@@ -118,7 +118,9 @@ class Scheduler(SchedulerMetricsMixin):
             elif fault == "process-dead" or fault == "forgotten-requests":
                 self.recv_requests(0.2)
                 running = self.state["running"] or 23.0
-                self.log_idle({"running": running, "queue": 0.0})
+                # forgotten: the requests count as running but sit in no PD queue
+                self.log_idle({"running": running, "queue": 0.0, "decode_transfer_q": 0.0,
+                               "decode_prealloc_q": 0.0})
             elif fault == "rank-stuck":
                 if self.rank == 1:
                     self.tp_group.all_reduce(fault, FOREVER)

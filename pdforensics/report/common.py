@@ -19,6 +19,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("timeline", "Timeline"),
     ("changes", "Changes since baseline"),
     ("metrics", "Metrics"),
+    ("history", "Prometheus history"),
     ("gpus", "GPUs"),
     ("stacks", "Stacks"),
     ("config", "Configuration"),

@@ -78,6 +78,13 @@ def analysis_dict(analysis: Analysis | dict[str, Any] | None) -> dict[str, Any] 
     return analysis
 
 
+def _history(capture: LoadedCapture) -> Any:
+    """Charts of the Prometheus history `capture --prometheus` stored (see pdforensics.watch)."""
+    from pdforensics.watch.chart import build_history
+
+    return build_history(capture)
+
+
 def context(capture: LoadedCapture, analysis: Analysis | dict[str, Any] | None = None,
             changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
             raw_prefix: str = "", analysis_note: str | None = None,
@@ -93,6 +100,7 @@ def context(capture: LoadedCapture, analysis: Analysis | dict[str, Any] | None =
         "timeline": lambda: build_timeline(capture, changes, baseline, p),
         "changes": lambda: build_changes(changes, baseline, change_notes),
         "metrics": lambda: build_metrics(capture),
+        "history": lambda: _history(capture),
         "gpus": lambda: build_gpus(capture),
         "stacks": lambda: build_stacks(capture),
         "config": lambda: build_config(capture),

@@ -113,9 +113,6 @@ def test_hung_endpoint(hung: Analysis) -> None:
     assert all(f.severity == "critical" for f in hang)
 
 
-@pytest.mark.xfail(strict=True, reason="#3 Done-when wants SCHEDULER_ENDPOINT_HANG on top for hung-endpoint; "
-                   "the rules rank ALL_RANKS_STUCK (every rank in broadcast_object) and the frozen PD "
-                   "queues before it")
 def test_hung_endpoint_top_finding(hung: Analysis) -> None:
     assert hung.findings[0].key == "SCHEDULER_ENDPOINT_HANG", keys(hung)
 

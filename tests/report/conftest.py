@@ -12,10 +12,6 @@ from report_cdp import Browser
 from pdforensics.report.synthetic import SynthSpec, write_synthetic
 
 REPO = Path(__file__).resolve().parents[2]
-#: text planted in cmdline, env vars, log lines and metric labels; if any of it ever ran it
-#: would change the title and log XSS-RAN
-PAYLOAD = ('<script>document.title="PWNED";console.log("XSS-RAN")</script>'
-           '"><img src=x onerror="document.title=\'PWNED\';console.log(\'XSS-RAN\')">{{7*7}}')
 
 
 @pytest.fixture

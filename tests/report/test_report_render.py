@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import PAYLOAD
+from report_payload import PAYLOAD
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.bundle import verify_bundle

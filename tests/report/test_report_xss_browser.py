@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PAYLOAD
 from report_cdp import Browser
+from report_payload import PAYLOAD
 
 from pdforensics.report import write_report
 

@@ -50,3 +50,16 @@ def test_one_chart_per_series_with_points(tmp_path: Path) -> None:
 def test_a_bundle_without_history_says_so(tmp_path: Path) -> None:
     view, missing = build_history(load_capture(bundle(tmp_path, None)))
     assert view is None and "--prometheus" in missing[0]
+
+
+def test_the_report_draws_the_history_section(tmp_path: Path) -> None:
+    from pdforensics.report import render
+
+    page = render(load_capture(bundle(tmp_path, hist())))
+    sec = page.split('<section id="history"', 1)[1].split("</section>", 1)[0]
+    assert sec.count("<svg") == 1 and "decode transfer queue" in sec
+    assert "HTTP 400: parse error" in sec  # the failed series is listed as missing, with why
+    assert "<script>alert(1)" not in page and "at 14 from here on" in sec
+    (tmp_path / "x").mkdir()
+    none = render(load_capture(bundle(tmp_path / "x", None)))
+    assert "no Prometheus history in this bundle" in none.split('<section id="history"', 1)[1]

@@ -146,7 +146,7 @@ def rank_outlier(ctx: Context) -> Iterator[Finding]:
                 "kernel that never finished). Check that rank's GPU (Xid, nvidia-smi), its "
                 "log lines and NCCL env; py-spy dump --native on it shows the kernel wait.",
                 section="ranks", wedge=severe and frozen,
-                rank=15 if severe and cls in CAUSE_CLASSES else None,
+                rank=14 if severe and cls in CAUSE_CLASSES else None,  # one odd rank explains most
             )
     if not compared:
         raise SkipRule("no server with stacks of 2 or more scheduler ranks")

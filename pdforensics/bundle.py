@@ -26,6 +26,9 @@ from pdforensics.redact import Redactor
 
 MANIFEST = "manifest.json"
 RESULTS_LOG = "results.jsonl"
+# written into a finished bundle by analyze/report: allowed by verify, not hashed
+DERIVED_FILES = ("analysis.json", "report.html")
+DIR_MODE, FILE_MODE = 0o700, 0o600  # bundles hold evidence: owner only
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,29 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file readable by its owner only (0600), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(path, FILE_MODE)
+
+
+def make_private(root: Path) -> None:
+    """chmod a bundle tree to 0700 dirs / 0600 files (after others wrote into it)."""
+    for dirpath, _dirs, files in os.walk(root):
+        os.chmod(dirpath, DIR_MODE)
+        for name in files:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                os.chmod(path, FILE_MODE)
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -94,14 +120,17 @@ class BundleWriter:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             self.tmp = out_dir / f".{self.name}.{os.getpid()}.tmp"
-            self.tmp.mkdir()
+            self.tmp.mkdir(mode=DIR_MODE)
+            os.chmod(self.tmp, DIR_MODE)
         except OSError as exc:
             raise BundleError(f"cannot create bundle in {out_dir}: {exc.strerror or exc}"
                               ) from None
         self._lock = threading.Lock()
         self._entries: list[ResultEntry] = []
         self._keys: set[tuple[str, str]] = set()
-        self._log = (self.tmp / RESULTS_LOG).open("a", encoding="utf-8")
+        log_fd = os.open(self.tmp / RESULTS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        self._log = os.fdopen(log_fd, "a", encoding="utf-8")
+        self._scrubbed_with = 0  # learned secret values the last rescrub knew
         self.write_errors: list[str] = []
 
     def add(self, result: CommandResult, key: str, url: str | None = None,
@@ -110,17 +139,18 @@ class BundleWriter:
         """Redact and write one result's output, then log its manifest row."""
         data = self.redactor.environ(result.stdout) if environ else self.redactor.text(
             result.stdout)
-        stderr = self.redactor.text(result.stderr.encode()).decode("utf-8", "replace")
-        argv = tuple(self.redactor.text(a.encode()).decode("utf-8", "replace")
-                     for a in result.argv)
+        stderr = self.redactor.string(result.stderr)
+        argv = self.redactor.argv(result.argv)
+        url = self.redactor.string(url) if url else url
         with self._lock:
             key = self._unique(result.host, key)
         rel = f"raw/{result.host}/{key}.{extension}"
-        path, digest, error = None, None, result.error
+        path, digest = None, None
+        error = self.redactor.string(result.error) if result.error else result.error
         if data or result.exit_status is not None:
             try:
-                (self.tmp / "raw" / result.host).mkdir(parents=True, exist_ok=True)
-                (self.tmp / rel).write_bytes(data)
+                _private_dir(self.tmp / "raw" / result.host)
+                write_private(self.tmp / rel, data)
                 path, digest = rel, hashlib.sha256(data).hexdigest()
             except OSError as exc:
                 msg = f"cannot write {rel}: {exc.strerror or exc}"
@@ -132,7 +162,7 @@ class BundleWriter:
             duration_s=round(result.duration_s, 4), started_at=result.started_at,
             timed_out=result.timed_out, truncated=result.truncated, bytes=len(data),
             sha256=digest, path=path, error=error, stderr=stderr[-4000:],
-            target=target or {},
+            target=self.redactor.json(target or {}),
         )
         with self._lock:
             self._entries.append(entry)
@@ -154,29 +184,48 @@ class BundleWriter:
     def write_json(self, rel: str, obj: Any) -> None:
         """Write a derived JSON file (parsed/, analysis) into the bundle."""
         path = self.tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(path.parent)
         data = self.redactor.text(json.dumps(obj, indent=1, sort_keys=True, default=str).encode())
-        path.write_bytes(data)
+        write_private(path, data)
 
     def entries(self) -> list[ResultEntry]:
         with self._lock:
             return list(self._entries)
 
     def rescrub(self) -> None:
-        """Re-redact written files with every secret value learned during the capture."""
+        """Re-redact every written file (and manifest rows) with every secret value learned
+        during the capture: a value learned from one host's environ is scrubbed from
+        output written before it was learned."""
         values = self.redactor.known_values()
+        self._scrubbed_with = len(values)
         if not values:
             return
-        for entry in self.entries():
-            if entry.path is None:
-                continue
-            path = self.tmp / entry.path
-            data = path.read_bytes()
-            if any(v in data for v in values):
-                path.write_bytes(self.redactor.text(data))
+        with self._lock:
+            self._entries = [self._rescrub_entry(e) for e in self._entries]
+        for dirpath, _dirs, files in os.walk(self.tmp):
+            for name in files:
+                path = Path(dirpath) / name
+                rel = path.relative_to(self.tmp).as_posix()
+                try:
+                    data = path.read_bytes()
+                    if any(v in data for v in values):
+                        path.write_bytes(self.redactor.text(data))
+                except OSError as exc:  # never leave a secret behind in a half-written file
+                    path.unlink(missing_ok=True)
+                    with self._lock:
+                        self.write_errors.append(f"cannot rewrite {rel}: {exc.strerror or exc}")
+
+    def _rescrub_entry(self, e: ResultEntry) -> ResultEntry:
+        r = self.redactor
+        return ResultEntry(**{**e.__dict__, "argv": r.argv(e.argv) if e.argv is not None else None,
+                              "url": r.string(e.url) if e.url else e.url,
+                              "error": r.string(e.error) if e.error else e.error,
+                              "stderr": r.string(e.stderr), "target": r.json(e.target)})
 
     def finalise(self, manifest: dict[str, Any], archive: bool = False) -> Path:
         """Fix sha256s, write manifest.json atomically and rename to the final name."""
+        if len(self.redactor.known_values()) != self._scrubbed_with:
+            self.rescrub()
         with self._lock:
             self._log.close()
         entries = []
@@ -195,12 +244,15 @@ class BundleWriter:
             "format": 1, "tool": "pdforensics", "tool_version": __version__,
             "cluster": self.cluster, "started_at": iso(self.started_at),
             "started_epoch": self.started_at, "finished_at": iso(time.time()),
-            "finished_epoch": time.time(), **manifest,
+            "finished_epoch": time.time(), **self.redactor.json(manifest),
+            "redaction": self.redactor.describe(),
+            "files": self._other_files({e.path for e in entries if e.path is not None}),
             "results": [e.to_json() for e in entries],
         }
         try:
+            make_private(self.tmp)
             tmp_manifest = self.tmp / (MANIFEST + ".tmp")
-            tmp_manifest.write_text(json.dumps(doc, indent=1, default=str))
+            write_private(tmp_manifest, json.dumps(doc, indent=1, default=str).encode())
             os.replace(tmp_manifest, self.tmp / MANIFEST)
             final = self._final_path()
             os.rename(self.tmp, final)
@@ -209,9 +261,20 @@ class BundleWriter:
                 f"cannot finalise bundle (evidence kept in {self.tmp}): {exc.strerror or exc}"
             ) from None
         if archive:
-            with tarfile.open(f"{final}.tar.gz", "w:gz") as tar:
+            fd = os.open(f"{final}.tar.gz", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w:gz") as tar:
                 tar.add(final, arcname=final.name)
         return final
+
+    def _other_files(self, listed: set[str]) -> dict[str, str]:
+        """sha256 of every file that is not a result (parsed/, results.jsonl), for verify."""
+        out = {}
+        for dirpath, _dirs, files in os.walk(self.tmp):
+            for name in files:
+                rel = (Path(dirpath) / name).relative_to(self.tmp).as_posix()
+                if rel not in listed and rel != MANIFEST and not rel.endswith(".tmp"):
+                    out[rel] = sha256_file(Path(dirpath) / name)
+        return dict(sorted(out.items()))
 
     def _final_path(self) -> Path:
         final, n = self.out_dir / self.name, 1
@@ -286,17 +349,29 @@ def load_bundle(path: str | Path) -> Bundle:
 
 
 def verify_bundle(path: str | Path) -> list[str]:
-    """Every problem found re-checking sha256 and sizes; empty means the bundle is intact."""
+    """Every problem found re-checking the manifest: a changed (sha256), missing or extra
+    file; empty means the bundle is intact. analysis.json and report.html are derived after
+    the capture and not hashed; older bundles (no "files" table) leave parsed/ unchecked."""
     bundle = load_bundle(path)
     problems = []
-    for r in bundle.results:
-        if r.path is None:
-            continue
-        f = bundle.path / r.path
-        if not f.exists():
-            problems.append(f"{r.path}: missing")
+    others = bundle.manifest.get("files")
+    expected: dict[str, str | None] = {r.path: r.sha256 for r in bundle.results if r.path is not None}
+    if isinstance(others, dict):
+        expected.update({str(k): str(v) for k, v in others.items()})
+    for rel, want in sorted(expected.items()):
+        f = bundle.path / rel
+        if not f.is_file():
+            problems.append(f"{rel}: missing")
             continue
         digest = sha256_file(f)
-        if digest != r.sha256:
-            problems.append(f"{r.path}: sha256 mismatch (manifest {r.sha256}, file {digest})")
+        if digest != want:
+            problems.append(f"{rel}: sha256 mismatch (manifest {want}, file {digest})")
+    for dirpath, _dirs, files in os.walk(bundle.path):
+        for name in files:
+            rel = (Path(dirpath) / name).relative_to(bundle.path).as_posix()
+            if rel in expected or rel == MANIFEST or rel in DERIVED_FILES:
+                continue
+            if not isinstance(others, dict) and (rel == RESULTS_LOG or rel.startswith("parsed/")):
+                continue
+            problems.append(f"{rel}: extra file, not in the manifest")
     return problems

@@ -203,18 +203,20 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
 # -- bundle tools -----------------------------------------------------------------------------
 @main.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
 @handles_errors
-def verify(bundle: str) -> None:
-    """Re-check every sha256 in BUNDLE's manifest; exit 1 on any mismatch."""
+def verify(bundle: str, secrets: bool) -> None:
+    """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
     from pdforensics.bundle import verify_bundle
+    from pdforensics.secrets_scan import scan_report
 
-    problems = verify_bundle(bundle)
+    problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
     for p in problems:
         click.echo(p)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo("ok: every file matches its sha256")
+    click.echo("ok: every file matches its sha256" + ("; no unredacted secret found" if secrets else ""))
 
 
 @main.command()

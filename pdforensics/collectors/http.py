@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, NORMAL, SLOW, Source, Target, register
 from pdforensics.model import HostSpec
 
 HTTP_TIMEOUT_S = 5.0
+# `--host` of a server comes from the host's own ps: anything else than a host name or an
+# IP address (a path, `@`, `#`, a space) is not used in a URL; the server is asked locally
+HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.\-]{0,252})|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*")
 
 
 def url_for(t: Target, port: int | None = None) -> str:
     assert t.service is not None
-    addr = t.service.address
+    addr = t.service.address if HOSTNAME.fullmatch(t.service.address) else "127.0.0.1"
     host = f"[{addr}]" if ":" in addr else addr
     return f"http://{host}:{port or t.service.port}{t.path}"
 
 
 def curl(url: str, timeout_s: float) -> tuple[str, ...]:
-    return ("curl", "-sS", "-i", "--max-time", f"{timeout_s:g}", "--connect-timeout", "3", url)
+    # --globoff: [] and {} in a URL are text, never a request range; http(s) only
+    return ("curl", "-sS", "-i", "--globoff", "--proto", "=http,https", "--max-time", f"{timeout_s:g}",
+            "--connect-timeout", "3", url)
 
 
 def _endpoint(name: str, path: str, description: str, priority: int, parser: str | None,

@@ -20,7 +20,7 @@ def _unit(t: Target) -> str:
 JOURNAL = register(Source(
     name="journal", description="journald lines of the service's unit (last 6 h, bounded)",
     scope="unit",
-    build=lambda host, t: ("journalctl", "-u", _unit(t), "--since=-6h", "--no-pager",
+    build=lambda host, t: ("journalctl", f"--unit={_unit(t)}", "--since=-6h", "--no-pager",
                            "-o", "short-iso", "-n", "100000"),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
     sample="log_journal_pd_wedge.txt", privileged=True,
@@ -28,7 +28,7 @@ JOURNAL = register(Source(
 
 LOG_FILE = register(Source(
     name="log_file", description="tail of the service's log file (bounded)",
-    scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), _file(t)),
+    scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", _file(t)),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
     sample="log_compose_sglang.txt", privileged=True,
 ))

@@ -19,15 +19,15 @@ def _unit(t: Target) -> str:
 SYSTEMCTL_SHOW = register(Source(
     name="systemctl_show", description="unit state: restarts, start times, MainPID, ExecStart",
     scope="unit",
-    build=lambda host, t: ("systemctl", "show", _unit(t), "--no-pager",
-                           f"--property={SHOW_PROPERTIES}"),
+    build=lambda host, t: ("systemctl", "show", "--no-pager", f"--property={SHOW_PROPERTIES}",
+                           "--", _unit(t)),
     timeout_s=5, max_bytes=256 * KIB, priority=CHEAP, parser="systemd:parse_systemctl_show",
     sample="systemd_show_running.txt",
 ))
 
 UNIT_FILE = register(Source(
     name="unit_file", description="unit file text with its drop-ins (systemctl cat)",
-    scope="unit", build=lambda host, t: ("systemctl", "cat", _unit(t), "--no-pager"),
+    scope="unit", build=lambda host, t: ("systemctl", "cat", "--no-pager", "--", _unit(t)),
     timeout_s=5, max_bytes=256 * KIB, priority=NORMAL, parser="unitfile:parse_unit_files",
     sample="systemd_cat_decode.txt",
 ))

@@ -234,11 +234,16 @@ def lab_up(
     secret_env: dict[str, str] | None = None,
     extra_args: Mapping[str, Sequence[str]] | None = None,
     extra_env: Mapping[str, Mapping[str, str]] | None = None,
+    secret_log: Sequence[str] = (),
+    secret_labels: Mapping[str, str] | None = None,
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
     extra_args / extra_env, keyed by role ("prefill", "decode", "router"), append flags to
     that role's command line and set env vars in its environment (scenarios vary config).
+    secret_env, secret_log and secret_labels plant secrets for redaction tests: env vars of
+    every server, lines every server and the router log at start, labels of an info gauge
+    on every server's /metrics (cmdline flags go through extra_args).
     """
     _check_fault(fault)
     lab_dir = Path(lab_dir).resolve()
@@ -265,6 +270,11 @@ def lab_up(
     for stale in p["run"].glob("*/rank*.json"):
         stale.unlink()
     _write_atomic(p["fault"], fault + "\n")
+    planted = lab_dir / "planted.json"
+    if secret_log or secret_labels:
+        _write_atomic(planted, json.dumps({"log": list(secret_log), "labels": dict(secret_labels or {})}))
+    else:
+        planted.unlink(missing_ok=True)
     for host in hosts:
         _install_nvidia_smi(lab_dir, host)
     if ssh:

@@ -69,6 +69,22 @@ def log(tag: str, msg: str) -> None:
     sys.stderr.flush()
 
 
+def planted() -> dict:
+    """Secrets a test planted for this lab (lab_up secret_log / secret_labels); {} if none."""
+    try:
+        with open(os.path.join(lab_dir(), "planted.json")) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def log_planted(tag: str) -> None:
+    """Log the planted lines, as a server that echoes its config or a request would."""
+    for line in planted().get("log", []):
+        log(tag, str(line))
+
+
 def sleep_until_fault_changes(fault: str, seconds: float) -> bool:
     """Sleep up to `seconds` in 0.1 s steps; True when the fault changed meanwhile."""
     end = time.monotonic() + seconds

@@ -188,6 +188,9 @@ def main(argv: list[str]) -> None:
     httpd.daemon_threads = True
     sys.stderr.write(f"Starting router on {args.host}:{args.port} | mode: PD | policy: {args.policy}\n")
     sys.stderr.flush()
+    from pdfx_lab_runtime import log_planted
+
+    log_planted("")
     httpd.serve_forever()
 
 

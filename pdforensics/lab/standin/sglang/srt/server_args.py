@@ -25,8 +25,10 @@ def parse_server_args(argv: list[str]) -> dict:
     p.add_argument("--cuda-graph-max-bs-decode", type=int, default=None)
     p.add_argument("--cuda-graph-max-bs-prefill", type=int, default=None)
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--admin-api-key", default=None)
     args, _unknown = p.parse_known_args(argv)
-    out = vars(args)
+    out = {k: v for k, v in vars(args).items() if v is not None or k not in ("api_key", "admin_api_key")}
     out["served_model_name"] = out["served_model_name"] or out["model_path"]
     out["tokenizer_path"] = out["model_path"]
     out["pp_size"] = 1

@@ -9,7 +9,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from pdfx_lab_runtime import log
+from pdfx_lab_runtime import log, log_planted
 
 import sglang
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
@@ -174,4 +174,5 @@ def launch_server(args: dict) -> None:
     httpd.daemon_threads = True
     log("", f"Uvicorn running on http://{args['host']}:{args['port']} (Press CTRL+C to quit)")
     log("", "The server is fired up and ready to roll!")
+    log_planted("")
     httpd.serve_forever()

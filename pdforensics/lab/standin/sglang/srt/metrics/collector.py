@@ -256,7 +256,21 @@ def render(role: str, model_name: str, ranks: list[dict]) -> str:
                     lines.extend(_histogram_lines(name, base, value))
                 else:
                     lines.append(f"{name}{_labels(base + list(extra))} {_fmt(value)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _planted_lines(engine, model_name)) + "\n"
+
+
+def _planted_lines(engine: str, model_name: str) -> list[str]:
+    """An info gauge carrying the labels a test planted (nothing in a normal lab)."""
+    from pdfx_lab_runtime import planted
+
+    labels = planted().get("labels") or {}
+    if not labels:
+        return []
+    pairs = [("engine_type", engine), ("model_name", model_name)]
+    pairs += [(str(k), str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n"))
+              for k, v in labels.items()]
+    return ["# HELP sglang:lab_planted_info Labels planted by a lab test.", "# TYPE sglang:lab_planted_info gauge",
+            f"sglang:lab_planted_info{_labels(pairs)} 1"]
 
 
 def now() -> float:

@@ -1,0 +1,139 @@
+"""Every detector of the redactor (and so of `verify --secrets`) on the text it must catch,
+and the SGLang evidence it must leave alone."""
+
+from __future__ import annotations
+
+import planted_secrets as ps
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdforensics.redact import (
+    DETECTORS,
+    MARKER,
+    NoRedactor,
+    Redactor,
+    find_secrets,
+    is_secret_name,
+)
+
+# (kind, text, the secret inside it)
+CASES = [
+    ("pem-private-key", f"key:\n{ps.PEM}\nafter", ps.PEM_LINES[0]),
+    ("pem-private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAB\n(cut)",
+     "b3BlbnNzaC1rZXktdjEAAAAAB"),
+    ("huggingface-token", f"token {ps.HF} used", ps.HF),
+    ("openai-key", f"OPENAI={ps.OPENAI}", ps.OPENAI),
+    ("aws-access-key-id", f"id {ps.AWS_ID}.", ps.AWS_ID),
+    ("aws-secret-access-key", f"aws_secret_access_key = {ps.AWS_SECRET}\n", ps.AWS_SECRET),
+    ("aws-secret-access-key", f'"SecretAccessKey": "{ps.AWS_SECRET}"', ps.AWS_SECRET),
+    ("github-token", f"push with {ps.GHP}", ps.GHP),
+    ("github-pat", f"pat={ps.GH_PAT}", ps.GH_PAT),
+    ("slack-token", f"hook {ps.SLACK}", ps.SLACK),
+    ("jwt", f"Cookie-less {ps.JWT}", ps.JWT),
+    ("url-password", f"dsn {ps.URL} ok", ps.URL_PW),
+    ("url-password", "redis://:SecTestRedisPw@kv:6379/0", "SecTestRedisPw"),
+    ("http-header", "Authorization: Bearer SecTestHdr01\r\n", "SecTestHdr01"),
+    ("http-header", "proxy-authorization: Basic U2VjVGVzdA==\n", "U2VjVGVzdA=="),
+    ("http-header", "Cookie: sid=SecTestCk01; theme=dark\n", "SecTestCk01"),
+    ("http-header", "x-api-key: SecTestXKey01\n", "SecTestXKey01"),
+    ("flag", "python -m sglang.launch_server --api-key SecTestF01 --port 30000", "SecTestF01"),
+    ("flag", "--admin-api-key=SecTestF02", "SecTestF02"),
+    ("flag", "--hf-token\x00SecTestF03\x00--port\x0030000", "SecTestF03"),
+    ("flag", "--my-oauth-token SecTestF04", "SecTestF04"),
+    ("flag", "--db-secret SecTestF05", "SecTestF05"),
+    ("flag", '["--api-key", "SecTestF06", "--port", "1"]', "SecTestF06"),
+    ("json-field", '{"admin_api_key": "SecTestJ01", "port": 1}', "SecTestJ01"),
+    ("json-field", '{"sessionCookie": "SecTestJ02"}', "SecTestJ02"),
+    ("assignment", "Environment=HF_TOKEN=SecTestA01 SGLANG_X=1", "SecTestA01"),
+    ("assignment", "ServerArgs(api_key='SecTestA02', admin_api_key=None)", "SecTestA02"),
+    ("assignment", "GET /x?token=SecTestA03&y=1", "SecTestA03"),
+    ("assignment", 'sglang:info{model_name="m",api_key="SecTestA04"} 1', "SecTestA04"),
+    ("assignment", "DB_PASSWD=SecTestA05\x00PATH=/bin", "SecTestA05"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_kind_is_found_redacted_and_then_clean(kind: str, text: str, secret: str) -> None:
+    data = text.encode()
+    assert kind in {h.kind for h in find_secrets(data)}, list(find_secrets(data))
+    r = Redactor(b"k")
+    out = r.text(data)
+    assert secret.encode() not in out and MARKER.search(out), out
+    assert list(find_secrets(out)) == []  # the scanner agrees the output is clean
+    assert r.text(out) == out  # idempotent
+
+
+def test_every_detector_has_a_case() -> None:
+    assert {d.kind for d in DETECTORS} == {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "MY_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "SMTP_PASSWD",
+                                  "GCP_CREDENTIALS", "PROXY_AUTH", "UI_COOKIE", "WANDB_SESSION", "SIGNING_PRIVATE",
+                                  "ENCRYPTION_KEY", "--api-key", "--admin-api-key", "--hf-token", "--my-secret-token",
+                                  "--client-secret", "apiKey", "accessToken", "authorization", "DB_PWD"])
+def test_secret_names(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["PATH", "PWD", "SGLANG_NUM_RESERVED_DECODE_TOKENS", "--max-total-tokens",
+                                  "--tokenizer-path", "--tokenizer-mode", "--skip-tokenizer-init",
+                                  "--ssl-keyfile", "CUDA_VISIBLE_DEVICES", "GIT_AUTHOR_NAME", "max_new_tokens",
+                                  "--disaggregation-bootstrap-port", "tp_rank", "model_name", "key", "key_id",
+                                  "HF_TOKEN_PATH", "--ssl-keyfile"])
+def test_not_secret_names(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_sglang_evidence_is_left_alone() -> None:
+    """Flags, log lines and metrics the analysis reads come through unchanged."""
+    text = (b"python -m sglang.launch_server --model-path /models/DeepSeek-V3 --max-total-tokens 8192 "
+            b"--tokenizer-path /models/tok --port 30000 --watchdog-timeout 300\n"
+            b"[2026-01-01 10:00:00 TP0] Decode batch. #running-req: 1, #token: 1024, token usage: 0.50\n"
+            b'sglang:token_usage{engine_type="decode",model_name="m",tp_rank="0"} 0.5\n'
+            b"ServerArgs(tokenizer_path='/models/tok', max_total_tokens=None, api_key=None)\n"
+            b"KVPoll.Bootstrapping timed out after 300 s; /dev/disk/by-uuid/task-0123456789abcdef\n"
+            b"SGLANG_DISAGGREGATION_WAITING_TIMEOUT=300\x00PWD=/root\x00")
+    assert Redactor(b"k").text(text) == text
+    assert list(find_secrets(text)) == []
+
+
+def test_equal_secrets_get_equal_markers_across_hosts_without_revealing_them() -> None:
+    a, b = Redactor(b"same key"), Redactor(b"same key")
+    env_a = a.environ(b"HF_TOKEN=" + ps.HF.encode() + b"\0")
+    env_b = b.environ(b"HF_TOKEN=" + ps.HF.encode() + b"\0X=1\0")
+    assert env_a.split(b"\0")[0] == env_b.split(b"\0")[0] and ps.HF.encode() not in env_a
+    assert Redactor(b"other").environ(b"HF_TOKEN=" + ps.HF.encode()) != env_a.rstrip(b"\0")
+    assert a.describe()["key_id"] == b.describe()["key_id"] != Redactor(b"other").describe()["key_id"]
+
+
+def test_learned_environ_values_are_scrubbed_from_other_output() -> None:
+    r = Redactor(b"k")
+    r.environ(b"DB_PASSWORD=SecTestLearn01\0SHORT_TOKEN=abc\0EMPTY_KEY=\0NONE_KEY=None\0")
+    out = r.text(b"login failed with SecTestLearn01 (abc stays: too short to hunt)")
+    assert b"SecTestLearn01" not in out and b"abc stays" in out
+
+
+def test_argv_is_scrubbed_as_a_whole_and_json_leaves() -> None:
+    r = Redactor(b"k")
+    argv = r.argv(["sglang", "--api-key", "SecTestArgv01", "--port", "1"])
+    assert len(argv) == 5 and argv[2].startswith("<redacted:") and argv[3:] == ("--port", "1")
+    doc = r.json({"hosts": [{"error": "auth failed for https://u:SecTestJ03@h/", "port": 22}]})
+    assert "SecTestJ03" not in str(doc) and doc["hosts"][0]["port"] == 22
+
+
+def test_no_redactor_changes_nothing_and_says_so() -> None:
+    n = NoRedactor()
+    data = f"HF_TOKEN={ps.HF}\0--api-key\0x".encode()
+    assert n.environ(data) == data and n.text(data) == data
+    assert n.describe()["enabled"] is False and "no-redact" in n.describe()["warning"]
+
+
+@pytest.mark.property
+@settings(max_examples=2000, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(CASES))
+def test_a_planted_secret_never_survives_any_surroundings(noise: bytes, case: tuple[str, str, str]) -> None:
+    _kind, text, secret = case
+    out = Redactor(b"k").text(noise + b"\n" + text.encode() + b"\n" + noise)
+    assert secret.encode() not in out
+    assert list(find_secrets(out)) == []

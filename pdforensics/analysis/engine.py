@@ -92,10 +92,15 @@ def missing_evidence(ctx: Context) -> list[str]:
     return out
 
 
+#: findings about the capture itself, not the cluster: they never make a verdict DEGRADED
+COLLECTION_GAPS = frozenset({"PYSPY_UNAVAILABLE"})
+
+
 def decide(ctx: Context, findings: Sequence[Finding]) -> tuple[Verdict, str]:
     """The verdict and a one-line reason; see the module docs of the rules for evidence."""
     crit = [f for f in findings if f.severity == "critical"]
-    warn = [f for f in findings if f.severity == "warning"]
+    # a collection gap (py-spy could not run) is listed, but says nothing about the cluster
+    warn = [f for f in findings if f.severity == "warning" and f.key not in COLLECTION_GAPS]
     wedge = [f for f in crit if f.wedge]
     servers = ctx.servers()
     with_metrics = [s for s in servers if s.good_samples]

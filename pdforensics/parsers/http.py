@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pdforensics.errors import ParseError
 
-_STATUS_RE = re.compile(rb"^(HTTP/\d(?:\.\d)?) (\d{3})(?: (.*))?$")
+_STATUS_RE = re.compile(rb"^(HTTP/\d(?:\.\d)?) ([1-9]\d{2})(?: (.*))?$")  # RFC 9110: 100-999
 _HEADER_RE = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
 
 

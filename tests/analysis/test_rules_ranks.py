@@ -112,3 +112,24 @@ def test_pyspy_permission_failure_is_reported_with_fix(builder: Any) -> None:
     f = next(f for f in a.findings if f.key == "PYSPY_UNAVAILABLE" and f.severity == "warning")
     assert "permission" in f.title
     assert "CAP_SYS_PTRACE" in f.next_step or "root" in f.next_step
+
+
+def test_a_py_spy_failure_alone_does_not_degrade_the_verdict(builder: Any) -> None:
+    """The cluster progresses; only our stack collection failed: HEALTHY, with the gap listed."""
+    import json
+
+    moving = [{"sglang:generation_tokens_total": 100 * i, "sglang:num_running_reqs": 3} for i in range(1, 4)]
+    builder.add(host="d", role="decode", port=2, samples=moving)
+    path = builder.write()
+    m = json.loads((path / "manifest.json").read_text())
+    pid = json.loads((path / "parsed/d/discovery.json").read_text())["processes"][1]["pid"]
+    err = "Error: Failed to suspend process\n"
+    (path / "raw/d/pyspy.fail.txt").write_text(err)
+    m["results"].append({"host": "d", "source": "pyspy", "key": "pyspy.fail", "argv": ["x"], "url": None,
+                         "exit_status": 1, "duration_s": 0.1, "started_at": 1.0, "timed_out": False,
+                         "truncated": False, "bytes": len(err), "sha256": None, "path": "raw/d/pyspy.fail.txt",
+                         "error": None, "stderr": err, "target": {"pid": pid}})
+    (path / "manifest.json").write_text(json.dumps(m))
+    a = analyze(load_capture(path))
+    assert ("PYSPY_UNAVAILABLE", "warning") in [(f.key, f.severity) for f in a.findings]
+    assert a.verdict == "HEALTHY", a.summary

@@ -184,9 +184,14 @@ class BundleWriter:
     def write_json(self, rel: str, obj: Any) -> None:
         """Write a derived JSON file (parsed/, analysis) into the bundle."""
         path = self.tmp / rel
-        _private_dir(path.parent)
         data = self.redactor.text(json.dumps(obj, indent=1, sort_keys=True, default=str).encode())
-        write_private(path, data)
+        try:
+            _private_dir(path.parent)
+            write_private(path, data)
+        except OSError as exc:  # derived data: the raw evidence stays; say what is missing
+            path.unlink(missing_ok=True)
+            with self._lock:
+                self.write_errors.append(f"cannot write {rel}: {exc.strerror or exc}")
 
     def entries(self) -> list[ResultEntry]:
         with self._lock:
@@ -227,7 +232,10 @@ class BundleWriter:
         if len(self.redactor.known_values()) != self._scrubbed_with:
             self.rescrub()
         with self._lock:
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError as exc:  # the rows are all in memory too: the manifest carries them
+                self.write_errors.append(f"cannot write {RESULTS_LOG}: {exc.strerror or exc}")
         entries = []
         for e in self.entries():
             if e.path is not None and (self.tmp / e.path).exists():
@@ -235,6 +243,10 @@ class BundleWriter:
                 size = (self.tmp / e.path).stat().st_size
                 if digest != e.sha256 or size != e.bytes:
                     e = ResultEntry(**{**e.__dict__, "sha256": digest, "bytes": size})
+            elif e.path is not None:  # removed after a failed rewrite: say so, don't point at it
+                why = f"raw file {e.path} could not be kept"
+                e = ResultEntry(**{**e.__dict__, "path": None, "sha256": None,
+                                   "error": f"{e.error}; {why}" if e.error else why})
             entries.append(e)
         entries.sort(key=lambda e: (e.host, e.started_at, e.key))
         if self.write_errors:

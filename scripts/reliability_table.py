@@ -1,6 +1,8 @@
 """Print the fault-matrix table of docs/reliability.md from the last test run's artifact.
 
-Usage: .venv/bin/python scripts/reliability_table.py [tests/artifacts/fault_matrix.json]
+Usage: .venv/bin/python scripts/reliability_table.py [--update docs/reliability.md] [ARTIFACT]
+ARTIFACT defaults to tests/artifacts/fault_matrix.json (written by tests/e2e/test_fault_matrix.py);
+--update rewrites the table between the BEGIN/END markers of that file.
 """
 
 from __future__ import annotations
@@ -16,15 +18,33 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def main() -> None:
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/artifacts/fault_matrix.json")
-    rows = json.loads(path.read_text())
-    print("| fault | what the user sees | what the bundle holds | exit | ended after | strays gone after |")
-    print("|---|---|---|---|---|---|")
+BEGIN, END = "<!-- BEGIN fault-matrix -->", "<!-- END fault-matrix -->"
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    out = ["| fault | what the user sees | what the bundle holds | exit | ended after | strays gone after |",
+           "|---|---|---|---|---|---|"]
     for r in rows:
-        strays = "-" if r["strays_gone_s"] is None else f"{r['strays_gone_s']:.1f} s"
-        print(f"| {cell(r['fault'])} | {cell(r['sees'])} | {cell(r['holds'])} | {r['exit']} | "
-              f"{r['end_s']:.1f} s | {strays} |")
+        strays = "-" if r["strays_gone_s"] is None else f"{float(r['strays_gone_s']):.1f} s"  # type: ignore[arg-type]
+        out.append(f"| {cell(str(r['fault']))} | {cell(str(r['sees']))} | {cell(str(r['holds']))} | {r['exit']} | "
+                   f"{float(r['end_s']):.1f} s | {strays} |")  # type: ignore[arg-type]
+    return "\n".join(out)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    doc = None
+    if args[:1] == ["--update"]:
+        doc, args = Path(args[1]), args[2:]
+    path = Path(args[0] if args else "tests/artifacts/fault_matrix.json")
+    text = table(json.loads(path.read_text()))
+    if doc is None:
+        print(text)
+        return
+    body = doc.read_text()
+    head, rest = body.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,7 +13,6 @@ from pdforensics.redact import MARKER, is_secret_name
 #: shown for a secret-named value that the bundle holds unredacted (older or foreign bundle)
 HIDDEN = "<hidden: secret-looking name, not redacted in the bundle>"
 #: flag names whose values the redactor treats as secrets (see redact.FLAG_PATTERN)
-SECRET_FLAG = re.compile(r"token|secret|passw(?:or)?d|api[-_]?key|access[-_]?key|credential", re.I)
 ENV_PREFIXES = ("SGLANG_", "NCCL_", "CUDA_", "MC_", "UCX_", "NVSHMEM_", "TORCH_")
 #: Flags and env vars that differ between roles by design: shown, not flagged.
 ROLE_SPECIFIC = frozenset({
@@ -48,7 +46,7 @@ def flags_of(argv: Sequence[str], catalog: Catalog | None) -> dict[str, str]:
     for k, v in parse_flags(argv, catalog).items():
         if v is None:
             out[k] = "(set)"
-        elif SECRET_FLAG.search(k) and not MARKER.fullmatch(v.encode()):
+        elif is_secret_name(k) and not MARKER.fullmatch(v.encode()):
             out[k] = HIDDEN
         else:
             out[k] = v

@@ -66,7 +66,7 @@ def _write_atomic(target: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)  # like the rest of the bundle: it quotes evidence
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -403,3 +403,8 @@ def test_config_says_when_the_servers_run_another_sglang_than_the_catalog(synth:
     sec = text_of(section_html(write_report(other).read_text(), "config"))
     assert "server runs sglang 0.5.9 but the catalog is for sglang 0.5.23" in sec
     assert "catalog build --from" in sec
+
+
+def test_report_file_is_private_even_when_rendered_again(synth: Callable[..., Path]) -> None:
+    out = write_report(synth(hosts=1, gpus=2, processes=4, wedged=False))
+    assert out.stat().st_mode & 0o777 == 0o600

@@ -181,6 +181,12 @@ class SshTransport:
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 if "Timeout opening channel" in str(exc):
                     return None, "timed out opening a channel"
+                if "Unable to open channel" in str(exc) and transport.is_active():
+                    # paramiko keeps one saved exception per connection: when two opens are
+                    # refused at once, one thread takes the other's ChannelException and the
+                    # other sees this bare message. Same back-pressure: wait and retry.
+                    time.sleep(BACKPRESSURE_SLEEP_S)
+                    continue
                 if self.connection_lost:
                     return None, "connection lost"
                 return None, f"channel failed: {exc or type(exc).__name__}"

@@ -26,6 +26,9 @@ from pdforensics.transport.base import Transport
 DEFAULT_CHANNELS = 6
 # Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
 RESERVED_FOR_CHEAP = 2
+# Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
+# timeout with no output they run once more, time permitting.
+RETRIED_SOURCES = frozenset({"ps", "ss_listen", "cmdline", "environ", "cgroup"})
 # Margin kept between a job's own timeout and the global deadline (kill grace + transfer).
 DEADLINE_MARGIN_S = 4.0
 
@@ -89,6 +92,7 @@ class HostRun:
         self.reachable = False
         self.jobs_run = 0
         self.lost = False  # the connection dropped mid-capture
+        self._retried: set[str] = set()
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -184,6 +188,8 @@ class HostRun:
             result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
             if result.error == "connection lost":
                 self.lost = True
+            if self._retry(job, result):
+                continue
             if result.exit_status in job.source.timeout_exits and not result.timed_out:
                 result = _replace(result, timed_out=True)
             self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
@@ -204,6 +210,23 @@ class HostRun:
                 d = self.planner.discovery
                 assert d is not None
                 self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
+
+    def _retry(self, job: Job, result: CommandResult) -> bool:
+        """Run a cheap read once more when it timed out with nothing: on a loaded host the
+        session start (the login shell's rc files) can eat the whole timeout of a /proc read.
+        The first attempt is kept as a planner note; True when the job went back in the queue."""
+        if (job.source.name not in RETRIED_SOURCES or not result.timed_out or result.stdout
+                or job.key in self._retried
+                or self.deadline - time.monotonic() < job.source.timeout_s + DEADLINE_MARGIN_S + 4):
+            return False
+        self._retried.add(job.key)
+        self.planner.notes.append(f"{job.key}: timed out after {result.duration_s:.1f} s with no output; "
+                                  "retried once")
+        with self._cond:
+            self._inflight -= 1
+            self._pending.append(job)
+            self._cond.notify_all()
+        return True
 
     def _say(self, text: str) -> None:
         if self.progress is not None:

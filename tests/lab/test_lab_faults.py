@@ -52,14 +52,16 @@ def test_unknown_fault_rejected(lab):
         set_fault(lab.dir, "no-such-fault")
 
 
-def test_switch_healthy_to_transfer_stuck_within_a_second(lab):
+def test_switch_healthy_to_transfer_stuck_promptly(lab):
+    """Ranks re-read the fault every loop (about 0.15 s); scraping /metrics under a loaded CI
+    box adds to that, so the bound is 3 s (about 0.3-0.6 s on a quiet machine)."""
     _settle(lab, "healthy")
     assert total(scrape(lab.url("decode")), "sglang:num_decode_transfer_queue_reqs") < 10
     set_fault(lab.dir, "transfer-stuck")
     t0 = time.monotonic()
     assert wait_for(lambda: all(v == 14 for v in values(scrape(lab.url("decode")),
-                    "sglang:num_decode_transfer_queue_reqs").values()), timeout=1.5, interval=0.05)
-    assert time.monotonic() - t0 < 1.5
+                    "sglang:num_decode_transfer_queue_reqs").values()), timeout=3.0, interval=0.05)
+    assert time.monotonic() - t0 < 3.0
     assert lab_status(lab.dir).fault == "transfer-stuck"
 
 

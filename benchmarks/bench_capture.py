@@ -21,36 +21,48 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl
 from pdforensics.config import load_cluster_file
 from pdforensics.lab import lab_down, lab_up
+from pdforensics.model import HostSpec
 from pdforensics.transport.base import remote_argv
 
 BASE_PORT = 45600
 OPS_USER = "pdfx"
 
 
-def sequential_ssh(cluster_file: Path, manifest: dict) -> tuple[float, int]:
-    """Replay every remote command of the capture (repeated samples included), one `ssh`
-    process per command, in the order the capture started them."""
+def replay_commands(cluster_file: Path, manifest: dict) -> list[tuple[HostSpec, tuple[str, ...], dict]]:
+    """Every remote command of the capture (repeated samples included), in the order the
+    capture started them: (host, remote argv, manifest result)."""
     cluster = {h.name: h for h in load_cluster_file(cluster_file).hosts}
-    n = 0
-    t0 = time.monotonic()
+    out = []
     for r in sorted(manifest["results"], key=lambda r: r["started_at"]):
         argv = r.get("argv")
         if not argv and r.get("url"):  # the bundle keeps an endpoint's URL, not its curl argv
             argv = remote_argv(curl(r["url"], HTTP_TIMEOUT_S), HTTP_TIMEOUT_S + 2)
         if not argv or r["source"] == "connect" or (r.get("error") or "").startswith("not run"):
             continue
-        n += 1
-        h = cluster[r["host"]]
-        cmd = ["ssh", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={h.known_hosts}",
-               "-i", str(h.identity), "-p", str(h.port), f"{h.user}@{h.address}", shlex.join(argv)]
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-    return time.monotonic() - t0, n
+        out.append((cluster[r["host"]], tuple(argv), r))
+    return out
+
+
+def ssh_argv(h: HostSpec, remote: Sequence[str]) -> list[str]:
+    """One OpenSSH client run of a remote command, as people script it by hand."""
+    return ["ssh", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={h.known_hosts}",
+            "-i", str(h.identity), "-p", str(h.port), f"{h.user}@{h.address}", shlex.join(remote)]
+
+
+def sequential_ssh(cluster_file: Path, manifest: dict) -> tuple[float, int]:
+    """Replay every remote command of the capture, one `ssh` process per command, in sequence."""
+    commands = replay_commands(cluster_file, manifest)
+    t0 = time.monotonic()
+    for h, argv, _r in commands:
+        subprocess.run(ssh_argv(h, argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    return time.monotonic() - t0, len(commands)
 
 
 def ops_cluster_file(lab_dir: Path, login: str) -> Path:

@@ -232,8 +232,12 @@ def stacks(files: tuple[str, ...], as_json: bool) -> None:
         stacks_json,
     )
 
-    report = analyze_stacks(load_stack_files(list(files)))
+    dumps = load_stack_files(list(files))
+    report = analyze_stacks(dumps)
     click.echo(json.dumps(stacks_json(report), indent=1) if as_json else format_stacks_text(report))
+    for d in dumps:
+        if d.dump.truncated:
+            click.echo(f"note: {d.source} ends mid-line (cut short); its last line was dropped", err=True)
 
 
 # -- lab --------------------------------------------------------------------------------------

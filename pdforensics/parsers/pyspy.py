@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -107,7 +108,11 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
         proc = None
 
     frame_lines: dict[str, Frame] = {}  # raw frame line -> Frame: the hot path of big dumps
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    # text cut mid-line (a byte cap, a killed py-spy): its last line may be half a frame
+    cut_at = len(lines) if not text.endswith(("\n", "\r")) else 0
+    truncated = False
+    for lineno, raw in enumerate(lines, 1):
         hit = frame_lines.get(raw)
         if hit is not None and thread is not None and not in_error:
             if thread.vars:
@@ -138,6 +143,9 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
                     continue
                 raise ParseError("unexpected line in py-spy frame locals", line, lineno)
             frame = _parse_frame(line[4:].strip())
+            if frame is None and lineno == cut_at:
+                truncated = True
+                break
             if frame is None:
                 raise ParseError("unreadable py-spy frame", line, lineno)
             frame_lines[raw] = frame
@@ -183,8 +191,13 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
                 proc = None
             in_error = True
             continue
+        if lineno == cut_at:
+            truncated = True
+            break
         raise ParseError("unexpected line in py-spy dump", line, lineno)
     close_process()
+    if truncated and procs:
+        procs[-1] = dataclasses.replace(procs[-1], truncated=True)
     return tuple(procs)
 
 

@@ -67,6 +67,7 @@ class ProcessDump:
     timestamp: str | None = None  # watchdog log time, as printed
     service: str | None = None  # docker-compose service prefix
     error: str | None = None  # py-spy failure text instead of a dump
+    truncated: bool = False  # the text ended mid-line (a byte cap or a killed py-spy): the cut line dropped
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,8 +278,9 @@ def test_non_utf8_output(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> 
     assert b"\xff\xfe\x80" in (run.bundle / raw["path"]).read_bytes()  # raw bytes kept as they came
     analyzed = subprocess.run([*fk.CLI, "analyze", str(run.bundle)], capture_output=True, text=True)
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
-    MATRIX.add("non-UTF-8 bytes in command output and logs", run, "nothing: raw bytes kept, parsers decode "
-               "with replacement", "the exact bytes in raw/", common_checks(run, lab, str(tmp_path)))
+    verdict = next(ln.strip() for ln in analyzed.stdout.splitlines() if ln.strip())
+    MATRIX.add("non-UTF-8 bytes in command output and logs", run, f"no error; `analyze`: {verdict[:120]}",
+               "the exact bytes in raw/", common_checks(run, lab, str(tmp_path)))
 
 
 def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict[str, Any],
@@ -359,10 +360,14 @@ def test_truncated_pyspy_output(lab: Path, cluster: dict[str, Any], tmp_path: Pa
     assert dumps and all(0 < r["bytes"] <= 300 for r in dumps), dumps
     analyzed = subprocess.run([*fk.CLI, "analyze", str(run.bundle)], capture_output=True, text=True)
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
-    stacks = subprocess.run([*fk.CLI, "stacks", str(run.bundle)], capture_output=True, text=True)
-    assert "Traceback" not in stacks.stderr, stacks.stderr
-    MATRIX.add("truncated py-spy output", run, "stacks shows what parsed; the cut dump is noted",
-               "the 300 bytes that came", common_checks(run, lab, str(tmp_path)))
+    cut = sorted(str(p) for p in run.bundle.glob("raw/decode-0/pyspy.*")) if run.bundle else []
+    assert cut
+    stacks = subprocess.run([*fk.CLI, "stacks", *cut], capture_output=True, text=True)
+    assert stacks.returncode == 0 and "Traceback" not in stacks.stderr, stacks.stderr
+    first = next(ln.strip() for ln in stacks.stdout.splitlines() if ln.strip())
+    assert "ends mid-line (cut short)" in stacks.stderr, stacks.stderr
+    MATRIX.add("truncated py-spy output", run, f"`stacks`: {first}", "the 300 bytes that came, marked truncated "
+               "by the parser", common_checks(run, lab, str(tmp_path)))
 
 
 # -- the tool itself interrupted or starved ----------------------------------------------------

@@ -206,3 +206,13 @@ def test_watchdog_failure_line_and_no_dump() -> None:
     (d,) = extract_watchdog_dumps(log)
     assert (d.pid, d.rank, d.error) == (77, "TP2", "Permission Denied")
     assert extract_watchdog_dumps(_read("pyspy_basic.txt")) == ()
+
+
+def test_a_dump_cut_mid_line_keeps_what_parsed_and_says_so() -> None:
+    text = (DATA / "pyspy_basic.txt").read_text()
+    whole = parse_pyspy_text(text)
+    assert not whole[-1].truncated
+    cut = parse_pyspy_text(text[: len(text) // 2])
+    assert cut[-1].truncated and 0 < len(cut[-1].threads) <= len(whole[-1].threads)
+    with pytest.raises(ParseError):  # a bad frame line that is not the cut one is still an error
+        parse_pyspy_text(text[: len(text) // 2] + "\n" + text[len(text) // 2:])

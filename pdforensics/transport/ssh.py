@@ -227,11 +227,8 @@ def _pump(
             break
         got = False
         if chan.recv_ready():
-            chunk = chan.recv(65536)
             got = True
-            room = max_bytes - len(out)
-            out += chunk[:room]
-            if len(chunk) > room:
+            if _take(out, chan.recv(65536), max_bytes):
                 truncated = True
                 break
         if chan.recv_stderr_ready():
@@ -246,20 +243,33 @@ def _pump(
                 break
             if chan.get_transport() is None or not chan.get_transport().is_active():
                 break
-            _wait_readable(chan, min(0.2, max(0.0, deadline - time.monotonic())))
+            wait_s = min(0.2, max(0.0, deadline - time.monotonic()))
+            if chan.eof_received:  # stdout is done: wait for the exit status
+                chan.status_event.wait(wait_s)
+                continue
+            # Block on stdout itself (data, its end, or the timeout), not on chan.fileno()/select:
+            # Channel.close() closes that pipe while paramiko's transport thread may still write
+            # its wake-up byte to it (PosixPipe.set checks `_closed`, set only after both closes),
+            # and by then the fd number can be another connection's socket or an evidence file.
+            chan.settimeout(max(0.001, wait_s))
+            try:
+                chunk = chan.recv(65536)
+            except TimeoutError:
+                continue
+            if _take(out, chunk, max_bytes):
+                truncated = True
+                break
     status = chan.recv_exit_status() if chan.exit_status_ready() else None
     if status == -1:  # paramiko's value for "closed without an exit status"
         status = None
     return bytes(out), bytes(err), truncated, timed_out, status
 
 
-def _wait_readable(chan: paramiko.Channel, seconds: float) -> None:
-    import select
-
-    try:
-        select.select([chan], [], [], seconds)
-    except (OSError, ValueError):
-        time.sleep(seconds)
+def _take(out: bytearray, chunk: bytes, max_bytes: int) -> bool:
+    """Append chunk up to the byte cap; True when the cap cut it."""
+    room = max_bytes - len(out)
+    out += chunk[:room]
+    return len(chunk) > room
 
 
 def _keys(params: SshParams) -> Any:

@@ -1,4 +1,5 @@
-"""Channel back-pressure over a real sshd with a small MaxSessions: every run still completes.
+"""SshTransport channels over a real sshd with a small MaxSessions: back-pressure, output caps,
+stderr, exit codes, trickling output and timeouts.
 
 When sshd refuses several session opens at once, paramiko hands the refusal (a ChannelException)
 to only one of the waiting threads; the others see a bare "Unable to open channel.". Both are
@@ -43,6 +44,44 @@ def tight_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSpec]:
                        known_hosts=str(lab_dir / "keys" / "known_hosts"))
     finally:
         assert not kill_all([proc])
+
+
+@pytest.fixture(scope="module")
+def transport(tight_sshd: HostSpec) -> Iterator[SshTransport]:
+    t = SshTransport(tight_sshd)
+    t.connect(10.0)
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+def test_output_over_the_cap_is_cut_and_marked(transport: SshTransport) -> None:
+    r = transport.run("big", ["head", "-c", "300000", "/dev/zero"], 20.0, 1000)
+    assert r.truncated and r.stdout == b"\0" * 1000
+
+
+def test_large_output_arrives_whole(transport: SshTransport) -> None:
+    r = transport.run("big", ["head", "-c", "3000000", "/dev/zero"], 20.0, 10 << 20)
+    assert (r.exit_status, len(r.stdout), r.truncated, r.error) == (0, 3_000_000, False, None)
+
+
+def test_stderr_only_and_exit_status(transport: SshTransport) -> None:
+    r = transport.run("fail", ["sh", "-c", "echo oops >&2; exit 3"], 20.0, 1000)
+    assert (r.exit_status, r.stdout, r.stderr, r.timed_out) == (3, b"", "oops\n", False)
+
+
+def test_trickling_output_is_all_kept(transport: SshTransport) -> None:
+    r = transport.run("slow", ["sh", "-c", "echo a; sleep 0.5; echo b >&2; sleep 0.5; echo c"], 20.0, 1000)
+    assert (r.exit_status, r.stdout, r.stderr) == (0, b"a\nc\n", "b\n")
+    assert r.duration_s >= 1.0
+
+
+def test_silent_command_times_out_locally(transport: SshTransport) -> None:
+    t0 = time.monotonic()
+    r = transport.run("hang", ["sleep", "30"], 1.0, 1000)
+    assert r.timed_out and r.exit_status is None
+    assert time.monotonic() - t0 < 10
 
 
 def test_concurrent_channels_beyond_max_sessions_all_complete(tight_sshd: HostSpec, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 
 BACKPRESSURE_SLEEP_S = 0.1
+EOF_GRACE_S = 2.0  # how long output may still follow the exit status
 
 # paramiko logs every refused channel open at ERROR; those are handled here as data.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
@@ -218,6 +219,7 @@ def _pump(
     out = bytearray()
     err = bytearray()
     truncated = timed_out = False
+    exit_seen = 0.0
     chan.settimeout(0.2)
     while True:
         if stop.is_set():
@@ -237,10 +239,15 @@ def _pump(
             if len(err) < STDERR_CAP:
                 err += chunk[: STDERR_CAP - len(err)]
         if not got:
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                break
             if chan.closed or (chan.eof_received and chan.exit_status_ready()):
                 break
+            if chan.exit_status_ready():
+                # sshd can send the exit status before the rest of the output (still in the
+                # command's pipe): it is the end of the output only once EOF comes, or after a
+                # grace for a command whose children keep the pipe open.
+                exit_seen = exit_seen or time.monotonic()
+                if time.monotonic() - exit_seen >= EOF_GRACE_S:
+                    break
             if chan.get_transport() is None or not chan.get_transport().is_active():
                 break
             wait_s = min(0.2, max(0.0, deadline - time.monotonic()))

@@ -31,6 +31,7 @@ def tight_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSpec]:
     lab_dir = tmp_path_factory.mktemp("tight-sshd")
     host = LabHost("tight", "decode", ADDRESS, ADDRESS, ())
     sshd.prepare(lab_dir, (host,), PORT)
+    sshd.ensure_sudo_user("pdfx", lab_dir)  # the lab's ops user: root's shell start-up is slow here
     conf = lab_dir / "sshd" / "tight.conf"
     conf.write_text(conf.read_text() + "MaxSessions 2\n")
     proc = spawn(sshd.sshd_argv(lab_dir, host), dict(os.environ), lab_dir / "sshd.log", lab_dir)
@@ -39,7 +40,7 @@ def tight_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSpec]:
         while not sshd.banner_ready(ADDRESS, PORT):
             assert time.monotonic() < end, (lab_dir / "sshd.log").read_text()
             time.sleep(0.1)
-        yield HostSpec(name="tight", address=ADDRESS, port=PORT, user="root",
+        yield HostSpec(name="tight", address=ADDRESS, port=PORT, user="pdfx",
                        identity=str(lab_dir / "keys" / "id_ed25519"),
                        known_hosts=str(lab_dir / "keys" / "known_hosts"))
     finally:
@@ -107,3 +108,24 @@ def test_concurrent_channels_beyond_max_sessions_all_complete(tight_sshd: HostSp
     assert len(results) == 16
     failed = [(r.exit_status, r.error) for r in results if r.exit_status != 0 or r.stdout != b"ok\n"]
     assert not failed, failed
+
+
+def test_output_after_the_exit_status_is_kept(transport: SshTransport) -> None:
+    """sshd may send the exit status while the command's last output is still in its pipe: the
+    output ends at EOF, not at the exit status (ps cut at 32768 bytes lost a host's ranks)."""
+    results: list[CommandResult] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(8):
+            r = transport.run("ps", ["head", "-c", "40000", "/dev/zero"], 30.0, 1 << 20)
+            with lock:
+                results.append(r)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(results) == 32
+    assert sorted({(len(r.stdout), r.exit_status) for r in results}) == [(40000, 0)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -64,6 +65,7 @@ class HostPlanner:
         self._listen_text: str | None = None
         self._units_planned: set[str] = set()
         self.notes: list[str] = []
+        self._lock = threading.Lock()  # on_result is called from every channel's thread
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),
@@ -83,7 +85,12 @@ class HostPlanner:
         return self.discovery is not None
 
     def on_result(self, job: Job, result: CommandResult) -> list[Job]:
-        """Follow-up jobs for a finished one."""
+        """Follow-up jobs for a finished one; safe to call from many threads at once (ps and
+        ss finishing together must not both plan discovery's jobs)."""
+        with self._lock:
+            return self._on_result(job, result)
+
+    def _on_result(self, job: Job, result: CommandResult) -> list[Job]:
         name = job.source.name
         if name == "ps":
             self._ps_text = result.stdout.decode("utf-8", "replace")

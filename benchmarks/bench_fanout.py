@@ -190,7 +190,7 @@ def collector_own_durations(manifest: dict) -> dict[str, float]:
     """Own duration of every collector (host + key without the sample suffix), from the manifest."""
     opts = manifest["options"]
     interval = float(opts["interval_s"])
-    # the planner spaces py-spy dumps by max(2, interval * (samples - 1)) (planner._plan_after_discovery)
+    # the planner spaces py-spy dumps by max(2, interval * (samples - 1)) (HostPlanner.dump_spacing_s)
     dump_gap = max(2.0, interval * max(1, int(opts["samples"]) - 1))
     chains: dict[str, list[tuple[int, float, str]]] = {}
     for r in manifest["results"]:
@@ -203,8 +203,11 @@ def collector_own_durations(manifest: dict) -> dict[str, float]:
     for name, items in chains.items():
         items.sort()
         source = items[0][2]
-        if source == "pyspy":  # all dumps planned at once, dump k at (k-1) * gap
-            own[name] = max((k - 1) * dump_gap + d for k, d, _s in items)
+        if source == "pyspy":  # dump k planned when dump k-1 ends, not before (k-1) * gap
+            end = 0.0
+            for k, d, _s in items:
+                end = max((k - 1) * dump_gap, end) + d
+            own[name] = end
         else:  # /metrics: sample k+1 planned when k ends, not before k's start + interval
             start = end = 0.0
             for i, (_k, d, _s) in enumerate(items):

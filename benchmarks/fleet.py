@@ -177,6 +177,9 @@ def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: 
     atexit.register(fleet_down, f)
     try:
         sshd.prepare(root, tuple(_lab_host(h) for h in hosts), FLEET_SSH_PORT)
+        for h in hosts:  # say why a connection ended (client close, signal, error) in logs/sshd-<host>.log
+            conf = root / "sshd" / f"{h.name}.conf"
+            conf.write_text(conf.read_text() + "LogLevel VERBOSE\n")
         if user != "root":
             sshd.ensure_sudo_user(user, root)
         for h in hosts:

@@ -81,6 +81,12 @@ class HostPlanner:
         return jobs
 
     @property
+    def dump_spacing_s(self) -> float:
+        """Time between one process's py-spy dumps: the span of the /metrics samples."""
+        o = self.options
+        return max(2.0, o.interval_s * max(1, o.samples - 1))
+
+    @property
     def discovered(self) -> bool:
         return self.discovery is not None
 
@@ -111,6 +117,12 @@ class HostPlanner:
             nxt = Target(service=job.target.service, sample=job.target.sample + 1)
             return [make_job(self.host, job.source, nxt,
                              not_before=result.started_at + self.options.interval_s)]
+        elif name == "pyspy" and job.target.sample is not None and job.target.process is not None \
+                and job.target.sample < max(1, self.options.stack_dumps):
+            n = job.target.sample  # dump n+1 keeps its slot, n x the spacing after discovery
+            at = (self.discovered_at or result.started_at) + n * self.dump_spacing_s
+            return [make_job(self.host, job.source, Target(process=job.target.process, sample=n + 1),
+                             not_before=at)]
         elif name in ("server_info", "model_info") and _http_status(result) == 404:
             alt = http.GET_SERVER_INFO if name == "server_info" else http.GET_MODEL_INFO
             return [make_job(self.host, alt, job.target)]
@@ -163,10 +175,10 @@ class HostPlanner:
                     if o.sglang_source:
                         jobs.append(make_job(self.host, versions.SGLANG_SOURCE, Target(process=p)))
             if o.stacks and p.kind in pyspy.DUMPED_KINDS and _is_python(p.args, p.kind):
-                for n in range(1, max(1, o.stack_dumps) + 1):
-                    delay = (n - 1) * max(2.0, o.interval_s * max(1, o.samples - 1))
-                    jobs.append(make_job(self.host, pyspy.PYSPY_DUMP,
-                                         Target(process=p, sample=n), not_before=now + delay))
+                # dump n+1 is planned when dump n ends (see on_result): two py-spy runs on one
+                # process at once fail ("Failed to suspend process"), as a late dump 1 did
+                jobs.append(make_job(self.host, pyspy.PYSPY_DUMP, Target(process=p, sample=1),
+                                     not_before=now))
         return jobs
 
     def _endpoint_jobs(self, svc: Service, now: float) -> list[Job]:

@@ -1,0 +1,37 @@
+"""A process's py-spy dumps run one after another, each in its slot after discovery: dump n+1
+is planned when dump n ends, so a late dump n never overlaps the next (py-spy cannot attach to a
+process twice: "Failed to suspend process")."""
+
+from __future__ import annotations
+
+from pdforensics.model import CommandResult, HostSpec, ServiceSpec
+from pdforensics.planner import HostPlanner, PlanOptions
+
+SERVER = "/usr/bin/python3 -m sglang.launch_server --port 30001 --tp-size 2 --enable-metrics"
+PS = "\n".join([f"{4242:>7} {1:>5} S {100:>10} {4:>3} {1000:>8} {SERVER}",
+                *(f"{4243 + r:>7} {4242:>5} S {100:>10} {4:>3} {1000:>8} sglang::scheduler_TP{r}" for r in range(2))])
+
+
+def _result(source: str, text: str, started_at: float = 0.0) -> CommandResult:
+    return CommandResult(host="h", source=source, argv=(source,), exit_status=0, stdout=text.encode(),
+                         stderr="", duration_s=0.5, started_at=started_at)
+
+
+def test_dumps_are_chained_in_their_slots() -> None:
+    host = HostSpec(name="h", address="local", services=(ServiceSpec(role="decode", port=30001),))
+    planner = HostPlanner(host, PlanOptions(samples=3, interval_s=2.0, stack_dumps=3))
+    initial = {j.source.name: j for j in planner.initial_jobs()}
+    jobs = planner.on_result(initial["ps"], _result("ps", PS)) + planner.on_result(initial["ss_listen"],
+                                                                                      _result("ss_listen", ""))
+    t0 = planner.discovered_at
+    assert t0 is not None and planner.dump_spacing_s == 4.0
+    dumps = [j for j in jobs if j.source.name == "pyspy"]
+    assert sorted(j.target.process.pid for j in dumps if j.target.process) == [4242, 4243, 4244]
+    assert {(j.target.sample, j.not_before) for j in dumps} == {(1, t0)}
+    server = next(j for j in dumps if j.target.process and j.target.process.pid == 4242)
+    # dump 1 started 5 s late: dump 2 keeps its slot (t0 + 4, already past), so it runs right after
+    second = planner.on_result(server, _result("pyspy", "Process 4242", started_at=t0 + 5))
+    assert [(j.source.name, j.target.sample, j.not_before) for j in second] == [("pyspy", 2, t0 + 4.0)]
+    third = planner.on_result(second[0], _result("pyspy", "Process 4242", started_at=t0 + 6))
+    assert [(j.target.sample, j.not_before) for j in third] == [(3, t0 + 8.0)]
+    assert planner.on_result(third[0], _result("pyspy", "Process 4242", started_at=t0 + 8)) == []

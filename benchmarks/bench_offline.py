@@ -9,7 +9,8 @@ Usage: .venv/bin/python benchmarks/bench_offline.py [--bundle PATH]
   Timed in-process (best of 3): load_capture, analysis, render, and write_report end to end
   (load + analysis + render + write, target < 3 s); and `pdforensics analyze` and `pdforensics
   report` as fresh processes. Baseline: the naive report (every parsed view as JSON in one <pre>).
-  The same at 8 hosts, to show the cost grows linearly (32/8 hosts ~ 4x), not quadratically.
+  The same at 8 hosts, and the analysis alone at 8, 32 and 128 hosts: per-host cost stays flat
+  unless a step is quadratic.
 - stacks: bench_stacks.py's 10,000 threads in 64 py-spy dumps, its naive baseline and CLI timing.
 - diff: two synthetic 32-host captures (pdforensics/diff/synthetic.py, bench_diff.py's shape: TP8,
   300 packages, 3 /metrics samples, a 20k-line log, 100 env vars per process), against bench_diff's
@@ -95,7 +96,18 @@ def analyze_report(tmp: Path, extra: Path | None) -> bool:
           f"{big['write_report']:.2f} s (target < {REPORT_TARGET_S:g} s: {'met' if ok else 'MISSED'})")
     if extra is not None:
         print_report(f"report, {extra.name}", report_figures(extra))
+    scaling(tmp, spec)
     return ok
+
+
+def scaling(tmp: Path, spec: dict[str, int]) -> None:
+    """Analysis time per host at 8, 32 and 128 hosts: flat when nothing is quadratic."""
+    rows = []
+    for n in (8, 32, 128):
+        capture = load_capture(write_synthetic(tmp / f"s{n}", SynthSpec(hosts=n, **spec)))  # type: ignore[arg-type]
+        t, _ = best(lambda c=capture: analysis_json(analyze(c)))
+        rows.append(f"{n} hosts {t:.3f} s ({1000 * t / n:.1f} ms/host)")
+    print("[analysis scaling] " + ", ".join(rows), flush=True)
 
 
 def stacks() -> None:

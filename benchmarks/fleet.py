@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ import psutil
 
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import _py_spy
-from pdforensics.lab.core import _install_nvidia_smi, _server_argv, _server_env
+from pdforensics.lab.core import _http_ok, _install_nvidia_smi, _server_argv, _server_env
 from pdforensics.lab.layout import LabHost, Ports
 from pdforensics.lab.procs import LAB_DIR_ENV, check_port_free, kill_all, spawn
 
@@ -117,14 +116,6 @@ def write_cluster(f: Fleet, hosts: tuple[FleetHost, ...], path: Path, user: str)
                   f"log_file = {json.dumps(str(h.lab_dir / 'logs' / (h.role + '.log')))}", ""]
     path.write_text("\n".join(lines))
     return path
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1.0) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
 
 
 def _ready(h: FleetHost) -> bool:

@@ -289,14 +289,8 @@ def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict
     fake = subprocess.Popen(["python3", "-c", "import time; time.sleep(300)", "-m", "sglang_router.launch_router",
                              "--host", "127.0.0.1", "--port", "43092"])
     fk.host(cluster, "router-0")["services"].append({"role": "router", "port": 43092})
-    wrapper = fk.script(tmp_path / "ps-then-kill",
-                        f'ps "$@"\nkill -9 {fake.pid} 2>/dev/null\nexit 0')
-    # discovery's ps runs the host's ps: make this host's ps kill the fake right after listing it
-    env_path = tmp_path / "bin"
-    env_path.mkdir()
-    os.symlink(wrapper, env_path / "ps")
     try:
-        run = _capture_with_ps(cluster, tmp_path, fake)
+        run = _capture_killing(cluster, tmp_path, fake)
     finally:
         fake.kill()
         fake.wait()
@@ -308,7 +302,7 @@ def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict
                "its reads marked failed with the remote error (No such file or directory)", common_checks(run, lab))
 
 
-def _capture_with_ps(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.Popen[bytes]) -> fk.Run:
+def _capture_killing(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.Popen[bytes]) -> fk.Run:
     """Capture in-process, killing the fake right after discovery has listed it."""
     import pdforensics.capture as cap
     from pdforensics.config import load_cluster_file

@@ -14,7 +14,7 @@ import os
 import tarfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ class ResultEntry:
         return self.error is None and not self.timed_out and self.exit_status == 0
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         d["argv"] = list(self.argv) if self.argv is not None else None
         return d
 
@@ -181,10 +181,14 @@ class BundleWriter:
         self._keys.add((host, key))
         return key
 
-    def write_json(self, rel: str, obj: Any) -> None:
-        """Write a derived JSON file (parsed/, analysis) into the bundle."""
+    def write_json(self, rel: str, obj: Any, compact: bool = False) -> None:
+        """Write a derived JSON file (parsed/, analysis) into the bundle. compact: one line,
+        through json's C encoder (indent makes json fall back to its pure-Python encoder,
+        which was half of a 32-host capture's finalise); non-ASCII stays UTF-8, as in raw/."""
         path = self.tmp / rel
-        data = self.redactor.text(json.dumps(obj, indent=1, sort_keys=True, default=str).encode())
+        text = (json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+                if compact else json.dumps(obj, indent=1, sort_keys=True, default=str))
+        data = self.redactor.text(text.encode("utf-8", "replace"))
         try:
             _private_dir(path.parent)
             write_private(path, data)

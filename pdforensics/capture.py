@@ -93,6 +93,7 @@ class HostRun:
         self.jobs_run = 0
         self.lost = False  # the connection dropped mid-capture
         self._retried: set[str] = set()
+        self._said_curl = False
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -185,7 +186,9 @@ class HostRun:
             timeout = max(1.0, min(job.source.timeout_s, remaining))
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
-            result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
+            result = self._fetch(job, timeout) if job.url else None
+            if result is None:
+                result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
             if result.error == "connection lost":
                 self.lost = True
             if self._retry(job, result):
@@ -210,6 +213,19 @@ class HostRun:
                 d = self.planner.discovery
                 assert d is not None
                 self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
+
+    def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
+        """An endpoint through the SSH connection itself (no curl process on the host), within
+        curl's --max-time; None when the transport cannot, and the curl command runs instead."""
+        assert self.transport is not None and job.url is not None
+        result = self.transport.fetch(job.source.name, job.url, max(1.0, timeout - 2.0),
+                                      job.source.max_bytes)
+        if result is None and getattr(self.transport, "forwarding_refused", False) \
+                and not self._said_curl:
+            self._said_curl = True
+            self.planner.notes.append("sshd refused port forwarding (AllowTcpForwarding?): HTTP "
+                                      "endpoints fetched with curl on the host instead")
+        return result
 
     def _retry(self, job: Job, result: CommandResult) -> bool:
         """Run a cheap read once more when it timed out with nothing: on a loaded host the

@@ -109,10 +109,13 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
                           sidecars=sidecars_for(prometheus, history))
     doc = outcome_json(outcome)
-    analysis = _analyze_bundle(outcome.bundle)
+    from pdforensics.loaded import load_capture
+
+    loaded = load_capture(outcome.bundle)  # read once for both the analysis and the report
+    analysis = _analyze_bundle(outcome.bundle, loaded)
     doc["verdict"] = analysis.get("verdict") if analysis else None
     doc["findings"] = analysis.get("findings", []) if analysis else []
-    doc["report"] = capture_report(outcome.bundle, analysis)
+    doc["report"] = capture_report(outcome.bundle, analysis, loaded)
     from pdforensics.bundle import make_private
 
     make_private(outcome.bundle)
@@ -140,13 +143,13 @@ def _cluster(hosts: tuple[str, ...], cluster_file: str | None, local: bool, iden
     return local_cluster()
 
 
-def _analyze_bundle(bundle: Path) -> dict[str, Any] | None:
+def _analyze_bundle(bundle: Path, capture: Any = None) -> dict[str, Any] | None:
     """Analysis result for a bundle, when the analysis layer is present."""
     try:
         from pdforensics.analysis.engine import analyze_path
     except ImportError:
         return None
-    result: dict[str, Any] = analyze_path(bundle)
+    result: dict[str, Any] = analyze_path(bundle, capture=capture)
     return result
 
 

@@ -71,14 +71,14 @@ def _changes(bundle: Path, baseline: Path | None) -> tuple[list[Change] | None, 
                                                  found.baseline.taken_at), found.result.notes)
 
 
-def capture_report(bundle: Path, analysis: dict[str, Any] | None) -> str | None:
+def capture_report(bundle: Path, analysis: dict[str, Any] | None, capture: Any = None) -> str | None:
     """Write BUNDLE/report.html after a capture; a failure is one warning, never lost evidence."""
     try:
         from pdforensics.report import write_report
 
         changes, base, notes = _changes(bundle, None)
         return str(write_report(bundle, analysis=analysis, changes=changes, baseline=base,
-                                change_notes=notes))
+                                change_notes=notes, capture=capture))
     except Exception as exc:  # the bundle is already final: keep it and the exit code
         click.echo(f"pdforensics: warning: report not written ({type(exc).__name__}: {exc}); "
                    f"render it later with `pdforensics report {bundle}`", err=True)

@@ -39,10 +39,22 @@ def parse_output(source: str, data: bytes) -> Any:
     return fn(data.decode("utf-8", "replace"))
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}  # dataclass -> its field names, looked up once
+_SCALARS = (str, int, bool, type(None))
+
+
 def to_jsonable(obj: Any) -> Any:
     """Frozen dataclasses (and tuples of them) -> plain JSON values."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    t = type(obj)
+    if t in _SCALARS:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else str(obj)
+    names = _FIELDS.get(t)
+    if names is None and dataclasses.is_dataclass(t):
+        names = _FIELDS.setdefault(t, tuple(f.name for f in dataclasses.fields(t)))
+    if names is not None:
+        return {n: to_jsonable(getattr(obj, n)) for n in names}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -68,4 +80,4 @@ def write_parsed(writer: BundleWriter) -> None:
             obj = {"error": str(exc)}
         except Exception as exc:  # a parser bug must never cost the bundle
             obj = {"error": f"parser failed: {type(exc).__name__}: {exc}"}
-        writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj)
+        writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj, compact=True)

@@ -165,9 +165,12 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
     }
 
 
-def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = ()) -> dict[str, Any]:
-    """Load a bundle, analyze it, write analysis.json into it, return the JSON dict."""
-    capture = load_capture(bundle_path)
+def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),
+                 capture: LoadedCapture | None = None) -> dict[str, Any]:
+    """Load a bundle (unless the caller already did), analyze it, write analysis.json into it,
+    return the JSON dict."""
+    if capture is None:
+        capture = load_capture(bundle_path)
     doc = analysis_json(analyze(capture, client_dumps))
     target = Path(capture.path) / ANALYSIS_FILE
     fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=".analysis.", suffix=".tmp")

@@ -198,11 +198,21 @@ def _router_argv(host: LabHost, prefill: LabHost, decode: LabHost, ports: Ports)
     ]
 
 
+def _stdlib_python() -> str:
+    """The interpreter for the lab's stand-in tools: the system python3 when there is one.
+
+    The fake nvidia-smi needs only the standard library; run with -I -S it starts in ~25 ms of
+    CPU instead of ~45 ms for a venv interpreter with site-packages, which matters when 32
+    simulated hosts share one machine's cores with the tool under test."""
+    system = Path("/usr/bin/python3")
+    return str(system) if system.exists() else sys.executable
+
+
 def _install_nvidia_smi(lab_dir: Path, host: LabHost) -> Path:
     dest = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
     dest.parent.mkdir(parents=True, exist_ok=True)
     text = NVIDIA_SMI_SRC.read_text()
-    text = text.replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
+    text = text.replace("#!/usr/bin/env python3", f"#!{_stdlib_python()} -IS", 1)
     text = text.replace("@@LAB_DIR@@", str(lab_dir)).replace("@@LAB_HOST@@", host.name)
     _write_atomic(dest, text)
     dest.chmod(0o755)

@@ -171,18 +171,28 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
     accs: dict[str, _Acc] = {}
     samples: dict[str, list[str]] = {}
     ranks: dict[str, set[str]] = {}
-    current: float | None = None
-    for raw in text.split("\n"):
-        line = raw.rstrip("\r")
-        if not line:
+    low_text = text.lower()
+    active = [sig for sig in SIGNATURES if sig.literal in low_text]
+    if not active:
+        return ()
+    lines = text.split("\n")
+    low_lines = low_text.split("\n")  # lower() never adds or drops a newline: same indexes
+    current: float | None = None  # the time of the newest timestamped line at or before i
+    seen = -1  # lines up to here were looked at for `current`
+    for i, low in enumerate(low_lines):
+        if not any(sig.literal in low for sig in active):
             continue
-        ts = parse_log_timestamp(line)
-        if ts is not None:
-            current = ts
+        line = lines[i].rstrip("\r")
+        # timestamps only where a signature is: walk back to the newest stamped line
+        for j in range(i, seen, -1):
+            ts = parse_log_timestamp(lines[j].rstrip("\r"))
+            if ts is not None:
+                current = ts
+                break
+        seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
-        low = line.lower()
-        for sig in SIGNATURES:
+        for sig in active:
             if sig.literal not in low or not sig.pattern.search(line):
                 continue
             acc = accs.setdefault(sig.key, _Acc())

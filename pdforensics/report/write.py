@@ -43,9 +43,11 @@ def raw_prefix(bundle: Path, out: Path) -> str:
 def write_report(bundle: str | Path, out: str | Path | None = None,
                  analysis: dict[str, Any] | None = None,
                  changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
-                 change_notes: Sequence[str] = ()) -> Path:
-    """Render BUNDLE's report to ``out`` (default BUNDLE/report.html); returns the path."""
-    capture = load_capture(bundle)
+                 change_notes: Sequence[str] = (), capture: LoadedCapture | None = None) -> Path:
+    """Render BUNDLE's report to ``out`` (default BUNDLE/report.html); returns the path.
+    ``capture``: the bundle already loaded (a capture analyzes and reports one load)."""
+    if capture is None:
+        capture = load_capture(bundle)
     note = None
     if analysis is None:
         analysis, note = bundle_analysis(capture)

@@ -17,6 +17,10 @@ from pdforensics.transport.base import STDERR_CAP, local_wait_s
 class LocalTransport:
     """Runs commands as child processes in their own session, killed on timeout."""
 
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+        """Local endpoints are fetched by their curl command."""
+        return None
+
     def __init__(self, host: HostSpec):
         self.host = host
         self._closed = threading.Event()

@@ -16,6 +16,7 @@ import paramiko
 from pdforensics.errors import HostKeyError, TransportError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
+from pdforensics.transport.http_forward import ResponseReader, build_request
 
 BACKPRESSURE_SLEEP_S = 0.1
 EOF_GRACE_S = 2.0  # how long output may still follow the exit status
@@ -36,6 +37,7 @@ class SshTransport:
         self._closed = threading.Event()
         self._channels: set[paramiko.Channel] = set()
         self._lock = threading.Lock()
+        self.forwarding_refused = False  # sshd said no to direct-tcpip: endpoints go by curl
 
     # -- connection -------------------------------------------------------------------
     def connect(self, timeout_s: float) -> None:
@@ -157,6 +159,85 @@ class SshTransport:
             duration_s=time.monotonic() - t0, started_at=started,
             timed_out=timed_out, truncated=truncated, error=error,
         )
+
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+        """GET url from the host's side through this connection (a direct-tcpip channel, as
+        `ssh -L` uses): nothing runs on the host. None when this cannot be done here (not
+        http://, or sshd refuses forwarding): the caller runs curl on the host instead."""
+        request = build_request(url)
+        if request is None or self.forwarding_refused:
+            return None
+        started = time.time()
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+
+        def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
+                   truncated: bool = False, status: int | None = None) -> CommandResult:
+            return CommandResult(host=self.host.name, source=source, argv=("GET", url),
+                                 exit_status=status, stdout=out, stderr="",
+                                 duration_s=time.monotonic() - t0, started_at=started,
+                                 timed_out=timed_out, truncated=truncated, error=error)
+
+        transport = self._client.get_transport() if self._client else None
+        if self._closed.is_set():
+            return result(error="capture stopped")
+        if transport is None or not transport.is_active():
+            return result(error="connection lost")
+        try:
+            chan = transport.open_channel("direct-tcpip", (request.host, request.port), ("127.0.0.1", 0),
+                                          timeout=timeout_s)
+        except paramiko.ChannelException as exc:
+            if exc.code == 1:  # administratively prohibited: AllowTcpForwarding no, or similar
+                self.forwarding_refused = True
+                return None
+            # the host's sshd could not connect: the endpoint refused or is unreachable
+            return result(error=f"cannot connect to {request.host}:{request.port} from the host: "
+                                f"{exc.text or 'connect failed'}")
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if "Timeout opening channel" in str(exc):
+                return result(error=f"timed out connecting to {request.host}:{request.port}",
+                              timed_out=True)
+            return result(error="connection lost" if self.connection_lost else
+                          f"channel failed: {exc or type(exc).__name__}")
+        with self._lock:
+            self._channels.add(chan)
+        reader = ResponseReader()
+        timed_out = truncated = False
+        error = None
+        try:
+            chan.sendall(request.data)
+            while not reader.complete():
+                if self._closed.is_set():
+                    error = "capture stopped"
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                chan.settimeout(min(remaining, 0.5))
+                try:
+                    chunk = chan.recv(65536)
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    break  # the server closed: the response ends here
+                room = max_bytes - len(reader.raw)
+                reader.feed(chunk[:room])
+                if len(chunk) > room:
+                    truncated = True
+                    break
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            error = "connection lost" if self.connection_lost else f"channel failed: {exc or type(exc).__name__}"
+        finally:
+            with self._lock:
+                self._channels.discard(chan)
+            chan.close()
+        out = reader.curl_form()
+        if error is None and not timed_out and not out:
+            error = "the server closed the connection without a response"
+        # 0 when the exchange finished, as curl's exit status would be (any HTTP status)
+        status = 0 if error is None and not timed_out and not truncated else None
+        return result(out, error, timed_out, truncated, status)
 
     def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:
         """Open an exec channel, waiting out MaxSessions back-pressure until the deadline."""

@@ -32,6 +32,9 @@ class Replay:
     def close(self) -> None:
         return None
 
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+        return None  # endpoints go through run(), as their curl command
+
     def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
         self.calls.append(source)
         out, timed_out, status = b"", False, 0

@@ -83,7 +83,10 @@ def _same(a: str, b: str) -> bool:
 @rule("PD_CONFIG_MISMATCH", needs=("pd",), rank=70)
 def pd_config_mismatch(ctx: Context) -> Iterator[Finding]:
     """Prefill and decode disagree where they must agree."""
+    listening_on: dict[str, set[int] | None] = {}  # host -> its listening ports, read once
     for pre in ctx.servers("prefill"):
+        if pre.cmdline and pre.host not in listening_on:
+            listening_on[pre.host] = _listening(ctx, pre.host)
         for dec in ctx.servers("decode"):
             ev: list[Evidence | str] = []
             critical = False
@@ -105,7 +108,7 @@ def pd_config_mismatch(ctx: Context) -> Iterator[Finding]:
                 bport = int(port) if port else DEFAULT_BOOTSTRAP_PORT
             except ValueError:
                 bport = DEFAULT_BOOTSTRAP_PORT
-            listening = _listening(ctx, pre.host) if pre.cmdline else None
+            listening = listening_on[pre.host] if pre.cmdline else None
             closed = listening is not None and bport not in listening
             trouble = _bootstrap_trouble(pre, dec) if closed else []
             if closed and trouble:

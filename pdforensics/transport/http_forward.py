@@ -1,0 +1,144 @@
+"""HTTP/1.1 GET over a byte stream (an SSH direct-tcpip channel), answered in curl -i form.
+
+Fetching a host's endpoints through its sshd (the way `ssh -L` does) runs no process on the
+host: no shell, no timeout, no curl. What is kept is what `curl -sS -i` prints: the status
+line and headers as received, then the body with any chunked transfer coding removed, so the
+same parser reads both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from pdforensics import __version__
+
+
+@dataclass(frozen=True)
+class Request:
+    host: str  # the address sshd connects to, as the URL names it
+    port: int
+    data: bytes  # the request bytes
+
+
+def build_request(url: str) -> Request | None:
+    """GET request for an http:// URL; None for anything this does not speak (https, odd)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    try:
+        port = parts.port or 80
+    except ValueError:
+        return None
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    if any(c in path for c in " \r\n") or any(c in parts.netloc for c in " \r\n@"):
+        return None
+    head = (f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"User-Agent: pdforensics/{__version__}\r\nAccept: */*\r\nConnection: close\r\n\r\n")
+    return Request(parts.hostname, port, head.encode("ascii"))
+
+
+class ResponseReader:
+    """Accumulates a response; knows when it is complete (length, last chunk or EOF)."""
+
+    def __init__(self) -> None:
+        self.raw = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.raw += chunk
+
+    def complete(self) -> bool:
+        """A whole final response is in: Content-Length bytes, or the last chunk."""
+        head, body = self._split()
+        if head is None:
+            return False
+        status = _status(head)
+        if status is not None and 100 <= status < 200:  # interim: a final response follows
+            return False
+        if status in (204, 304):
+            return True
+        if _chunked(head):
+            return _dechunk(body)[1]
+        length = _content_length(head)
+        return length is not None and len(body) >= length
+
+    def _split(self) -> tuple[bytes | None, bytes]:
+        data = bytes(self.raw)
+        while True:
+            i = data.find(b"\r\n\r\n")
+            if i < 0:
+                return None, b""
+            head, rest = data[:i], data[i + 4:]
+            status = _status(head)
+            if status is not None and 100 <= status < 200 and status != 101:
+                data = rest  # skip 1xx, as curl does when it prints them
+                continue
+            return head, rest
+
+    def curl_form(self) -> bytes:
+        """What curl -i would have printed: every head as received, the body de-chunked."""
+        data = bytes(self.raw)
+        out = bytearray()
+        while True:
+            i = data.find(b"\r\n\r\n")
+            if i < 0:
+                return bytes(out + data)  # headers cut short: keep them as they are
+            head, rest = data[:i], data[i + 4:]
+            out += head + b"\r\n\r\n"
+            status = _status(head)
+            if status is not None and 100 <= status < 200 and status != 101:
+                data = rest
+                continue
+            if _chunked(head):
+                rest = _dechunk(rest)[0]
+            return bytes(out + rest)
+
+
+def _status(head: bytes) -> int | None:
+    first = head.split(b"\r\n", 1)[0].split()
+    if len(first) >= 2 and first[0].startswith(b"HTTP/") and first[1].isdigit():
+        return int(first[1])
+    return None
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    for line in head.split(b"\r\n")[1:]:
+        k, sep, v = line.partition(b":")
+        if sep and k.strip().lower() == name:
+            return v.strip()
+    return None
+
+
+def _chunked(head: bytes) -> bool:
+    te = _header(head, b"transfer-encoding")
+    return te is not None and b"chunked" in te.lower()
+
+
+def _content_length(head: bytes) -> int | None:
+    v = _header(head, b"content-length")
+    return int(v) if v is not None and v.isdigit() else None
+
+
+def _dechunk(body: bytes) -> tuple[bytes, bool]:
+    """(decoded body so far, whether the last chunk arrived)."""
+    out = bytearray()
+    pos = 0
+    while True:
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            return bytes(out), False
+        size_text = body[pos:eol].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:  # not chunked after all: keep the rest as it came
+            return bytes(out + body[pos:]), True
+        if size == 0:
+            return bytes(out), True
+        start = eol + 2
+        chunk = body[start:start + size]
+        out += chunk
+        if len(chunk) < size:
+            return bytes(out), False
+        pos = start + size + 2

@@ -201,14 +201,15 @@ class BundleWriter:
         with self._lock:
             return list(self._entries)
 
-    def rescrub(self) -> None:
+    def rescrub(self) -> set[str]:
         """Re-redact every written file (and manifest rows) with every secret value learned
         during the capture: a value learned from one host's environ is scrubbed from
-        output written before it was learned."""
+        output written before it was learned. Returns the files it rewrote."""
         values = self.redactor.known_values()
         self._scrubbed_with = len(values)
+        rewritten: set[str] = set()
         if not values:
-            return
+            return rewritten
         with self._lock:
             self._entries = [self._rescrub_entry(e) for e in self._entries]
         for dirpath, _dirs, files in os.walk(self.tmp):
@@ -219,10 +220,12 @@ class BundleWriter:
                     data = path.read_bytes()
                     if any(v in data for v in values):
                         path.write_bytes(self.redactor.text(data))
+                        rewritten.add(rel)
                 except OSError as exc:  # never leave a secret behind in a half-written file
                     path.unlink(missing_ok=True)
                     with self._lock:
                         self.write_errors.append(f"cannot rewrite {rel}: {exc.strerror or exc}")
+        return rewritten
 
     def _rescrub_entry(self, e: ResultEntry) -> ResultEntry:
         r = self.redactor

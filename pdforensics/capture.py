@@ -16,6 +16,7 @@ from pdforensics.bundle import BundleWriter, ResultEntry
 from pdforensics.collectors.base import DISCOVERY, SLOW, Job
 from pdforensics.errors import Interrupted, PdforensicsError
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
+from pdforensics.parsed import BackgroundParser
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.redact import Redactor
 from pdforensics.transport import open_transport
@@ -79,10 +80,12 @@ class HostRun:
     """Drives one host: connect, then run planned jobs on up to N concurrent channels."""
 
     def __init__(self, host: HostSpec, options: CaptureOptions, writer: BundleWriter,
-                 deadline: float, stop: threading.Event, progress: Progress | None):
+                 deadline: float, stop: threading.Event, progress: Progress | None,
+                 parser: BackgroundParser | None = None):
         self.host = host
         self.options = options
         self.writer = writer
+        self.parser = parser
         self.deadline = deadline
         self.stop = stop
         self.progress = progress
@@ -195,8 +198,10 @@ class HostRun:
                 continue
             if result.exit_status in job.source.timeout_exits and not result.timed_out:
                 result = _replace(result, timed_out=True)
-            self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                            environ=job.source.redact_environ, target=target_json(job.target))
+            entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                                    environ=job.source.redact_environ, target=target_json(job.target))
+            if self.parser is not None:
+                self.parser.submit(entry)
             try:
                 follow = self.planner.on_result(job, result)
             except PdforensicsError as exc:
@@ -290,7 +295,8 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
     deadline = t0 + options.deadline_s
     writer = BundleWriter(options.out_dir, cluster.name, redactor or Redactor(), started)
     stop = threading.Event()
-    runs = [HostRun(h, options, writer, deadline, stop, progress) for h in cluster.hosts]
+    parser = BackgroundParser(writer)
+    runs = [HostRun(h, options, writer, deadline, stop, progress, parser) for h in cluster.hosts]
     side = [threading.Thread(target=s, args=(writer, deadline), daemon=True, name="sidecar")
             for s in sidecars]
     interrupted: int | None = None
@@ -314,12 +320,14 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
         run.thread.join(timeout=2.0)
     for t in side:
         t.join(timeout=max(0.5, deadline - time.monotonic()))
-    return _finalise(cluster, options, writer, runs, started, t0, interrupted, extra_manifest)
+    return _finalise(cluster, options, writer, runs, started, t0, interrupted, extra_manifest,
+                     parser)
 
 
 def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWriter,
               runs: list[HostRun], started: float, t0: float, interrupted: int | None,
-              extra_manifest: dict[str, Any] | None) -> CaptureOutcome:
+              extra_manifest: dict[str, Any] | None,
+              parser: BackgroundParser | None = None) -> CaptureOutcome:
     reasons: list[str] = []
     if interrupted is not None:
         reasons.append(f"interrupted by {signal.Signals(interrupted).name}")
@@ -345,7 +353,9 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
         hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
                                  run.jobs_run, len(not_run), disc))
-    writer.rescrub()
+    parser = parser or BackgroundParser(writer)
+    parser.drain()  # no parse reads a raw file while the rescrub below rewrites it
+    rewritten = writer.rescrub()
     status = "partial" if reasons else "complete"
     manifest: dict[str, Any] = {
         "status": status, "partial_reasons": reasons, "profile": options.profile,
@@ -362,9 +372,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "interrupted": interrupted is not None,
         **(extra_manifest or {}),
     }
-    from pdforensics.parsed import write_parsed
-
-    write_parsed(writer)
+    parser.finish(rewritten)
     bundle = writer.finalise(manifest, archive=options.archive)
     outcome = CaptureOutcome(bundle=bundle, status=str(manifest["status"]),
                              partial_reasons=tuple(manifest["partial_reasons"]),

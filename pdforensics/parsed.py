@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-from collections.abc import Callable
+import queue
+import threading
+from collections.abc import Callable, Collection
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ from pdforensics.collectors import REGISTRY
 from pdforensics.errors import ParseError
 
 if TYPE_CHECKING:
-    from pdforensics.bundle import BundleWriter
+    from pdforensics.bundle import BundleWriter, ResultEntry
 
 # parsers that read bytes rather than text
 BYTES_PARSERS = {"http:parse_http_response"}
@@ -66,18 +68,62 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def write_parsed_entry(writer: BundleWriter, entry: ResultEntry) -> None:
+    """parsed/<host>/<key>.json for one result, when its source has a parser."""
+    if entry.path is None or entry.source not in REGISTRY or REGISTRY[entry.source].parser is None:
+        return
+    try:
+        data = (writer.tmp / entry.path).read_bytes()
+    except OSError as exc:  # the raw file could not be kept (disk full): nothing to parse
+        writer.write_json(f"parsed/{entry.host}/{entry.key}.json",
+                          {"error": f"raw output unreadable: {exc.strerror or exc}"}, compact=True)
+        return
+    try:
+        obj: Any = {"parsed": to_jsonable(parse_output(entry.source, data))}
+    except ParseError as exc:
+        obj = {"error": str(exc)}
+    except Exception as exc:  # a parser bug must never cost the bundle
+        obj = {"error": f"parser failed: {type(exc).__name__}: {exc}"}
+    writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj, compact=True)
+
+
 def write_parsed(writer: BundleWriter) -> None:
     """parsed/<host>/<key>.json for every result whose source has a parser."""
     for entry in writer.entries():
-        if entry.path is None or entry.source not in REGISTRY:
-            continue
-        if REGISTRY[entry.source].parser is None:
-            continue
-        data = (writer.tmp / entry.path).read_bytes()
-        try:
-            obj: Any = {"parsed": to_jsonable(parse_output(entry.source, data))}
-        except ParseError as exc:
-            obj = {"error": str(exc)}
-        except Exception as exc:  # a parser bug must never cost the bundle
-            obj = {"error": f"parser failed: {type(exc).__name__}: {exc}"}
-        writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj, compact=True)
+        write_parsed_entry(writer, entry)
+
+
+class BackgroundParser:
+    """Parses each result on its own thread as soon as it is written, so parsing runs while
+    the capture still waits on the hosts instead of after the last one answered.
+
+    ``finish(rewritten)`` waits for the queue, then parses what never came through it (a
+    sidecar's results) and again every result whose raw file the final rescrub rewrote, so
+    parsed/ always derives from the raw bytes the bundle keeps."""
+
+    def __init__(self, writer: BundleWriter):
+        self.writer = writer
+        self._queue: queue.SimpleQueue[ResultEntry | None] = queue.SimpleQueue()
+        self._parsed: set[tuple[str, str]] = set()
+        self._thread = threading.Thread(target=self._run, name="parser", daemon=True)
+        self._thread.start()
+
+    def submit(self, entry: ResultEntry) -> None:
+        self._queue.put(entry)
+
+    def _run(self) -> None:
+        while (entry := self._queue.get()) is not None:
+            write_parsed_entry(self.writer, entry)
+            self._parsed.add((entry.host, entry.key))
+
+    def drain(self) -> None:
+        """Wait until everything submitted so far is parsed; the thread then ends."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def finish(self, rewritten: Collection[str] = ()) -> None:
+        self.drain()
+        for entry in self.writer.entries():
+            if (entry.host, entry.key) not in self._parsed or entry.path in rewritten:
+                write_parsed_entry(self.writer, entry)

@@ -9,9 +9,13 @@ without one (a traceback frame) inherits the previous line's. Timestamps without
 from __future__ import annotations
 
 import calendar
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Kind = Literal["cause", "consequence"]
@@ -100,7 +104,13 @@ _RANK_ONLY_RE = re.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 
 def _epoch(parts: Sequence[str | None]) -> float | None:
     """Epoch of (year, month, day, hour, min, sec, fraction, zone) strings."""
-    y, mo, d, h, mi, s, frac, zone = (list(parts) + [None] * 8)[:8]
+    return _epoch_of(tuple((list(parts) + [None] * 8)[:8]))
+
+
+@lru_cache(maxsize=4096)
+def _epoch_of(parts: tuple[str | None, ...]) -> float | None:
+    """_epoch, memoised: a log's lines share their seconds."""
+    y, mo, d, h, mi, s, frac, zone = parts
     try:
         yi, moi, di, hi, mii, si = (int(x or "") for x in (y, mo, d, h, mi, s))
     except ValueError:
@@ -162,12 +172,34 @@ class _Acc:
     last: float | None = None
 
 
+# A capture scans each log twice, the same text both times: for parsed/ while it collects and
+# for the analysis after. The answer (a few counts and samples) is kept by the text's digest.
+_SCANNED: OrderedDict[tuple[bytes, float | None], tuple[SignatureHit, ...]] = OrderedDict()
+_SCANNED_MAX = 256
+_SCANNED_LOCK = threading.Lock()
+
+
 def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[SignatureHit, ...]:
     """Count SIGNATURES in ``text``; with ``since_epoch`` skip lines known to be older.
 
     Lines whose time is unknown (no timestamp seen yet) are counted. Hits come back in
     SIGNATURES order, one per signature that matched.
     """
+    key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+           since_epoch)
+    with _SCANNED_LOCK:
+        known = _SCANNED.get(key)
+    if known is not None:
+        return known
+    hits = _scan(text, since_epoch)
+    with _SCANNED_LOCK:
+        _SCANNED[key] = hits
+        while len(_SCANNED) > _SCANNED_MAX:
+            _SCANNED.popitem(last=False)
+    return hits
+
+
+def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
     accs: dict[str, _Acc] = {}
     samples: dict[str, list[str]] = {}
     ranks: dict[str, set[str]] = {}
@@ -192,6 +224,8 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
+        rank: str | None = None
+        rank_read = False
         for sig in active:
             if sig.literal not in low or not sig.pattern.search(line):
                 continue
@@ -203,7 +237,8 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
             got = samples.setdefault(sig.key, [])
             if len(got) < _MAX_SAMPLES:
                 got.append(line[:_SAMPLE_CHARS])
-            rank = parse_rank(line)
+            if not rank_read:  # one line often matches several signatures
+                rank, rank_read = parse_rank(line), True
             if rank is not None:
                 ranks.setdefault(sig.key, set()).add(rank)
     return tuple(

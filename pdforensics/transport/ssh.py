@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import paramiko
 
@@ -23,6 +23,16 @@ EOF_GRACE_S = 2.0  # how long output may still follow the exit status
 
 # paramiko logs every refused channel open at ERROR; those are handled here as data.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+
+
+class _AeadFirstTransport(paramiko.Transport):
+    """paramiko's own algorithms, AES-GCM offered first: one C call per packet instead of
+    CTR plus an HMAC that paramiko compares byte by byte in Python (~7% of a 32-host
+    capture's CPU). A server without GCM still gets the usual CTR ciphers."""
+
+    _preferred_ciphers = tuple(sorted(
+        paramiko.Transport._preferred_ciphers,  # type: ignore[attr-defined]  # not in the stubs
+        key=lambda c: "gcm" not in c))  # a stable sort: the order is otherwise paramiko's
 
 
 class SshTransport:
@@ -54,6 +64,7 @@ class SshTransport:
                 key_filename=_keys(params), timeout=timeout_s,
                 banner_timeout=timeout_s, auth_timeout=timeout_s, channel_timeout=timeout_s,
                 allow_agent=True, look_for_keys=not params.identities, sock=sock,
+                transport_factory=cast(Any, _AeadFirstTransport),
             )
         except paramiko.BadHostKeyException as exc:
             raise HostKeyError(

@@ -129,3 +129,12 @@ def test_output_after_the_exit_status_is_kept(transport: SshTransport) -> None:
         t.join(timeout=120)
     assert len(results) == 32
     assert sorted({(len(r.stdout), r.exit_status) for r in results}) == [(40000, 0)]
+
+
+def test_aes_gcm_is_negotiated_first(transport: SshTransport) -> None:
+    """A stock OpenSSH offers AES-GCM: the connection uses it (no per-packet HMAC in Python)."""
+    assert transport._client is not None
+    t = transport._client.get_transport()
+    assert t is not None
+    assert t.local_cipher == "aes128-gcm@openssh.com"
+    assert t.remote_cipher == "aes128-gcm@openssh.com"

@@ -27,17 +27,21 @@ def build_request(url: str) -> Request | None:
     if parts.scheme != "http" or not parts.hostname:
         return None
     try:
-        port = parts.port or 80
+        port = parts.port
     except ValueError:
+        return None
+    if port == 0:
         return None
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    if any(c in path for c in " \r\n") or any(c in parts.netloc for c in " \r\n@"):
+    # printable ASCII only: a space, a control byte or a non-ASCII letter would break (or
+    # smuggle into) the request line; curl, which encodes them its own way, gets those URLs
+    if not all("!" <= c <= "~" for c in path + parts.netloc) or "@" in parts.netloc:
         return None
     head = (f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
             f"User-Agent: pdforensics/{__version__}\r\nAccept: */*\r\nConnection: close\r\n\r\n")
-    return Request(parts.hostname, port, head.encode("ascii"))
+    return Request(parts.hostname, port or 80, head.encode("ascii"))
 
 
 class ResponseReader:
@@ -63,6 +67,17 @@ class ResponseReader:
             return _dechunk(body)[1]
         length = _content_length(head)
         return length is not None and len(body) >= length
+
+    def cut_short(self) -> bool:
+        """The final head says how long the body is (length or chunked) and not all of it is
+        in: at EOF, curl's exit 18 ("transfer closed with outstanding read data remaining")."""
+        head, _ = self._split()
+        if head is None or self.complete():
+            return False
+        status = _status(head)
+        if status is not None and 100 <= status < 200:
+            return False
+        return _chunked(head) or _content_length(head) is not None
 
     def _split(self) -> tuple[bytes | None, bytes]:
         data = bytes(self.raw)
@@ -130,10 +145,11 @@ def _dechunk(body: bytes) -> tuple[bytes, bool]:
         if eol < 0:
             return bytes(out), False
         size_text = body[pos:eol].split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:  # not chunked after all: keep the rest as it came
-            return bytes(out + body[pos:]), True
+        # hex digits only: int() would also take "-6", "0x5" or "1_0", and a negative size
+        # moved pos backwards (a size line "-6" read itself again, for ever)
+        if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+            return bytes(out + body[pos:]), True  # not chunked after all: the rest as it came
+        size = int(size_text, 16)
         if size == 0:
             return bytes(out), True
         start = eol + 2

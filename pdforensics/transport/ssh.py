@@ -183,9 +183,10 @@ class SshTransport:
         deadline = t0 + timeout_s
 
         def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
-                   truncated: bool = False, status: int | None = None) -> CommandResult:
+                   truncated: bool = False, status: int | None = None,
+                   stderr: str = "") -> CommandResult:
             return CommandResult(host=self.host.name, source=source, argv=("GET", url),
-                                 exit_status=status, stdout=out, stderr="",
+                                 exit_status=status, stdout=out, stderr=stderr,
                                  duration_s=time.monotonic() - t0, started_at=started,
                                  timed_out=timed_out, truncated=truncated, error=error)
 
@@ -194,26 +195,41 @@ class SshTransport:
             return result(error="capture stopped")
         if transport is None or not transport.is_active():
             return result(error="connection lost")
-        try:
-            chan = transport.open_channel("direct-tcpip", (request.host, request.port), ("127.0.0.1", 0),
-                                          timeout=timeout_s)
-        except paramiko.ChannelException as exc:
-            if exc.code == 1:  # administratively prohibited: AllowTcpForwarding no, or similar
-                self.forwarding_refused = True
+        target = f"{request.host}:{request.port}"
+        while True:
+            if self.forwarding_refused:  # found out by another channel meanwhile
                 return None
-            # the host's sshd could not connect: the endpoint refused or is unreachable
-            return result(error=f"cannot connect to {request.host}:{request.port} from the host: "
-                                f"{exc.text or 'connect failed'}")
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            if "Timeout opening channel" in str(exc):
-                return result(error=f"timed out connecting to {request.host}:{request.port}",
-                              timed_out=True)
-            return result(error="connection lost" if self.connection_lost else
-                          f"channel failed: {exc or type(exc).__name__}")
+            if self._closed.is_set():
+                return result(error="capture stopped")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return result(error=f"timed out connecting to {target}", timed_out=True)
+            try:
+                chan = transport.open_channel("direct-tcpip", (request.host, request.port),
+                                              ("127.0.0.1", 0), timeout=remaining)
+                break
+            except paramiko.ChannelException as exc:
+                if exc.code == 1:  # administratively prohibited: AllowTcpForwarding no, or similar
+                    self.forwarding_refused = True
+                    return None
+                # the host's sshd could not connect: the endpoint refused or is unreachable
+                return result(error=f"cannot connect to {target} from the host: "
+                                    f"{exc.text or 'connect failed'}")
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                if "Timeout opening channel" in str(exc):
+                    return result(error=f"timed out connecting to {target}", timed_out=True)
+                if "Unable to open channel" in str(exc) and transport.is_active():
+                    # refused, reason unknown: paramiko keeps one saved exception per
+                    # connection, so of several opens refused at once only one thread gets the
+                    # ChannelException (and its code); ask again to learn ours
+                    time.sleep(BACKPRESSURE_SLEEP_S)
+                    continue
+                return result(error="connection lost" if self.connection_lost else
+                              f"channel failed: {exc or type(exc).__name__}")
         with self._lock:
             self._channels.add(chan)
         reader = ResponseReader()
-        timed_out = truncated = False
+        timed_out = truncated = eof = False
         error = None
         try:
             chan.sendall(request.data)
@@ -231,6 +247,7 @@ class SshTransport:
                 except TimeoutError:
                     continue
                 if not chunk:
+                    eof = True
                     break  # the server closed: the response ends here
                 room = max_bytes - len(reader.raw)
                 reader.feed(chunk[:room])
@@ -248,6 +265,9 @@ class SshTransport:
             error = "the server closed the connection without a response"
         # 0 when the exchange finished, as curl's exit status would be (any HTTP status)
         status = 0 if error is None and not timed_out and not truncated else None
+        if status == 0 and eof and reader.cut_short():  # closed before the promised body
+            return result(out, status=18,
+                          stderr="transfer closed with outstanding read data remaining")
         return result(out, error, timed_out, truncated, status)
 
     def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:

@@ -16,7 +16,8 @@ with sudo. The hosts share this machine, so "on the target" is measured per host
   equal window just before. Noisy on a shared machine; reported separately.
 - Baseline in the same run: the sequential ssh loop (one `ssh host 'cmd'` per command of the same
   manifest), measured the same way.
-- Per source: one host's commands replayed one at a time over one connection, CPU of each.
+- Per source: one host's commands replayed one at a time over one connection, CPU of each
+  (endpoints fetched as the capture does: through the connection, no process on the host).
 
 py-spy pause: `perf record -e sched:sched_switch -a -k CLOCK_MONOTONIC` runs through the capture.
 A thread that ptrace stops is switched out in state t and switched in again when py-spy lets go;
@@ -201,7 +202,10 @@ def per_source(f: Fleet, cluster_file: Path, manifest: dict) -> dict[str, list[f
             if h.name != host.name:
                 continue
             before = tree_cpu(f.sshd_pid(host))
-            transport.run(r["source"], argv, 30.0, 64 << 20)
+            # an endpoint goes the way the capture fetched it: through the connection, or curl
+            fetched = transport.fetch(r["source"], r["url"], 5.0, 64 << 20) if r.get("url") else None
+            if fetched is None:
+                transport.run(r["source"], argv, 30.0, 64 << 20)
             out[r["source"]].append(tree_cpu(f.sshd_pid(host)) - before)
     finally:
         transport.close()

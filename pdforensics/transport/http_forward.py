@@ -45,28 +45,55 @@ def build_request(url: str) -> Request | None:
 
 
 class ResponseReader:
-    """Accumulates a response; knows when it is complete (length, last chunk or EOF)."""
+    """Accumulates a response; knows when it is complete (length, last chunk or EOF).
+
+    complete() is called after every read: it looks only at bytes it has not seen, so a
+    16 MiB body costs linear time, not a rescan of the whole buffer per read."""
 
     def __init__(self) -> None:
         self.raw = bytearray()
+        self._head: bytes | None = None  # the final response's head, once it is in
+        self._body_at = 0  # where its body starts in raw
+        self._chunk_at = 0  # chunked: where the next chunk-size line starts in raw
 
     def feed(self, chunk: bytes) -> None:
         self.raw += chunk
 
     def complete(self) -> bool:
         """A whole final response is in: Content-Length bytes, or the last chunk."""
-        head, body = self._split()
-        if head is None:
-            return False
+        if self._head is None:
+            head, body = self._split()
+            if head is None:
+                return False
+            self._head, self._body_at = head, len(self.raw) - len(body)
+            self._chunk_at = self._body_at
+        head = self._head
         status = _status(head)
         if status is not None and 100 <= status < 200:  # interim: a final response follows
             return False
         if status in (204, 304):
             return True
         if _chunked(head):
-            return _dechunk(body)[1]
+            return self._last_chunk_in()
         length = _content_length(head)
-        return length is not None and len(body) >= length
+        return length is not None and len(self.raw) - self._body_at >= length
+
+    def _last_chunk_in(self) -> bool:
+        """_dechunk's "last chunk arrived", walking only the chunks not yet walked."""
+        raw = self.raw
+        while True:
+            eol = raw.find(b"\r\n", self._chunk_at)
+            if eol < 0:
+                return False
+            size_text = bytes(raw[self._chunk_at:eol]).split(b";", 1)[0].strip()
+            if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+                return True  # not chunked after all (as _dechunk reads it)
+            size = int(size_text, 16)
+            if size == 0:
+                return True
+            if len(raw) < eol + 2 + size:
+                return False
+            self._chunk_at = eol + 2 + size + 2
 
     def cut_short(self) -> bool:
         """The final head says how long the body is (length or chunked) and not all of it is

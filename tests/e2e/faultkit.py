@@ -97,13 +97,20 @@ def newest_bundle(out: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, float] | None = None,
             timeout: float = 120) -> Run:
     """`pdforensics capture` as a real process; optionally signal it after a delay."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
+    # SIGINT as an interactive Ctrl-C leaves it: a test run started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and Python then installs no handler
     proc = subprocess.Popen([*CLI, "capture", "-c", str(cluster), "-o", str(out), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
     if signal_after is not None:
         sig, delay = signal_after
         threading.Timer(delay, lambda: proc.poll() is None and proc.send_signal(sig)).start()

@@ -117,6 +117,15 @@ class Track:
         k = self.known
         return k[-1][1] if k else None
 
+    def at(self, when: float | None) -> float | None:
+        """The value of the newest sample taken at or before `when` (the first sample when
+        all came later; the last when `when` is None)."""
+        k = self.known
+        if when is None or not k:
+            return self.last
+        before = [v for t, v in k if t <= when]
+        return before[-1] if before else k[0][1]
+
     @property
     def span_s(self) -> float:
         k = self.known

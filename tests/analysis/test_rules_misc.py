@@ -137,6 +137,15 @@ def test_gpu_idle_with_work(builder: Any) -> None:
     assert "GPU 0 0 %, GPU 1 0 %" in f.title
 
 
+def test_work_that_came_after_the_gpu_read_is_not_idle_with_work(builder: Any) -> None:
+    """A server that had nothing to run when nvidia-smi read its GPUs (at the first sample)
+    and took requests a second later: its GPUs were rightly idle at that read."""
+    rows = (DATA / "nvsmi_query_gpu_h200.csv").read_text().splitlines()[:3]
+    samples = [{GEN: 100, "sglang:num_running_reqs": 0}, *(moving(i) for i in (1, 2))]
+    builder.add(host="d", role="decode", port=2, samples=samples, gpus="\n".join(rows))
+    assert "GPU_IDLE_WITH_WORK" not in keys(run(builder))
+
+
 def test_one_busy_gpu_is_not_idle(builder: Any) -> None:
     gpus = (DATA / "nvsmi_query_gpu_h200.csv").read_text()  # GPU 2 at 100 %
     builder.add(host="d", role="decode", port=2, samples=[FROZEN] * 3, gpus=gpus)

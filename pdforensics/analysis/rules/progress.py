@@ -163,10 +163,18 @@ def _server_gpu_indices(ctx: Context, svc: ServiceView) -> tuple[set[int] | None
 
 @rule("GPU_IDLE_WITH_WORK", needs=("metrics", "gpus"), rank=65)
 def gpu_idle_with_work(ctx: Context) -> Iterator[Finding]:
-    """GPUs at ~0 % while requests wait in the server."""
+    """GPUs at ~0 % while requests wait in the server.
+
+    The work must already have been there when nvidia-smi read the GPUs: a server that had
+    nothing to do at that read and took requests a second later is not idle with work."""
     for svc in ctx.servers():
         host = next(h for h in ctx.capture.hosts if h.name == svc.host)
         if not host.gpus:
+            continue
+        read_at = next((e.started_at for e in ctx.capture.results
+                        if e.host == svc.host and e.source == "nvidia_smi_query"), None)
+        if not any((t.at(read_at) or 0) > 0 for _what, t in work_in_flight(svc)) \
+                and client_connections(ctx, svc) <= 1:
             continue
         work = work_evidence(ctx, svc)
         if not work:

@@ -81,7 +81,7 @@ class HostRun:
 
     def __init__(self, host: HostSpec, options: CaptureOptions, writer: BundleWriter,
                  deadline: float, stop: threading.Event, progress: Progress | None,
-                 parser: BackgroundParser | None = None):
+                 parser: BackgroundParser):
         self.host = host
         self.options = options
         self.writer = writer
@@ -200,8 +200,7 @@ class HostRun:
                 result = _replace(result, timed_out=True)
             entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
                                     environ=job.source.redact_environ, target=target_json(job.target))
-            if self.parser is not None:
-                self.parser.submit(entry)
+            self.parser.submit(entry)
             try:
                 follow = self.planner.on_result(job, result)
             except PdforensicsError as exc:
@@ -326,8 +325,7 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
 
 def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWriter,
               runs: list[HostRun], started: float, t0: float, interrupted: int | None,
-              extra_manifest: dict[str, Any] | None,
-              parser: BackgroundParser | None = None) -> CaptureOutcome:
+              extra_manifest: dict[str, Any] | None, parser: BackgroundParser) -> CaptureOutcome:
     reasons: list[str] = []
     if interrupted is not None:
         reasons.append(f"interrupted by {signal.Signals(interrupted).name}")
@@ -353,7 +351,6 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
         hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
                                  run.jobs_run, len(not_run), disc))
-    parser = parser or BackgroundParser(writer)
     parser.drain()  # no parse reads a raw file while the rescrub below rewrites it
     rewritten = writer.rescrub()
     status = "partial" if reasons else "complete"

@@ -87,12 +87,6 @@ def write_parsed_entry(writer: BundleWriter, entry: ResultEntry) -> None:
     writer.write_json(f"parsed/{entry.host}/{entry.key}.json", obj, compact=True)
 
 
-def write_parsed(writer: BundleWriter) -> None:
-    """parsed/<host>/<key>.json for every result whose source has a parser."""
-    for entry in writer.entries():
-        write_parsed_entry(writer, entry)
-
-
 class BackgroundParser:
     """Parses each result on its own thread as soon as it is written, so parsing runs while
     the capture still waits on the hosts instead of after the last one answered.

@@ -249,9 +249,7 @@ class SshTransport:
                 if not chunk:
                     eof = True
                     break  # the server closed: the response ends here
-                room = max_bytes - len(reader.raw)
-                reader.feed(chunk[:room])
-                if len(chunk) > room:
+                if _take(reader.raw, chunk, max_bytes):
                     truncated = True
                     break
         except (paramiko.SSHException, OSError, EOFError) as exc:

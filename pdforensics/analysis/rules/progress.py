@@ -30,9 +30,11 @@ def client_connections(ctx: Context, svc: ServiceView) -> int:
     return sum(1 for r in host.established.rows if r.local.port == svc.port)
 
 
-def work_evidence(ctx: Context, svc: ServiceView) -> list[Evidence]:
+def work_evidence(ctx: Context, svc: ServiceView, at: float | None = None) -> list[Evidence]:
+    """Signs that requests wait in the server; `at`: only work already in flight at that time
+    (the sample at or before it), not work that arrived later in the capture."""
     out = [metrics_evidence(ctx, svc, f"{what}: {short(t.name)} {t.text()}")
-           for what, t in work_in_flight(svc)]
+           for what, t in work_in_flight(svc) if (t.at(at) or 0) > 0]
     conns = client_connections(ctx, svc)
     # One connection may be our own probe; more than one means clients hold requests open.
     if conns > 1:
@@ -173,10 +175,7 @@ def gpu_idle_with_work(ctx: Context) -> Iterator[Finding]:
             continue
         read_at = next((e.started_at for e in ctx.capture.results
                         if e.host == svc.host and e.source == "nvidia_smi_query"), None)
-        if not any((t.at(read_at) or 0) > 0 for _what, t in work_in_flight(svc)) \
-                and client_connections(ctx, svc) <= 1:
-            continue
-        work = work_evidence(ctx, svc)
+        work = work_evidence(ctx, svc, at=read_at)
         if not work:
             continue
         want, how = _server_gpu_indices(ctx, svc)

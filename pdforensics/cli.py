@@ -101,8 +101,8 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
                          stack_dumps=stack_dumps, sglang_source=with_sglang_source),
     )
     progress = _progress if sys.stderr.isatty() and not as_json else None
+    from pdforensics.prometheus.history import sidecars_for
     from pdforensics.redact import NO_REDACT_WARNING, NoRedactor
-    from pdforensics.watch.history import sidecars_for
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)

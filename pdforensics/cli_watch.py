@@ -20,7 +20,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, int | float):
             return float(value)
         from pdforensics.errors import ConfigError
-        from pdforensics.watch.promapi import parse_duration
+        from pdforensics.prometheus.api import parse_duration
 
         try:
             return parse_duration(str(value))

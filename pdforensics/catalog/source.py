@@ -133,7 +133,7 @@ def _open_dir(path: Path) -> SourceTree:
 
 def _open_archive(path: Path) -> SourceTree:
     """The JSON-lines copy `capture --with-sglang-source` keeps of a server's sglang files."""
-    from pdforensics.parsers.versions import parse_sglang_source
+    from pdforensics.catalog.archive import parse_sglang_source
 
     try:
         src = parse_sglang_source(path.read_text("utf-8", "replace"))
@@ -148,7 +148,7 @@ def _open_archive(path: Path) -> SourceTree:
 
 def _bundle_archive(bundle: Path) -> Path:
     """The one sglang source copy in a bundle (several servers must agree on the version)."""
-    from pdforensics.parsers.versions import parse_sglang_source
+    from pdforensics.catalog.archive import parse_sglang_source
 
     copies = sorted(bundle.glob("raw/*/sglang_source*.jsonl"))
     if not copies:

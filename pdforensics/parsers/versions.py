@@ -12,6 +12,8 @@ import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pdforensics.catalog.archive import SglangSource as SglangSource  # re-exported: the collector's parser
+from pdforensics.catalog.archive import parse_sglang_source as parse_sglang_source
 from pdforensics.errors import ParseError
 
 _NAME_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$")
@@ -182,41 +184,3 @@ def parse_os_release(text: str) -> tuple[tuple[str, str], ...]:
             words = [value.strip("\"'")]
         out.append((key, " ".join(words)))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class SglangSource:
-    """The sglang files a server's interpreter would load, as `--with-sglang-source` copied them."""
-
-    package: str
-    metadata_version: str | None
-    files: tuple[tuple[str, str], ...]  # (path relative to the package, text)
-
-    @property
-    def version(self) -> str | None:
-        text = dict(self.files).get("version.py") or dict(self.files).get("__init__.py") or ""
-        m = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", text, re.MULTILINE)
-        return m.group(1) if m else self.metadata_version
-
-
-def parse_sglang_source(text: str) -> SglangSource:
-    """JSON lines: a header {"package", "metadata_version"}, then one {"path", "text"} per file.
-    A line cut short by the byte cap ends the list (what came before is kept)."""
-    import json
-
-    lines = text.splitlines()
-    if not lines:
-        return SglangSource("", None, ())
-    try:
-        head = json.loads(lines[0])
-        package, version = str(head["package"]), head.get("metadata_version")
-    except (ValueError, KeyError, TypeError):
-        raise ParseError("not an sglang source archive (no header line)", lines[0][:200], 1) from None
-    files = []
-    for line in lines[1:]:
-        try:
-            row = json.loads(line)
-            files.append((str(row["path"]), str(row["text"])))
-        except (ValueError, KeyError, TypeError):
-            break
-    return SglangSource(package, str(version) if version else None, tuple(files))

@@ -80,7 +80,7 @@ def analysis_dict(analysis: Analysis | dict[str, Any] | None) -> dict[str, Any] 
 
 def _history(capture: LoadedCapture) -> Any:
     """Charts of the Prometheus history `capture --prometheus` stored (see pdforensics.watch)."""
-    from pdforensics.watch.chart import build_history
+    from pdforensics.report.history_chart import build_history
 
     return build_history(capture)
 

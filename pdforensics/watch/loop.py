@@ -183,7 +183,7 @@ class Watcher:
                                     "held_s": round(decision.held[0][1], 1) if decision.held else 0})
         sidecars = []
         if o.prometheus:
-            from pdforensics.watch.history import history_sidecar
+            from pdforensics.prometheus.history import history_sidecar
 
             sidecars.append(history_sidecar(o.prometheus, o.history_s))
         extra = {"trigger": {"by": "pdforensics watch", "keys": list(trigger),
@@ -206,7 +206,7 @@ class Watcher:
             self.capturing = False
         verdict, summary = _verdict(outcome.bundle)
         if o.prometheus:
-            from pdforensics.watch.history import SERIES, load_history
+            from pdforensics.prometheus.history import SERIES, load_history
 
             hist = load_history(outcome.bundle)
             self.metrics.failed("prometheus", len(SERIES) if hist is None else

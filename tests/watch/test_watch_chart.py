@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from pdforensics.loaded import load_capture
-from pdforensics.watch.chart import build_history
-from pdforensics.watch.history import HISTORY_FILE, History, HistoryEvent, HistoryLine, HistorySeries, history_json
+from pdforensics.prometheus.history import HISTORY_FILE, History, HistoryEvent, HistoryLine, HistorySeries, history_json
+from pdforensics.report.history_chart import build_history
 
 EVIL = '"><script>alert(1)</script>'
 

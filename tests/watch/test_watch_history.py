@@ -11,8 +11,8 @@ import pytest
 
 from pdforensics.bundle import BundleWriter, load_bundle, verify_bundle
 from pdforensics.errors import ConfigError
-from pdforensics.redact import Redactor
-from pdforensics.watch.history import (
+from pdforensics.prometheus.api import parse_duration
+from pdforensics.prometheus.history import (
     HISTORY_FILE,
     SERIES,
     HistorySeries,
@@ -25,7 +25,7 @@ from pdforensics.watch.history import (
     rate_window_for,
     step_for,
 )
-from pdforensics.watch.promapi import parse_duration
+from pdforensics.redact import Redactor
 
 # what Prometheus 2.x answers to /api/v1/query_range (values are strings, NaN is "NaN")
 ANSWER = {
@@ -40,7 +40,7 @@ ANSWER = {
 
 
 def series(key: str, rows: list[list[tuple[float, float]]]) -> HistorySeries:
-    from pdforensics.watch.history import HistoryLine
+    from pdforensics.prometheus.history import HistoryLine
 
     spec = next(s for s in SERIES if s.key == key)
     return HistorySeries(key, spec.title, spec.kind, spec.unit, spec.query(120), None, None,
@@ -117,7 +117,7 @@ def test_prometheus_down_is_recorded_per_series_and_the_bundle_stays_valid(tmp_p
 
 
 def test_history_file_round_trip(tmp_path: Path) -> None:
-    from pdforensics.watch.history import History, HistoryEvent
+    from pdforensics.prometheus.history import History, HistoryEvent
 
     h = History("http://p:9090", 0.0, 600.0, 2.0, 120.0,
                 (series("decode_transfer_queue", [[(0, 0), (10, 1), (20, 14), (30, 14)]]),),

@@ -27,9 +27,9 @@ from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
+from pdforensics.prometheus.history import load_history
+from pdforensics.report.history_chart import build_history
 from pdforensics.store.index import open_index
-from pdforensics.watch.chart import build_history
-from pdforensics.watch.history import load_history
 
 BASE = 49000  # lab 49000-49004
 PROM_PORT = 49010

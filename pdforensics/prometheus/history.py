@@ -17,7 +17,7 @@ from typing import Any
 
 from pdforensics.bundle import BundleWriter
 from pdforensics.model import CommandResult
-from pdforensics.watch.promapi import ApiResponse, prom_duration, query_range
+from pdforensics.prometheus.api import ApiResponse, prom_duration, query_range
 
 HOST = "prometheus"  # the pseudo-host its results are filed under
 SOURCE = "prometheus_query_range"
@@ -331,7 +331,7 @@ def sidecars_for(prometheus: str | None, history: str | float
     """`capture --prometheus URL --history 2h` as run_capture sidecars (none without a URL)."""
     if not prometheus:
         return []
-    from pdforensics.watch.promapi import parse_duration
+    from pdforensics.prometheus.api import parse_duration
 
     window = history if isinstance(history, float | int) else parse_duration(history)
     return [history_sidecar(prometheus, float(window))]

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pdforensics.cmdline import flag_value, has_flag
 from pdforensics.model import ProcessInfo, Role, ServiceSpec
 from pdforensics.parsers.proc import PsRow, PsTable
 
@@ -47,21 +48,6 @@ class Discovery:
     processes: tuple[ProcessInfo, ...]
     services: tuple[Service, ...]
     missing: tuple[str, ...] = ()  # declared services with no process found
-
-
-def flag_value(tokens: Sequence[str], name: str) -> str | None:
-    """Value of `--name V` or `--name=V` in an argv; the last one wins, like argparse."""
-    value = None
-    for i, tok in enumerate(tokens):
-        if tok == name and i + 1 < len(tokens):
-            value = tokens[i + 1]
-        elif tok.startswith(name + "="):
-            value = tok[len(name) + 1:]
-    return value
-
-
-def has_flag(tokens: Sequence[str], name: str) -> bool:
-    return any(t == name or t.startswith(name + "=") for t in tokens)
 
 
 def classify(args: str) -> tuple[str, str | None] | None:

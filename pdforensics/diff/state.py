@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.catalog.model import Catalog
-from pdforensics.diff.flags import parse_flags
+from pdforensics.cmdline import parse_flags
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
 from pdforensics.loaded import HostView, LoadedCapture, ServiceView, load_capture

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pdforensics.catalog.model import Catalog
-from pdforensics.diff.flags import parse_flags
+from pdforensics.cmdline import parse_flags
 from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.redact import MARKER, is_secret_name
 

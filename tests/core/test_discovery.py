@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pdforensics.discovery import classify, discover, flag_value
+from pdforensics.cmdline import flag_value
+from pdforensics.discovery import classify, discover
 from pdforensics.model import ServiceSpec
 from pdforensics.parsers.proc import parse_ps
 

@@ -14,7 +14,7 @@ import click
 from pdforensics import __version__
 from pdforensics.cli_report import capture_report, report
 from pdforensics.cli_store import STORE_COMMANDS
-from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, PdforensicsError
+from pdforensics.errors import ExitStatus, PdforensicsError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,13 +34,13 @@ def handles_errors(fn: F) -> F:
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("pdforensics: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(ExitStatus.INTERRUPTED)
         except OSError as exc:  # disk full, permissions: the file and the reason, one line
             if ctx.find_root().params.get("traceback"):
                 raise
             where = f" ({exc.filename})" if exc.filename else ""
             click.echo(f"pdforensics: error: {exc.strerror or exc}{where}", err=True)
-            ctx.exit(EXIT_ERROR)
+            ctx.exit(ExitStatus.ERROR)
 
     return wrapper  # type: ignore[return-value]
 
@@ -126,7 +126,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         _print_outcome(doc)
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
-    sys.exit(EXIT_OK if outcome.status == "complete" else EXIT_PARTIAL)
+    sys.exit(ExitStatus.OK if outcome.status == "complete" else ExitStatus.PARTIAL)
 
 
 def _cluster(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
@@ -218,7 +218,7 @@ def verify(bundle: str, secrets: bool) -> None:
         click.echo(p)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(ExitStatus.ERROR)
     click.echo("ok: every file matches its sha256" + ("; no unredacted secret found" if secrets else ""))
 
 

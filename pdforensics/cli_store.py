@@ -11,13 +11,11 @@ from typing import Any, TypeVar
 
 import click
 
+from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXIT_HEALTHY = 0
-EXIT_FAILED = 1
-EXIT_NOT_HEALTHY = 4
 CLUSTER_ENV = "PDFORENSICS_CLUSTER"
 STORE_ENV = "PDFORENSICS_STORE"
 
@@ -102,8 +100,8 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
     outcome = take_snapshot(cluster, _store(cluster, store), options)
     click.echo(format_snapshot_text(outcome, verbose), nl=False)
     if outcome.verdict.verdict is None:
-        sys.exit(EXIT_FAILED)
-    sys.exit(EXIT_HEALTHY if outcome.healthy else EXIT_NOT_HEALTHY)
+        sys.exit(ExitStatus.ERROR)
+    sys.exit(ExitStatus.OK if outcome.healthy else ExitStatus.NOT_HEALTHY)
 
 
 # -- baseline ---------------------------------------------------------------------------------

@@ -1,25 +1,38 @@
-"""One exception hierarchy, mapped to exit codes in one place."""
+"""One exception hierarchy and the one table of exit codes every command uses."""
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_PARTIAL = 3
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
+import signal
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """What a pdforensics command's exit code means (the table in the README)."""
+
+    OK = 0  # the command did its work completely
+    ERROR = 1  # an error; nothing (or nothing usable) was produced
+    USAGE = 2  # bad options, cluster file or arguments: nothing was done
+    PARTIAL = 3  # done, but some evidence or some input files are missing
+    NOT_HEALTHY = 4  # snapshot: the cluster's verdict is not HEALTHY
+    BUSY = 5  # another snapshot holds the store's lock
+    INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C; the partial bundle was still written
+    TERMINATED = 128 + signal.SIGTERM  # SIGTERM; the partial bundle was still written
+
+    @classmethod
+    def for_signal(cls, signum: int) -> ExitStatus:
+        return cls.INTERRUPTED if signum == signal.SIGINT else cls.TERMINATED
 
 
 class PdforensicsError(Exception):
     """Base of every error a user may see; its message is one line."""
 
-    exit_code = EXIT_ERROR
+    exit_code: ExitStatus = ExitStatus.ERROR
 
 
 class ConfigError(PdforensicsError):
     """The cluster file, an option or ~/.ssh/config is wrong."""
 
-    exit_code = EXIT_USAGE
+    exit_code = ExitStatus.USAGE
 
 
 class TransportError(PdforensicsError):
@@ -52,6 +65,6 @@ class Interrupted(PdforensicsError):
     def __init__(self, signum: int, bundle: str | None = None):
         self.signum = signum
         self.bundle = bundle
-        self.exit_code = EXIT_INTERRUPTED if signum == 2 else EXIT_TERMINATED
+        self.exit_code = ExitStatus.for_signal(signum)
         where = f"; partial bundle: {bundle}" if bundle else ""
         super().__init__(f"interrupted by signal {signum}{where}")

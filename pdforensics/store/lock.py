@@ -8,16 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pdforensics.errors import PdforensicsError
+from pdforensics.errors import ExitStatus, PdforensicsError
 
 LOCK = ".lock"
-EXIT_BUSY = 5
 
 
 class StoreBusy(PdforensicsError):
     """Another snapshot (or prune) holds the store's lock."""
 
-    exit_code = EXIT_BUSY
+    exit_code = ExitStatus.BUSY
 
 
 @contextmanager

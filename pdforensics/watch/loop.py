@@ -14,7 +14,7 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.capture import CaptureOptions, run_capture
-from pdforensics.errors import Interrupted, PdforensicsError
+from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
 from pdforensics.loaded import MetricSample, ServiceView
 from pdforensics.model import ClusterSpec
 from pdforensics.watch.exporter import WatchMetrics
@@ -257,8 +257,8 @@ class Watcher:
                 self._stop.wait(max(0.0, self.options.every_s - (time.monotonic() - started)))
         self.poller.close()
         if self.interrupted is not None:
-            return 130 if self.interrupted == signal.SIGINT else 143
-        return 0
+            return ExitStatus.for_signal(self.interrupted)
+        return ExitStatus.OK
 
 
 def _verdict(bundle: Path) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics import __version__
-from pdforensics.cli_report import capture_report, report
+from pdforensics.cli_report import report
 from pdforensics.cli_store import STORE_COMMANDS
 from pdforensics.errors import ExitStatus, PdforensicsError
 
@@ -108,18 +108,18 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         click.echo(NO_REDACT_WARNING, err=True)
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
                           sidecars=sidecars_for(prometheus, history))
+    from pdforensics.analysis.result_json import analysis_json
+    from pdforensics.finish import finish_bundle
+    from pdforensics.store.filing import configured_store
+
+    done = finish_bundle(outcome.bundle, store=configured_store(cluster))
+    for warning in done.warnings:
+        click.echo(f"pdforensics: warning: {warning}", err=True)
     doc = outcome_json(outcome)
-    from pdforensics.loaded import load_capture
-
-    loaded = load_capture(outcome.bundle)  # read once for both the analysis and the report
-    analysis = _analyze_bundle(outcome.bundle, loaded)
-    doc["verdict"] = analysis.get("verdict") if analysis else None
-    doc["findings"] = analysis.get("findings", []) if analysis else []
-    doc["report"] = capture_report(outcome.bundle, analysis, loaded)
-    from pdforensics.bundle import make_private
-
-    make_private(outcome.bundle)
-    doc["stored"] = _file_in_store(cluster, outcome.bundle)
+    doc["verdict"] = done.analysis.verdict if done.analysis else None
+    doc["findings"] = analysis_json(done.analysis)["findings"] if done.analysis else []
+    doc["report"] = str(done.report) if done.report else None
+    doc["stored"] = done.filing.as_json() if done.filing else None
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     else:
@@ -141,23 +141,6 @@ def _cluster(hosts: tuple[str, ...], cluster_file: str | None, local: bool, iden
     if hosts:
         return hosts_from_args(hosts, identity, known_hosts, sudo)
     return local_cluster()
-
-
-def _analyze_bundle(bundle: Path, capture: Any = None) -> dict[str, Any] | None:
-    """Analysis result for a bundle, when the analysis layer is present."""
-    try:
-        from pdforensics.analysis.engine import analyze_path
-    except ImportError:
-        return None
-    result: dict[str, Any] = analyze_path(bundle, capture=capture)
-    return result
-
-
-def _file_in_store(cluster: Any, bundle: Path) -> dict[str, Any] | None:
-    """File the bundle when a store is configured ($PDFORENSICS_STORE or the cluster file)."""
-    from pdforensics.store.filing import file_if_configured
-
-    return file_if_configured(cluster, bundle)
 
 
 def _progress(host: str, text: str) -> None:

@@ -89,9 +89,9 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
     2 usage or cluster-file error. Without -c it snapshots this machine.
     """
     from pdforensics.config import local_cluster
+    from pdforensics.snapshot import SnapshotOptions, take_snapshot
     from pdforensics.store.output import format_snapshot_text
     from pdforensics.store.retention import RetentionPolicy
-    from pdforensics.store.snapshot import SnapshotOptions, take_snapshot
 
     cluster = _cluster(cluster_file) or local_cluster()
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))

@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pdforensics.analysis.rules  # noqa: F401  (registers the rules)
 from pdforensics.analysis.findings import (
     RULES,
     Analysis,
-    Evidence,
     Finding,
     Skipped,
     SkipRule,
     Verdict,
     sort_key,
 )
+from pdforensics.analysis.result_json import ANALYSIS_FILE, analysis_json, write_analysis
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
 from pdforensics.errors import ParseError
 from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.parsers.goroutines import parse_goroutines
 
-ANALYSIS_FILE = "analysis.json"
+__all__ = ["ANALYSIS_FILE", "analysis_json", "analyze", "analyze_path", "format_analysis_text"]
 
 
 def read_client_dump(path: Path) -> ClientDump:
@@ -142,46 +139,14 @@ def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analys
     return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing))
 
 
-def _evidence_json(e: Evidence | str) -> dict[str, Any]:
-    if isinstance(e, Evidence):
-        return {"host": e.host, "source": e.source, "text": e.text, "path": e.path,
-                "line": str(e)}
-    return {"host": None, "source": None, "text": e, "path": None, "line": e}
-
-
-def analysis_json(a: Analysis) -> dict[str, Any]:
-    return {
-        "verdict": a.verdict,
-        "summary": a.summary,
-        "missing": list(a.missing),
-        "findings": [
-            {"key": f.key, "severity": f.severity, "title": f.title,
-             "evidence": [_evidence_json(e) for e in f.evidence], "next_step": f.next_step,
-             "section": f.section, "wedge": f.wedge}
-            for f in a.findings
-        ],
-        "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
-        "rules": sorted(RULES),
-    }
-
-
 def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),
-                 capture: LoadedCapture | None = None) -> dict[str, Any]:
-    """Load a bundle (unless the caller already did), analyze it, write analysis.json into it,
-    return the JSON dict."""
+                 capture: LoadedCapture | None = None) -> Analysis:
+    """Load a bundle (unless the caller already did), analyze it, write analysis.json."""
     if capture is None:
         capture = load_capture(bundle_path)
-    doc = analysis_json(analyze(capture, client_dumps))
-    target = Path(capture.path) / ANALYSIS_FILE
-    fd, tmp = tempfile.mkstemp(dir=str(target.parent), prefix=".analysis.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=True)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return doc
+    result = analyze(capture, client_dumps)
+    write_analysis(Path(capture.path), result)
+    return result
 
 
 def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:

@@ -69,15 +69,6 @@ def _assets() -> tuple[Asset, Asset]:
     return _asset("report.css"), _asset("report.js")
 
 
-def analysis_dict(analysis: Analysis | dict[str, Any] | None) -> dict[str, Any] | None:
-    """The analysis as analysis.json holds it (an Analysis object is converted)."""
-    if isinstance(analysis, Analysis):
-        from pdforensics.analysis.engine import analysis_json
-
-        return analysis_json(analysis)
-    return analysis
-
-
 def _history(capture: LoadedCapture) -> Any:
     """Charts of the Prometheus history `capture --prometheus` stored (see pdforensics.watch)."""
     from pdforensics.report.history_chart import build_history
@@ -85,17 +76,16 @@ def _history(capture: LoadedCapture) -> Any:
     return build_history(capture)
 
 
-def context(capture: LoadedCapture, analysis: Analysis | dict[str, Any] | None = None,
+def context(capture: LoadedCapture, analysis: Analysis | None = None,
             changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
             raw_prefix: str = "", analysis_note: str | None = None,
             change_notes: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the template needs; each section is built under its own guard."""
-    doc = analysis_dict(analysis)
     titles = dict(SECTIONS)
     note = analysis_note or "no analysis was available for this bundle"
     p = raw_prefix
     builders = {
-        "verdict": lambda: build_verdict(capture, doc, note, p),
+        "verdict": lambda: build_verdict(capture, analysis, note, p),
         "topology": lambda: build_topology(capture),
         "timeline": lambda: build_timeline(capture, changes, baseline, p),
         "changes": lambda: build_changes(changes, baseline, change_notes),
@@ -118,7 +108,7 @@ def context(capture: LoadedCapture, analysis: Analysis | dict[str, Any] | None =
     }
 
 
-def render(capture: LoadedCapture, analysis: Analysis | dict[str, Any] | None = None,
+def render(capture: LoadedCapture, analysis: Analysis | None = None,
            changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
            raw_prefix: str = "", analysis_note: str | None = None,
            change_notes: Sequence[str] = ()) -> str:

@@ -1,17 +1,15 @@
-"""The verdict banner: the analysis dict normalised into findings with evidence and links."""
+"""The verdict banner: the analysis's findings with their evidence and links into the bundle."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from pdforensics.analysis.findings import SEVERITY_ORDER, Analysis, Evidence, Finding
 from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import SECTIONS, dur, href, utc
 
 #: findings shown in the banner; the rest fold below it
 TOP = 3
-VERDICTS = ("WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN")
-_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _SECTION_IDS = {sid for sid, _t in SECTIONS}
 #: a rule's own section name (Finding.section) -> the report section that shows its evidence
 RULE_SECTIONS = {
@@ -63,78 +61,52 @@ class VerdictView:
     parse_errors: tuple[str, ...]
 
 
-def _evidence(item: Any, prefix: str) -> EvidenceView:
-    if isinstance(item, dict):
-        where = " ".join(str(item[k]) for k in ("host", "source") if item.get(k))
-        return EvidenceView(text=str(item.get("text", "")), where=where,
-                            href=href(prefix, _opt(item.get("path"))))
-    return EvidenceView(text=str(item))
+def _evidence(item: Evidence | str, prefix: str) -> EvidenceView:
+    if isinstance(item, Evidence):
+        where = " ".join(x for x in (item.host, item.source) if x)
+        return EvidenceView(text=item.text, where=where, href=href(prefix, item.path or None))
+    return EvidenceView(text=item)
 
 
-def _opt(v: Any) -> str | None:
-    return None if v is None or v == "" else str(v)
-
-
-def _section_for(f: dict[str, Any], evidence: tuple[EvidenceView, ...]) -> str:
-    given = f.get("section")
-    if isinstance(given, str) and given in RULE_SECTIONS:
+def _section_for(f: Finding, evidence: tuple[EvidenceView, ...]) -> str:
+    given = f.section
+    if given in RULE_SECTIONS:
         return RULE_SECTIONS[given]
-    if isinstance(given, str) and given in _SECTION_IDS:
+    if given in _SECTION_IDS:
         return given
-    hay = " ".join([str(f.get("key", ""))] + [e.where for e in evidence]).lower()
+    hay = " ".join([f.key] + [e.where for e in evidence]).lower()
     for needle, sid in _SOURCE_SECTION:
         if needle in hay:
             return sid
     return "topology"
 
 
-def _skipped(raw: Any) -> tuple[str, ...]:
-    if isinstance(raw, dict):
-        return tuple(f"{k}: {v}" for k, v in raw.items())
-    if isinstance(raw, list | tuple):
-        out = []
-        for r in raw:
-            if isinstance(r, dict):
-                out.append(": ".join(str(v) for v in r.values()))
-            else:
-                out.append(str(r))
-        return tuple(out)
-    return ()
-
-
-def findings_of(analysis: dict[str, Any] | None, prefix: str = "") -> tuple[FindingView, ...]:
+def findings_of(analysis: Analysis | None, prefix: str = "") -> tuple[FindingView, ...]:
     """Findings sorted by severity (most severe first), keeping the engine's order within."""
     titles = dict(SECTIONS)
     out = []
-    raw = (analysis or {}).get("findings") or []
-    for f in raw if isinstance(raw, list) else []:
-        if not isinstance(f, dict):
-            continue
-        ev_raw = f.get("evidence") or []
-        ev = tuple(_evidence(e, prefix) for e in (ev_raw if isinstance(ev_raw, list | tuple) else [ev_raw]))
+    for f in analysis.findings if analysis is not None else ():
+        ev = tuple(_evidence(e, prefix) for e in f.evidence)
         sid = _section_for(f, ev)
-        out.append(FindingView(
-            key=str(f.get("key", "")), severity=str(f.get("severity", "info")).lower(),
-            title=str(f.get("title", f.get("key", ""))), evidence=ev,
-            next_step=_opt(f.get("next_step")), section=sid, section_title=titles[sid]))
-    return tuple(sorted(out, key=lambda x: _SEVERITY_ORDER.get(x.severity, 5)))
+        out.append(FindingView(key=f.key, severity=f.severity, title=f.title or f.key, evidence=ev,
+                               next_step=f.next_step or None, section=sid,
+                               section_title=titles[sid]))
+    return tuple(sorted(out, key=lambda x: SEVERITY_ORDER.get(x.severity, 5)))
 
 
-def build_verdict(capture: LoadedCapture, analysis: dict[str, Any] | None, note: str | None,
+def build_verdict(capture: LoadedCapture, analysis: Analysis | None, note: str | None,
                   prefix: str = "") -> tuple[VerdictView, list[str]]:
     """The banner: verdict, capture facts, findings most severe first with linked evidence."""
-    verdict = str((analysis or {}).get("verdict") or "UNKNOWN").upper()
-    if verdict not in VERDICTS:
-        verdict = "UNKNOWN"
+    verdict = analysis.verdict if analysis is not None else "UNKNOWN"
     findings = findings_of(analysis, prefix)
-    summary = (analysis or {}).get("summary")
-    missing = list(_skipped((analysis or {}).get("missing")))
+    summary = analysis.summary if analysis is not None else None
+    missing = list(analysis.missing) if analysis is not None else []
     view = VerdictView(
         verdict=verdict, cluster=capture.cluster or "(unnamed cluster)",
         started=utc(capture.started_at), duration=dur(capture.duration_s),
         status=capture.status, partial_reasons=capture.partial_reasons, findings=findings,
-        top=findings[:TOP], summary=str(summary) if summary else None,
-        skipped=_skipped((analysis or {}).get("skipped")),
+        top=findings[:TOP], summary=summary or None,
+        skipped=tuple(f"{s.rule}: {s.reason}" for s in analysis.skipped) if analysis else (),
         analysis_note=note if analysis is None else None,
         hosts=len(capture.hosts), services=sum(1 for _ in capture.services()),
         parse_errors=capture.parse_errors,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from pdforensics.analysis.engine import ANALYSIS_FILE, analysis_json, analyze
+from pdforensics.analysis.engine import analyze
+from pdforensics.analysis.findings import Analysis
+from pdforensics.analysis.result_json import read_analysis
 from pdforensics.diff.compare import Change
 from pdforensics.errors import BundleError
 from pdforensics.loaded import LoadedCapture, load_capture
@@ -19,19 +19,17 @@ from pdforensics.report.page import render
 REPORT_FILE = "report.html"
 
 
-def bundle_analysis(capture: LoadedCapture) -> tuple[dict[str, Any] | None, str | None]:
+def bundle_analysis(capture: LoadedCapture) -> tuple[Analysis | None, str | None]:
     """The analysis of a capture, re-run from its files; analysis.json if the rules fail."""
     try:
-        return analysis_json(analyze(capture)), None
+        return analyze(capture), None
     except Exception as exc:  # a rules bug must not cost the report
         why = f"the analysis failed ({type(exc).__name__}: {exc})"
     try:
-        doc = json.loads((capture.path / ANALYSIS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, why
-    if isinstance(doc, dict):
-        return doc, None
-    return None, why
+        stored = read_analysis(capture.path)
+    except BundleError as exc:
+        return None, f"{why}; {exc}"
+    return (stored, None) if stored is not None else (None, why)
 
 
 def raw_prefix(bundle: Path, out: Path) -> str:
@@ -41,7 +39,7 @@ def raw_prefix(bundle: Path, out: Path) -> str:
 
 
 def write_report(bundle: str | Path, out: str | Path | None = None,
-                 analysis: dict[str, Any] | None = None,
+                 analysis: Analysis | None = None,
                  changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
                  change_notes: Sequence[str] = (), capture: LoadedCapture | None = None) -> Path:
     """Render BUNDLE's report to ``out`` (default BUNDLE/report.html); returns the path.

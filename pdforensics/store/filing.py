@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -28,28 +27,19 @@ class Verdict:
 
 def verdict_for(bundle: Path) -> Verdict:
     """The bundle's analysis.json, else a fresh analysis (which writes analysis.json)."""
-    doc = _read_json(bundle / "analysis.json")
-    if doc is None:
+    from pdforensics.analysis.engine import analyze_path
+    from pdforensics.analysis.result_json import read_analysis
+
+    try:
+        analysis = read_analysis(bundle)
+    except BundleError as exc:
+        return Verdict(None, None, str(exc))
+    if analysis is None:
         try:
-            from pdforensics.analysis.engine import analyze_path
-        except ImportError:
-            return Verdict(None, None, "analysis engine not available; verdict not recorded")
-        try:
-            doc = analyze_path(bundle)
+            analysis = analyze_path(bundle)
         except Exception as exc:  # an analysis bug must not lose the snapshot
             return Verdict(None, None, f"analysis failed: {type(exc).__name__}: {exc}")
-    verdict = doc.get("verdict") if isinstance(doc, dict) else None
-    summary = doc.get("summary") if isinstance(doc, dict) else None
-    if isinstance(verdict, str) and verdict.upper() in VERDICTS:
-        return Verdict(verdict.upper(), summary if isinstance(summary, str) else None, None)
-    return Verdict(None, None, f"analysis gave no verdict ({verdict!r})")
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    return Verdict(analysis.verdict, analysis.summary or None, None)
 
 
 def configured_store(cluster: ClusterSpec | None) -> Path | None:
@@ -62,17 +52,35 @@ def configured_store(cluster: ClusterSpec | None) -> Path | None:
     return None
 
 
-def file_if_configured(cluster: ClusterSpec | None, bundle: Path) -> dict[str, Any] | None:
-    """For `capture`: file the bundle when a store is configured; a store failure is reported,
-    never raised (the capture itself succeeded)."""
+@dataclass(frozen=True)
+class Filing:
+    """Where a bundle was filed: the store, and its snapshot or the error that stopped it."""
+
+    store: Path
+    snapshot: Snapshot | None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.snapshot is None:
+            return {"store": str(self.store), "error": self.error}
+        return {"store": str(self.store), "name": self.snapshot.name,
+                "path": str(self.snapshot.path), "verdict": self.snapshot.verdict}
+
+
+def file_if_configured(cluster: ClusterSpec | None, bundle: Path,
+                       origin: str = "capture") -> Filing | None:
+    """File the bundle when a store is configured; a store failure is reported in the
+    Filing, never raised (the capture itself succeeded)."""
     store = configured_store(cluster)
-    if store is None:
-        return None
+    return None if store is None else file_safely(store, bundle, origin)
+
+
+def file_safely(store: Path, bundle: Path, origin: str) -> Filing:
+    """file_capture, with a store failure returned instead of raised."""
     try:
-        snap = file_capture(store, bundle)
+        return Filing(store, file_capture(store, bundle, origin))
     except PdforensicsError as exc:
-        return {"store": str(store), "error": str(exc)}
-    return {"store": str(store), "name": snap.name, "path": str(snap.path), "verdict": snap.verdict}
+        return Filing(store, None, str(exc))
 
 
 def file_capture(store: str | Path, bundle: str | Path, origin: str = "capture") -> Snapshot:

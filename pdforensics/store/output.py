@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pdforensics.bundle import iso
 from pdforensics.diff.output import format_change
+from pdforensics.snapshot import SnapshotOutcome
 from pdforensics.store.index import Snapshot
 from pdforensics.store.refs import Baseline
-from pdforensics.store.snapshot import SnapshotOutcome
 from pdforensics.store.timeline import Timeline
 
 

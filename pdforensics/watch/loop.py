@@ -15,6 +15,7 @@ from typing import Any
 
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
+from pdforensics.finish import finish_bundle
 from pdforensics.loaded import MetricSample, ServiceView
 from pdforensics.model import ClusterSpec
 from pdforensics.watch.exporter import WatchMetrics
@@ -204,14 +205,21 @@ class Watcher:
             return
         finally:
             self.capturing = False
-        verdict, summary = _verdict(outcome.bundle)
+        done = finish_bundle(outcome.bundle, store=o.store, origin="watch")
+        verdict = done.analysis.verdict if done.analysis is not None else None
+        summary = done.analysis.summary if done.analysis is not None else "; ".join(done.warnings)
         if o.prometheus:
             from pdforensics.prometheus.history import SERIES, load_history
 
             hist = load_history(outcome.bundle)
             self.metrics.failed("prometheus", len(SERIES) if hist is None else
                                 sum(1 for s in hist.series if s.error))
-        filed = self._file(outcome.bundle)
+        filed = None
+        if done.filing is not None and done.filing.snapshot is not None:
+            filed = str(done.filing.snapshot.path)
+        elif done.filing is not None:
+            self.metrics.failed("capture")
+            self.emit("file_failed", {"bundle": str(outcome.bundle), "error": done.filing.error})
         at = time.time()
         self.metrics.captured(verdict, at)
         hook = None
@@ -228,19 +236,6 @@ class Watcher:
         rec = CaptureRecord(str(outcome.bundle), outcome.status, verdict, at, trigger, filed, hook)
         self.captures.append(rec)
         self.emit("captured", dataclasses.asdict(rec) | {"summary": summary})
-
-    def _file(self, bundle: Path) -> str | None:
-        if self.options.store is None:
-            return None
-        from pdforensics.store.filing import file_capture
-
-        try:
-            snap = file_capture(self.options.store, bundle, origin="watch")
-        except PdforensicsError as exc:
-            self.metrics.failed("capture")
-            self.emit("file_failed", {"bundle": str(bundle), "error": str(exc)})
-            return None
-        return str(snap.path)
 
     # -- running --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -259,19 +254,6 @@ class Watcher:
         if self.interrupted is not None:
             return ExitStatus.for_signal(self.interrupted)
         return ExitStatus.OK
-
-
-def _verdict(bundle: Path) -> tuple[str | None, str]:
-    try:
-        from pdforensics.analysis.engine import analyze_path
-    except ImportError:
-        return None, "analysis engine not available"
-    try:
-        doc = analyze_path(bundle)
-    except Exception as exc:  # a broken analysis must not stop the watcher
-        return None, f"analysis failed: {type(exc).__name__}: {exc}"
-    v = doc.get("verdict")
-    return (str(v) if v else None), str(doc.get("summary", ""))
 
 
 class _stop_on_signals:

@@ -141,9 +141,13 @@ def test_a_crashing_rule_becomes_skipped(builder: Any, crashing_rule: None) -> N
 def test_analyze_path_writes_json(builder: Any) -> None:
     builder.add(host="d", role="decode", port=2, samples=[frozen() for _ in range(3)])
     path = builder.write()
-    doc = analyze_path(path)
+    from pdforensics.analysis.result_json import analysis_from_json, analysis_json, read_analysis
+
+    result = analyze_path(path)
+    doc = analysis_json(result)
     on_disk = json.loads((Path(path) / "analysis.json").read_text())
     assert on_disk == json.loads(json.dumps(doc))
+    assert read_analysis(Path(path)) == result == analysis_from_json(on_disk)
     assert doc["verdict"] == "WEDGED"
     f = doc["findings"][0]
     assert set(f) >= {"key", "severity", "title", "evidence", "next_step"}

@@ -212,11 +212,11 @@ def test_no_analysis_says_why(synth: Callable[..., Path]) -> None:
 
 
 def test_an_analysis_object_and_its_json_render_the_same(synth: Callable[..., Path]) -> None:
-    from pdforensics.analysis.engine import analysis_json
+    from pdforensics.analysis.result_json import analysis_from_json, analysis_json
 
     cap = load_capture(synth(hosts=2, gpus=2, processes=4))
     a = analyze(cap)
-    assert render(cap, a) == render(cap, analysis_json(a))
+    assert render(cap, a) == render(cap, analysis_from_json(analysis_json(a)))
 
 
 # -- changes since baseline ---------------------------------------------------------------------
@@ -348,13 +348,19 @@ def test_report_command(synth: Callable[..., Path], tmp_path: Path) -> None:
     assert res.output.count("\n") == 1 and "not a pdforensics bundle" in res.output
 
 
-def test_capture_report_failure_is_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pdforensics.cli_report import capture_report
+def test_capture_report_failure_is_one_warning(synth: Callable[..., Path],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import pdforensics.finish as finish
 
-    (tmp_path / "broken").mkdir()
-    assert capture_report(tmp_path / "broken", None) is None
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("pdforensics: warning: report not written")
+    def broken(*_a: object, **_k: object) -> Path:
+        raise KeyError("template")
+
+    monkeypatch.setattr(finish, "write_report", broken)
+    bundle = synth(hosts=1, gpus=2, processes=4)
+    done = finish.finish_bundle(bundle)
+    assert done.report is None and done.analysis is not None  # the bundle and verdict are kept
+    assert len(done.warnings) == 1 and done.warnings[0].startswith("report not written")
+    assert "\n" not in done.warnings[0]
 
 
 def test_templates_ship_as_package_data() -> None:
@@ -382,7 +388,7 @@ def test_report_takes_the_store_baseline(synth: Callable[..., Path], tmp_path: P
     from pdforensics.store import file_capture
 
     good = synth(hosts=2, gpus=2, processes=4, wedged=False)
-    assert analyze_path(good)["verdict"] == "HEALTHY"
+    assert analyze_path(good).verdict == "HEALTHY"
     store = tmp_path / "store"
     file_capture(store, good)
     monkeypatch.setenv("PDFORENSICS_STORE", str(store))

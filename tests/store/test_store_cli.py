@@ -126,14 +126,17 @@ def test_capture_files_when_a_store_is_configured(tmp_path: Path, monkeypatch) -
     assert file_if_configured(spec, bundle) is None
     with_store = ClusterSpec(name="synth", hosts=spec.hosts, store=str(tmp_path / "cfg-store"))
     got = file_if_configured(with_store, bundle)
-    assert got is not None and got["verdict"] == "HEALTHY"
-    assert Path(got["path"]).is_dir() and Path(got["path"]).parent == tmp_path / "cfg-store" / "bundles"
+    assert got is not None and got.snapshot is not None and got.snapshot.verdict == "HEALTHY"
+    assert got.snapshot.path.is_dir() and got.snapshot.path.parent == tmp_path / "cfg-store" / "bundles"
     monkeypatch.setenv("PDFORENSICS_STORE", str(tmp_path / "env-store"))
-    assert Path(file_if_configured(spec, bundle)["path"]).is_relative_to(tmp_path / "env-store")
+    again = file_if_configured(spec, bundle)
+    assert again is not None and again.snapshot is not None
+    assert again.snapshot.path.is_relative_to(tmp_path / "env-store")
     # a broken store is reported, never raised: the capture itself succeeded
     (tmp_path / "blocked").write_text("a file, not a directory")
     monkeypatch.setenv("PDFORENSICS_STORE", str(tmp_path / "blocked"))
-    assert "error" in file_if_configured(spec, bundle)
+    broken = file_if_configured(spec, bundle)
+    assert broken is not None and broken.snapshot is None and broken.error
 
 
 HOLD = """

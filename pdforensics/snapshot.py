@@ -1,4 +1,5 @@
-"""`snapshot`: a light capture filed into the store, then retention; one run at a time."""
+"""`snapshot`: a light capture, finished like any capture and filed into the store, then
+retention; one run at a time."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 
 from pdforensics.capture import CaptureOptions, Progress, run_capture
 from pdforensics.errors import Interrupted
+from pdforensics.finish import finish_bundle
 from pdforensics.model import ClusterSpec
 from pdforensics.planner import PlanOptions
 from pdforensics.store.filing import Verdict, file_into
-from pdforensics.store.index import Snapshot, open_index
+from pdforensics.store.index import Snapshot, StoreError, open_index
 from pdforensics.store.lock import store_lock
 from pdforensics.store.retention import RetentionPolicy, prune
 
@@ -58,7 +60,13 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
             if exc.bundle:  # keep what was gathered: a partial snapshot is still evidence
                 file_into(index, Path(exc.bundle), "snapshot")
             raise
-        snap, verdict = file_into(index, outcome.bundle, "snapshot")
+        done = finish_bundle(outcome.bundle, index=index, origin="snapshot")
+        if done.filing is None or done.filing.snapshot is None:  # file_into raises first
+            raise StoreError(f"{outcome.bundle}: not filed into {store}")
+        snap = done.filing.snapshot
+        verdict = (Verdict(done.analysis.verdict, done.analysis.summary or None, None)
+                   if done.analysis is not None else
+                   Verdict(None, None, "; ".join(done.warnings) or "no analysis"))
         pruned = prune(index, options.retention, now=time.time(), cluster=snap.cluster)
     return SnapshotOutcome(snapshot=snap, verdict=verdict, capture_status=outcome.status,
                            partial_reasons=outcome.partial_reasons,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from pdforensics.cli.errors import handles_errors
 from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
 
@@ -20,16 +20,6 @@ CLUSTER_ENV = "PDFORENSICS_CLUSTER"
 STORE_ENV = "PDFORENSICS_STORE"
 
 
-def handles_errors(fn: F) -> F:
-    """cli.handles_errors, looked up at call time (cli.py imports this module)."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from pdforensics.cli import handles_errors as real
-
-        return real(fn)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def cluster_option(fn: F) -> F:
@@ -88,9 +78,9 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
     the snapshot has no verdict), 5 another snapshot still holds the store's lock,
     2 usage or cluster-file error. Without -c it snapshots this machine.
     """
+    from pdforensics.cli.store_text import format_snapshot_text
     from pdforensics.config import local_cluster
     from pdforensics.snapshot import SnapshotOptions, take_snapshot
-    from pdforensics.store.output import format_snapshot_text
     from pdforensics.store.retention import RetentionPolicy
 
     cluster = _cluster(cluster_file) or local_cluster()
@@ -147,8 +137,8 @@ def baseline_set(bundle: str, cluster_file: str | None, store: str | None) -> No
 def baseline_show(cluster_file: str | None, store: str | None, cluster_name: str | None,
                   as_json: bool) -> None:
     """Show the baseline and whether it was set or is the newest HEALTHY snapshot."""
+    from pdforensics.cli.store_text import format_baseline_text
     from pdforensics.store.index import open_index
-    from pdforensics.store.output import format_baseline_text
     from pdforensics.store.refs import baseline_for, pick_cluster
 
     cluster = _cluster(cluster_file)
@@ -237,8 +227,8 @@ def timeline(cluster_file: str | None, store: str | None, cluster_name: str | No
     snapshot ranks below those that appeared with the incident. The snapshots it names
     are pinned: retention never removes them.
     """
+    from pdforensics.cli.store_text import format_timeline_text
     from pdforensics.store.index import open_index
-    from pdforensics.store.output import format_timeline_text
     from pdforensics.store.refs import pick_cluster
     from pdforensics.store.timeline import build_timeline, timeline_json
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from pdforensics.cli.errors import handles_errors
 from pdforensics.errors import PdforensicsError
 
 
@@ -82,8 +83,6 @@ def watch(**kw: Any) -> None:
     per incident: the next needs the cluster healthy again and --cooldown elapsed.
     Runs in the foreground (one status line) or as a systemd service (examples/watch/).
     """
-    from pdforensics.cli import handles_errors
-
     handles_errors(_watch)(**kw)
 
 
@@ -94,14 +93,14 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
            http_timeout: float, max_polls: int | None, as_json: bool) -> None:
     from pdforensics.capture import CaptureOptions
-    from pdforensics.cli import _cluster
+    from pdforensics.cli.capture import resolve_cluster
     from pdforensics.planner import PlanOptions
     from pdforensics.watch.exporter import WatchMetrics
     from pdforensics.watch.hook import hook_argv
     from pdforensics.watch.loop import Watcher, WatchOptions
     from pdforensics.watch.status import Reporter
 
-    cluster = _cluster(hosts, cluster_file, local, identity, known_hosts, sudo)
+    cluster = resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo)
     store_dir = _store_dir(cluster, store)
     options = WatchOptions(
         capture=CaptureOptions(out_dir=store_dir / "bundles", deadline_s=deadline,

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from pdforensics.cli.errors import handles_errors
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _handles_errors(fn: F) -> F:
-    """cli.handles_errors, looked up when the command runs (cli imports this module)."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from pdforensics.cli import handles_errors
-
-        return handles_errors(fn)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.command("report")
@@ -30,7 +21,7 @@ def _handles_errors(fn: F) -> F:
 @click.option("--baseline", type=click.Path(exists=True, file_okay=False),
               help="An earlier bundle (when it last worked) to show what changed since "
                    "[the store's baseline, when a store is configured].")
-@_handles_errors
+@handles_errors
 def report(bundle: str, out: str | None, baseline: str | None) -> None:
     """Render BUNDLE's incident report: one self-contained HTML file (no host contact).
 

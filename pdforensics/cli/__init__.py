@@ -1,0 +1,35 @@
+"""Thin click commands: parse options, one core call, print, exit code.
+
+Each command lives in its own module and imports only `cli.errors`; this module builds the
+group from them, so there is no import circle.
+"""
+
+from __future__ import annotations
+
+import click
+
+from pdforensics import __version__
+from pdforensics.cli.analysis import analyze, stacks, verify
+from pdforensics.cli.capture import capture
+from pdforensics.cli.catalog import catalog
+from pdforensics.cli.lab import lab
+from pdforensics.cli.report import report
+from pdforensics.cli.store import STORE_COMMANDS
+from pdforensics.cli.watch import watch
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pdforensics")
+@click.option("--traceback", is_flag=True, help="Show Python tracebacks on errors (debugging).")
+def main(traceback: bool) -> None:
+    """Evidence-first forensics for SGLang prefill-decode clusters.
+
+    capture during a wedge, analyze/report a bundle, lab to rehearse.
+    """
+
+
+
+for _command in (capture, analyze, verify, stacks, lab, catalog, report, watch, *STORE_COMMANDS):
+    main.add_command(_command)
+
+__all__ = ["main"]

@@ -1,0 +1,69 @@
+"""Commands that read a bundle or loose files: analyze, verify, stacks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from pdforensics.cli.errors import handles_errors
+from pdforensics.errors import ExitStatus
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A Go client's goroutine dump to set beside the server's in-flight counts.")
+@handles_errors
+def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
+    """Verdict and findings with evidence for BUNDLE (no host contact)."""
+    from pdforensics.analysis.engine import analysis_json, format_analysis_text
+    from pdforensics.analysis.engine import analyze as run_rules
+    from pdforensics.loaded import load_capture
+
+    result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
+    click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
+@handles_errors
+def verify(bundle: str, secrets: bool) -> None:
+    """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
+    from pdforensics.bundle import verify_bundle
+    from pdforensics.secrets_scan import scan_report
+
+    problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
+    for p in problems:
+        click.echo(p)
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        sys.exit(ExitStatus.ERROR)
+    click.echo("ok: every file matches its sha256" + ("; no unredacted secret found" if secrets else ""))
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handles_errors
+def stacks(files: tuple[str, ...], as_json: bool) -> None:
+    """Group stacks from py-spy dumps, watchdog logs, faulthandler or Go goroutine dumps."""
+    from pdforensics.analysis.stacks import (
+        analyze_stacks,
+        format_stacks_text,
+        load_stack_files,
+        stacks_json,
+    )
+
+    dumps = load_stack_files(list(files))
+    report = analyze_stacks(dumps)
+    click.echo(json.dumps(stacks_json(report), indent=1) if as_json else format_stacks_text(report))
+    for d in dumps:
+        if d.dump.truncated:
+            click.echo(f"note: {d.source} ends mid-line (cut short); its last line was dropped", err=True)
+
+

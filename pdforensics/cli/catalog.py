@@ -1,0 +1,26 @@
+"""`catalog`: SGLang flags, env vars and metric names read from sglang's source."""
+
+from __future__ import annotations
+
+import click
+
+from pdforensics.cli.errors import handles_errors
+
+
+@click.group()
+def catalog() -> None:
+    """SGLang flags, env vars and metric names, read from sglang's own source."""
+
+
+@catalog.command("build")
+@click.option("--from", "src", required=True,
+              help="sglang wheel, source tree, site-packages/sglang, or a bundle captured with --with-sglang-source.")
+@click.option("-o", "--out", help="Output JSON file.")
+@handles_errors
+def catalog_build(src: str, out: str | None) -> None:
+    """Build a catalog JSON from an sglang wheel or source tree (read with ast, never imported)."""
+    from pdforensics.catalog import cli_build
+
+    click.echo(str(cli_build(src, out)))
+
+

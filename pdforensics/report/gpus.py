@@ -10,8 +10,8 @@ from pdforensics.bundle import ResultEntry
 from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.parsers.nvidia_smi import GpuInfo
 from pdforensics.report import svg
-from pdforensics.report.gpu_health import HealthRow, health_rows
 from pdforensics.report.common import num, utc
+from pdforensics.report.gpu_health import HealthRow, health_rows
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from pdforensics.analysis.engine import analysis_json, analyze
+from pdforensics.jsoncodec import to_jsonable
 from pdforensics.loaded import load_capture
-from pdforensics.parsed import to_jsonable
 from pdforensics.report import render, write_report
 from pdforensics.report.synthetic import SynthSpec, write_synthetic
 

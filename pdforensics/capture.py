@@ -16,8 +16,8 @@ from pdforensics.bundle import BundleWriter, ResultEntry
 from pdforensics.collectors.base import DISCOVERY, SLOW, Job
 from pdforensics.errors import Interrupted, PdforensicsError
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
-from pdforensics.parsed import BackgroundParser
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
+from pdforensics.readings import BackgroundParser
 from pdforensics.redact import Redactor
 from pdforensics.transport import open_transport
 from pdforensics.transport.base import Transport

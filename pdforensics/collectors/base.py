@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pdforensics.discovery import Service
+from pdforensics.feeds import Feed
 from pdforensics.model import HostSpec, ProcessInfo, Scope
 
 # Priorities: lower runs first. Cheap reads first, calls that can hang on a wedged box last.
@@ -41,7 +42,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Source:
-    """One kind of evidence: a single-statement command and how to read its output."""
+    """One kind of evidence, declared once: its command (``build``), its archive path
+    (``raw/<host>/<key>.<extension>``), its parser and the view it feeds."""
 
     name: str
     description: str
@@ -57,6 +59,7 @@ class Source:
     redact_environ: bool = False
     # exit codes that mean "timed out": coreutils timeout (124, 137 after -k), curl (28)
     timeout_exits: tuple[int, ...] = (124, 137)
+    feeds: Feed | None = None  # the view of the loaded capture its reading fills
 
 
 REGISTRY: dict[str, Source] = {}

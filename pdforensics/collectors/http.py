@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.feeds import Feed, fetch, metric_sample
 from pdforensics.model import HostSpec
 
 HTTP_TIMEOUT_S = 5.0
@@ -38,6 +39,8 @@ def _endpoint(name: str, path: str, description: str, priority: int, parser: str
         name=name, description=description, scope="endpoint", build=build, timeout_s=timeout_s + 2,
         max_bytes=max_bytes, priority=priority, parser=parser, sample=sample,
         timeout_exits=(124, 137, 28), extension="http",
+        feeds=Feed("service.metrics", metric_sample) if name.endswith("metrics")
+        else Feed("service.fetches", fetch),
     ))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.feeds import Feed, first_ok, log_hits
 
 LOG_BYTES = 8 * MIB
 
@@ -23,19 +24,19 @@ JOURNAL = register(Source(
     build=lambda host, t: ("journalctl", f"--unit={_unit(t)}", "--since=-6h", "--no-pager",
                            "-o", "short-iso", "-n", "100000"),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
-    sample="log_journal_pd_wedge.txt", privileged=True,
+    sample="log_journal_pd_wedge.txt", privileged=True, feeds=Feed("service.log_hits", log_hits),
 ))
 
 LOG_FILE = register(Source(
     name="log_file", description="tail of the service's log file (bounded)",
     scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", _file(t)),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
-    sample="log_compose_sglang.txt", privileged=True,
+    sample="log_compose_sglang.txt", privileged=True, feeds=Feed("service.log_hits", log_hits),
 ))
 
 KERNEL_LOG = register(Source(
     name="kernel_log", description="kernel ring buffer (Xid / NVRM lines are read from it)",
     scope="host", build=lambda host, t: ("dmesg", "--time-format=iso"),
     timeout_s=8, max_bytes=4 * MIB, priority=SLOW, parser="nvidia_smi:parse_xid_lines",
-    sample="nvsmi_xid_kernel.txt", privileged=True,
+    sample="nvsmi_xid_kernel.txt", privileged=True, feeds=Feed("host.xids", first_ok),
 ))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, STACKS, Source, Target, register
+from pdforensics.feeds import Feed, stack_dump
 from pdforensics.model import HostSpec
 
 PYSPY_TIMEOUT_S = 20
@@ -21,7 +22,7 @@ PYSPY_DUMP = register(Source(
     name="pyspy", description="Python stacks of one process (py-spy dump)",
     scope="process", build=build_dump, timeout_s=PYSPY_TIMEOUT_S, max_bytes=4 * MIB,
     priority=STACKS, parser="pyspy:parse_pyspy_text", sample="pyspy_basic.txt",
-    privileged=True,
+    privileged=True, feeds=Feed("process.stacks", stack_dump),
 ))
 
 # which processes of a service get a dump

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import CHEAP, KIB, NORMAL, Source, Target, register
+from pdforensics.feeds import Feed, first_ok, first_ok_text
 
 SHOW_PROPERTIES = (
     "Id,LoadState,ActiveState,SubState,Result,ActiveEnterTimestamp,ExecMainStartTimestamp,"
@@ -22,12 +23,12 @@ SYSTEMCTL_SHOW = register(Source(
     build=lambda host, t: ("systemctl", "show", "--no-pager", f"--property={SHOW_PROPERTIES}",
                            "--", _unit(t)),
     timeout_s=5, max_bytes=256 * KIB, priority=CHEAP, parser="systemd:parse_systemctl_show",
-    sample="systemd_show_running.txt",
+    sample="systemd_show_running.txt", feeds=Feed("service.systemd", first_ok),
 ))
 
 UNIT_FILE = register(Source(
     name="unit_file", description="unit file text with its drop-ins (systemctl cat)",
     scope="unit", build=lambda host, t: ("systemctl", "cat", "--no-pager", "--", _unit(t)),
     timeout_s=5, max_bytes=256 * KIB, priority=NORMAL, parser="unitfile:parse_unit_files",
-    sample="systemd_cat_decode.txt",
+    sample="systemd_cat_decode.txt", feeds=Feed("service.unit_file", first_ok_text),
 ))

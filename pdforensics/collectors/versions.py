@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok_dict, first_ok_line
 from pdforensics.model import HostSpec
 
 # The server's interpreter is never run: its path comes from the host's own `ps`, and a
@@ -66,12 +67,13 @@ PIP_FREEZE = register(Source(
     scope="process", build=build_freeze,
     timeout_s=15, max_bytes=2 * MIB, priority=SLOW, parser="versions:parse_pip_freeze",
     sample="pip_freeze_sglang_host.txt", privileged=True,  # the service's venv is often not ours to read
+    feeds=Feed("host.packages", first_ok_dict),
 ))
 
 UNAME = register(Source(
     name="uname", description="kernel version", scope="host",
     build=lambda host, t: ("uname", "-a"), timeout_s=5, max_bytes=64 * 1024, priority=NORMAL,
-    parser="versions:parse_uname", sample="pip_uname_a.txt",
+    parser="versions:parse_uname", sample="pip_uname_a.txt", feeds=Feed("host.uname", first_ok_line),
 ))
 
 # The catalog-relevant part of the server's own sglang package (flags, env vars, metric
@@ -118,4 +120,5 @@ SGLANG_SOURCE = register(Source(
     "(--with-sglang-source; JSON lines)", scope="process", build=build_source,
     timeout_s=20, max_bytes=64 * MIB, priority=SLOW, parser="versions:parse_sglang_source",
     sample="sglang_source_lab.jsonl", privileged=True, extension="jsonl",
+    feeds=Feed(f"{CAPTURE_LEVEL}.sglang_source"),  # read by `catalog build --from BUNDLE`
 ))

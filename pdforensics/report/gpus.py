@@ -11,6 +11,7 @@ from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.parsers.nvidia_smi import GpuInfo
 from pdforensics.report import svg
 from pdforensics.report.common import num, utc
+from pdforensics.report.gpu_health import HealthRow, health_rows
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class HostGpus:
     xids: tuple[XidRow, ...]
     note: str | None
     xid_note: str | None  # why there are no Xid rows
+    health: tuple[HealthRow, ...] = ()  # NVLink, row remapper, NVML
 
 
 def _frac(a: float | None, b: float | None) -> float | None:
@@ -114,7 +116,7 @@ def _host(h: HostView, owners: dict[int, str], kernel: ResultEntry | None) -> Ho
         note = f"no GPU data: {h.gpu_error or 'nvidia-smi returned no GPUs'}"
     return HostGpus(host=h.name, simulated=h.simulated_gpu,
                     chart=chart(h.gpus, h.name) if h.gpus else Markup(""), rows=tuple(rows),
-                    xids=xids, note=note, xid_note=_xid_note(h, kernel))
+                    xids=xids, note=note, xid_note=_xid_note(h, kernel), health=health_rows(h))
 
 
 def build_gpus(capture: LoadedCapture) -> tuple[tuple[HostGpus, ...], list[str]]:

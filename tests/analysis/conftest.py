@@ -57,6 +57,7 @@ class BundleBuilder:
         self.servers: list[Server] = []
         self.unreachable: list[str] = []
         self.kernel: dict[str, str] = {}
+        self.host_outputs: dict[tuple[str, str], tuple[str, str]] = {}  # (host, source) -> (text, ext)
 
     def add(self, **kw: Any) -> Server:
         s = Server(**kw)
@@ -137,6 +138,8 @@ class BundleBuilder:
                 put(s.host, "nvidia_smi_query", "nvidia_smi_query", s.gpus.encode(), T0)
         for host, text in self.kernel.items():
             put(host, "kernel_log", "kernel_log", text.encode(), T0)
+        for (host, source), (text, ext) in self.host_outputs.items():
+            put(host, source, source, text.encode(), T0, ext=ext)
         for name, h in hosts.items():
             (b / "parsed" / name).mkdir(parents=True, exist_ok=True)
             (b / "parsed" / name / "discovery.json").write_text(json.dumps(

@@ -10,7 +10,7 @@ from pdforensics.collectors import REGISTRY
 from pdforensics.collectors.base import Target
 from pdforensics.discovery import Service
 from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.parsed import parse_output, resolve
+from pdforensics.readings import parse_output, resolve
 
 DATA = Path(__file__).parent.parent / "data"
 HOST = HostSpec(name="h", address="local")

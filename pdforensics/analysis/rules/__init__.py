@@ -5,6 +5,7 @@ from __future__ import annotations
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
     config,
+    gpus,
     logs,
     pd_queues,
     processes,

@@ -99,6 +99,10 @@ NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
                                             or "get_server_info" in s.fetches),
                     "/server_info was not fetched from any server"),
     "client_dumps": (lambda c: bool(c.client_dumps), "no --client-dump given"),
+    "row_remap": (lambda c: any(h.row_remap for h in c.capture.hosts),
+                  "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
+    "nvlink": (lambda c: any(h.nvlink for h in c.capture.hosts),
+               "no NVLink error counters (nvidia-smi nvlink -e) from any host"),
     "kernel_log": (lambda c: any(r.source == "kernel_log" for r in c.capture.results),
                    "the kernel log was not collected"),
 }

@@ -170,6 +170,12 @@ def _message_arg(call: ast.Call) -> ast.expr | None:
     return call.args[0] if call.args else None
 
 
+def _string_arg(call: ast.Call) -> ast.expr | None:
+    """The first literal / f-string argument, else the message keyword or first argument."""
+    strs = [a for a in call.args if isinstance(a, ast.Constant | ast.JoinedStr)]
+    return strs[0] if strs else _message_arg(call)
+
+
 def _messages_in(scope: ast.AST, rel: str, fl: _Flattener) -> Iterator[Message]:
     for node in ast.walk(scope):
         sink: str | None = None
@@ -179,16 +185,14 @@ def _messages_in(scope: ast.AST, rel: str, fl: _Flattener) -> Iterator[Message]:
             name = _call_name(node.exc.func)
             if name is None:
                 continue
-            sink, arg = f"raise {name}", _message_arg(node.exc)
+            sink, arg = f"raise {name}", _string_arg(node.exc)
         elif isinstance(node, ast.Call):
             method = _logger_method(node)
             name = _call_name(node.func)
             if method is not None:
                 sink, arg, printf = f"logger.{method}", node.args[0] if node.args else None, True
             elif name in _REASON_SINKS:
-                strs = [a for a in node.args if isinstance(a, ast.Constant | ast.JoinedStr)]
-                arg = _message_arg(node) if not strs else strs[0]
-                sink = name
+                sink, arg = name, _string_arg(node)
         if sink is None or arg is None:
             continue
         parts = _normalise(fl.parts(arg), printf)
@@ -245,12 +249,15 @@ def message_pattern(parts: tuple[Part, ...]) -> tuple[str, str] | None:
     best = max(lines, key=lambda ln: sum(len(str(p).strip()) for p in ln if p is not None))
     while best and (best[0] is None or not str(best[0]).strip()):
         best = best[1:]
-    while best and (best[-1] is None or not str(best[-1]).strip()):
+    # trailing holes and punctuation go: a pasted line is often cut right there
+    while best and (best[-1] is None or len(str(best[-1]).strip()) < 3):
         best = best[:-1]
     if sum(len(str(p).strip()) for p in best if p is not None) < MIN_LITERAL:
         return None
     texts = [None if p is None else (p.strip() if i in (0, len(best) - 1) else p)
              for i, p in enumerate(best)]
-    regex = "".join(".*?" if t is None else re.escape(t) for t in texts)
+    # runs of spaces match any whitespace run: pasted logs often widen or narrow them
+    regex = "".join(".*?" if t is None else re.sub(r"(?:\\ )+", r"\\s+", re.escape(t))
+                    for t in texts)
     literal = max((t for t in texts if t is not None), key=len).strip().lower()
     return regex, literal

@@ -24,24 +24,33 @@ class SigSpec:
     masks_causes: bool = False  # a line with this key is no cause for any other key
 
 
+def _short(regex: str, literal: str) -> tuple[tuple[str, str, str], ...]:
+    """The message's fixed words alone: what the DESIGN's grep list names, any release."""
+    return ((regex, literal, "sglang, any release (the fixed words of the message)"),)
+
+
 SPECS: tuple[SigSpec, ...] = (
     SigSpec("KV_BOOTSTRAP_TIMEOUT", "cause",
             "a request waited too long for the KV bootstrap handshake",
-            r"timed out after \{\}s in KVPoll\.Bootstrapping", ("srt/disaggregation/",)),
+            r"timed out after \{\}s in KVPoll\.Bootstrapping", ("srt/disaggregation/",),
+            external=_short(r"timed out after.*KVPoll\.Bootstrapping", "timed out after")),
     SigSpec("KV_WAITING_TIMEOUT", "cause",
             "a request waited too long for KV cache transfer input",
             r"^Request \{\} timed out after \{\}s in KVPoll\.WaitingForInput$",
-            ("srt/disaggregation/",)),
+            ("srt/disaggregation/",),
+            external=_short(r"timed out after.*KVPoll\.WaitingForInput", "timed out after")),
     SigSpec("KV_DONE_SIGNAL_MISSING", "cause",
             "decode never got the KV-transfer-done signal after bootstrapping (waiting timeout)",
             r"fail to receive KV Cache transfer done signal", ("srt/disaggregation/",)),
     SigSpec("DECODE_TRANSFER_FAILED", "cause", "the decode side saw a KV transfer fail",
-            r"^Decode transfer failed", ("srt/disaggregation/",)),
+            r"^Decode transfer failed", ("srt/disaggregation/",),
+            external=_short(r"Decode transfer failed", "decode transfer failed")),
     SigSpec("PREFILL_TRANSFER_FAILED", "cause", "the prefill side saw a KV transfer fail",
             r"^Prefill transfer failed", ("srt/disaggregation/",)),
     SigSpec("PREFILL_BOOTSTRAP_FAILED", "cause",
             "the prefill side could not bootstrap a request with decode",
-            r"^Prefill bootstrap failed", ("srt/disaggregation/",)),
+            r"^Prefill bootstrap failed", ("srt/disaggregation/",),
+            external=_short(r"Prefill bootstrap failed", "prefill bootstrap failed")),
     SigSpec("DECODE_HANDSHAKE_FAILED", "cause",
             "the decode side could not finish the handshake with prefill",
             r"^Decode handshake failed", ("srt/disaggregation/",)),
@@ -51,7 +60,8 @@ SPECS: tuple[SigSpec, ...] = (
     SigSpec("LOST_PREFILL_CONNECTION", "cause",
             "decode lost its heartbeat with a prefill instance",
             r"Lost connection with prefill instance|"
-            r"is healthy before, but now it is down", ("srt/disaggregation/",)),
+            r"is healthy before, but now it is down", ("srt/disaggregation/",),
+            external=_short(r"Lost connection with prefill instance", "lost connection with prefill")),
     SigSpec("BOOTSTRAP_INFO_FAILED", "cause",
             "decode could not read prefill's bootstrap server (wrong address, prefill down)",
             r"^(Error fetching prefill (parallel |server )?info from bootstrap|"
@@ -74,16 +84,20 @@ SPECS: tuple[SigSpec, ...] = (
             r"crash|^Dumped \{\} finished and \{\} unfinished requests before crash",
             ("srt/managers/", "srt/utils")),
     SigSpec("PYSPY_DUMP", "consequence", "the watchdog embedded a py-spy dump in the log",
-            r"^Pyspy dump for PID", ("srt/utils",)),
+            r"^Pyspy dump for PID", ("srt/utils",),
+            external=_short(r"Pyspy dump for PID", "pyspy dump for pid")),
     SigSpec("SCHEDULER_EXCEPTION", "cause", "a scheduler (or its peer process) crashed",
             r"^(Scheduler|DataParallelController|DetokenizerManager|TokenizerManager|"
-            r"TpModelWorkerClient) hit an exception", ("srt/managers/",)),
+            r"TpModelWorkerClient) hit an exception", ("srt/managers/",),
+            external=_short(r"Scheduler hit an exception", "scheduler hit an exception")),
     SigSpec("HEALTH_CHECK_FAILED", "consequence", "a /health probe failed",
             r"^Health check failed\. Server couldn't get a response",
-            ("srt/entrypoints/http_server.py",)),
+            ("srt/entrypoints/http_server.py",),
+            external=_short(r"Health check failed", "health check failed")),
     SigSpec("ABORTED_BY_ABORTREQ", "consequence",
             "requests were aborted (a consequence of timeouts or client disconnects)",
-            r"^Aborted by AbortReq\.$", ("srt/",), masks_causes=True),
+            r"^Aborted by AbortReq\.$", ("srt/",), masks_causes=True,
+            external=_short(r"Aborted by AbortReq\.", "aborted by abortreq")),
     SigSpec("BATCH_STATS", "noise",
             "the periodic Prefill/Decode batch line (queue counts; see *_QUEUE_RISING)",
             r"^(Prefill|Decode) batch[. {]", ("srt/managers/",)),

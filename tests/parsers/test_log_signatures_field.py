@@ -28,7 +28,7 @@ METRICS = _artifacts("metrics")
 
 
 def test_corpus_is_there() -> None:
-    assert len(LOGS) >= 19 and len(METRICS) >= 7
+    assert len(LOGS) >= 22 and len(METRICS) >= 7
     for art, meta in LOGS + METRICS:
         assert {"source", "format", "kind", "expect"} <= set(meta), art.name
         assert str(meta["source"]).startswith("https://"), art.name

@@ -24,3 +24,15 @@ def catalog_build(src: str, out: str | None) -> None:
     click.echo(str(cli_build(src, out)))
 
 
+
+
+@catalog.command("log-signatures")
+@click.option("--from", "srcs", multiple=True,
+              help="sglang wheel or source tree (repeat; default: download the pinned releases).")
+@click.option("-o", "--out", help="Output JSON file (default ./log_signatures.json).")
+@handles_errors
+def catalog_log_signatures(srcs: tuple[str, ...], out: str | None) -> None:
+    """Build the log signature table from sglang's log and exception messages (by AST)."""
+    from pdforensics.catalog.log_table import cli_log_signatures
+
+    click.echo(str(cli_log_signatures(list(srcs), out)))

@@ -18,18 +18,26 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-Kind = Literal["cause", "consequence"]
+Kind = Literal["cause", "consequence", "noise"]
 
 
 @dataclass(frozen=True)
 class Signature:
-    """One known log string: stable key, regex, cause or consequence, one-line meaning."""
+    """One known log string: stable key, regex, cause / consequence / noise, meaning.
+
+    ``literals`` are lower-case substrings; a line holding none of them cannot match.
+    """
 
     key: str
     pattern: re.Pattern[str]
     kind: Kind
     description: str
-    literal: str  # a lower-case substring every match contains (cheap prefilter)
+    literals: tuple[str, ...]
+    masks_causes: bool = False  # a line with this key is no cause for any other key
+
+    @property
+    def literal(self) -> str:
+        return self.literals[0]
 
 
 @dataclass(frozen=True)
@@ -45,43 +53,26 @@ class SignatureHit:
     ranks: tuple[str, ...]
 
 
-def _sig(key: str, regex: str, kind: Kind, description: str, literal: str) -> Signature:
-    return Signature(key, re.compile(regex, re.IGNORECASE), kind, description, literal.lower())
+def _signatures_from_table() -> tuple[Signature, ...]:
+    """SIGNATURES from the table generated from sglang's source (catalog/data)."""
+    from pdforensics.catalog.log_table import load_shipped_table
+
+    out = []
+    for row in load_shipped_table()["signatures"]:
+        rows = list(row["patterns"]) + list(row["external"])
+        if not rows:
+            continue
+        regexes = sorted({r["regex"] for r in rows})
+        literals = tuple(sorted({r["literal"] for r in rows}, key=lambda x: (-len(x), x)))
+        out.append(Signature(row["key"], re.compile("|".join(f"(?:{r})" for r in regexes),
+                                                    re.IGNORECASE),
+                             row["label"], row["description"], literals,
+                             bool(row.get("masks_causes"))))
+    return tuple(out)
 
 
-#: The signature table, in report order.
-SIGNATURES: tuple[Signature, ...] = (
-    _sig("KV_BOOTSTRAP_TIMEOUT", r"timed out after.*KVPoll\.Bootstrapping", "cause",
-         "a request waited too long for the KV bootstrap handshake", "timed out after"),
-    _sig("KV_WAITING_TIMEOUT", r"timed out after.*KVPoll\.WaitingForInput", "cause",
-         "a request waited too long for KV cache transfer input", "timed out after"),
-    _sig("DECODE_TRANSFER_FAILED", r"Decode transfer failed", "cause",
-         "the decode side saw a KV transfer fail", "decode transfer failed"),
-    _sig("PREFILL_BOOTSTRAP_FAILED", r"Prefill bootstrap failed", "cause",
-         "the prefill side could not bootstrap a request with decode", "prefill bootstrap failed"),
-    _sig("KV_TRANSFER_ERROR", r"KVTransferError", "cause",
-         "the KV transfer engine raised an error", "kvtransfererror"),
-    _sig("LOST_PREFILL_CONNECTION", r"Lost connection with prefill instance", "cause",
-         "decode lost its heartbeat with a prefill instance", "lost connection with prefill"),
-    _sig("WATCHDOG_TIMEOUT", r"Watchdog timeout", "cause",
-         "a forward batch ran past --watchdog-timeout", "watchdog timeout"),
-    _sig("PYSPY_DUMP", r"Pyspy dump for PID", "consequence",
-         "the watchdog embedded a py-spy dump in the log", "pyspy dump for pid"),
-    _sig("HEALTH_CHECK_FAILED", r"Health check failed", "consequence",
-         "a /health probe failed", "health check failed"),
-    _sig("ABORTED_BY_ABORTREQ", r"Aborted by AbortReq\.", "consequence",
-         "requests were aborted (a consequence of timeouts or client disconnects)",
-         "aborted by abortreq"),
-    _sig("SCHEDULER_EXCEPTION", r"Scheduler hit an exception", "cause",
-         "a scheduler process crashed", "scheduler hit an exception"),
-    _sig("PYTHON_TRACEBACK", r"Traceback \(most recent call last\)", "cause",
-         "a Python exception traceback", "traceback (most recent call last)"),
-    _sig("CUDA_ERROR", r"(?-i:CUDA error)", "cause", "a CUDA runtime error", "cuda error"),
-    _sig("NCCL_ERROR", r"NCCL (?:error|WARN)|ncclSystemError|ncclInternalError|"
-         r"ncclUnhandledCudaError|ncclRemoteError", "cause", "a NCCL collective error", "nccl"),
-    _sig("OUT_OF_MEMORY", r"out of memory|OutOfMemoryError", "cause",
-         "a (GPU or host) out-of-memory error", "memory"),
-)
+#: The signature table, in report order (generated: pdforensics/catalog/data/log_signatures.json).
+SIGNATURES: tuple[Signature, ...] = _signatures_from_table()
 
 _MAX_SAMPLES = 5
 _SAMPLE_CHARS = 500
@@ -183,8 +174,16 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
     """Count SIGNATURES in ``text``; with ``since_epoch`` skip lines known to be older.
 
     Lines whose time is unknown (no timestamp seen yet) are counted. Hits come back in
-    SIGNATURES order, one per signature that matched.
+    SIGNATURES order, one per cause or consequence signature that matched, then the queue
+    signatures (a disaggregation queue count rising across batch lines). Noise is left out:
+    `match_log_signatures` gives it too.
     """
+    return tuple(h for h in match_log_signatures(text, since_epoch) if h.kind != "noise")
+
+
+def match_log_signatures(text: str, since_epoch: float | None = None
+                         ) -> tuple[SignatureHit, ...]:
+    """scan_log_signatures with noise signatures (the periodic batch lines) kept."""
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
            since_epoch)
     with _SCANNED_LOCK:
@@ -199,20 +198,33 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
     return hits
 
 
+def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
+    """The signatures one line matches; a masking consequence drops the causes beside it."""
+    got = [sig for sig in active
+           if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+    if any(sig.masks_causes for sig in got):
+        got = [sig for sig in got if sig.kind != "cause"]
+    return got
+
+
 def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
+    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+
     accs: dict[str, _Acc] = {}
     samples: dict[str, list[str]] = {}
     ranks: dict[str, set[str]] = {}
+    batch_lines: list[BatchLine] = []
     low_text = text.lower()
-    active = [sig for sig in SIGNATURES if sig.literal in low_text]
+    active = [sig for sig in SIGNATURES if any(lit in low_text for lit in sig.literals)]
     if not active:
         return ()
+    all_literals = tuple({lit for sig in active for lit in sig.literals})
     lines = text.split("\n")
     low_lines = low_text.split("\n")  # lower() never adds or drops a newline: same indexes
     current: float | None = None  # the time of the newest timestamped line at or before i
     seen = -1  # lines up to here were looked at for `current`
     for i, low in enumerate(low_lines):
-        if not any(sig.literal in low for sig in active):
+        if not any(lit in low for lit in all_literals):
             continue
         line = lines[i].rstrip("\r")
         # timestamps only where a signature is: walk back to the newest stamped line
@@ -224,11 +236,11 @@ def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
-        rank: str | None = None
-        rank_read = False
-        for sig in active:
-            if sig.literal not in low or not sig.pattern.search(line):
-                continue
+        matched = _line_keys(line, low, active)
+        if not matched:
+            continue
+        rank = parse_rank(line)
+        for sig in matched:
             acc = accs.setdefault(sig.key, _Acc())
             acc.count += 1
             if current is not None:
@@ -237,13 +249,14 @@ def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
             got = samples.setdefault(sig.key, [])
             if len(got) < _MAX_SAMPLES:
                 got.append(line[:_SAMPLE_CHARS])
-            if not rank_read:  # one line often matches several signatures
-                rank, rank_read = parse_rank(line), True
             if rank is not None:
                 ranks.setdefault(sig.key, set()).add(rank)
-    return tuple(
-        SignatureHit(sig.key, sig.kind, accs[sig.key].count, accs[sig.key].first,
-                     accs[sig.key].last, tuple(samples[sig.key]),
-                     tuple(sorted(ranks.get(sig.key, ()))))
-        for sig in SIGNATURES if sig.key in accs
-    )
+            if sig.key == "BATCH_STATS":
+                batch_lines.append(BatchLine(current, rank, line[:_SAMPLE_CHARS]))
+    hits = [SignatureHit(sig.key, sig.kind, accs[sig.key].count, accs[sig.key].first,
+                         accs[sig.key].last, tuple(samples[sig.key]),
+                         tuple(sorted(ranks.get(sig.key, ()))))
+            for sig in SIGNATURES if sig.key in accs]
+    hits.extend(SignatureHit(r.key, "cause", r.count, r.first_epoch, r.last_epoch, r.samples,
+                             r.ranks) for r in rising_queues(batch_lines))
+    return tuple(hits)

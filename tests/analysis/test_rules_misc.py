@@ -209,3 +209,26 @@ def test_rules_never_crash(builder: Any, samples: list[dict[str, Any]], role: st
     assert a.verdict in ("WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN")
     if len(samples) < 2:
         assert a.verdict != "WEDGED" or any(f.key == "PROCESS_STATE" for f in a.findings)
+
+
+def test_log_signature_window_and_consequences(builder: Any) -> None:
+    """Old cause lines and recent consequence lines alone leave LOG_SIGNATURE at info;
+    a recent rising prealloc queue is a cause."""
+    fmt = "%Y-%m-%d %H:%M:%S"
+    old = time.strftime(fmt, time.gmtime(1_800_000_000 - 86400))
+    now = time.strftime(fmt, time.gmtime(1_800_000_000 - 5))
+    log = (f"[{old} TP0] Decode transfer failed for request rank=0 x with exception "
+           f"KVTransferError(bootstrap_room=1): Request 1 timed out after 300.0s in "
+           f"KVPoll.WaitingForInput\n"
+           f"[{now} TP0] Prefill bootstrap failed for request rank=0 req.rid='a' "
+           f"req.bootstrap_room=2 with exception KVTransferError(bootstrap_room=2): "
+           f"Aborted by AbortReq.\n")
+    builder.add(host="d", role="decode", port=2, samples=[moving(i) for i in range(3)], log=log)
+    rising = "".join(
+        f"[{now} TP0] Decode batch, #running-req: 1, #prealloc-req: {n}, #transfer-req: 0, "
+        f"#queue-req: 0\n" for n in (1, 5, 9, 14))
+    builder.add(host="e", role="decode", port=3, samples=[moving(i) for i in range(3)],
+                log=rising)
+    a = run(builder)
+    sev = {f.title.split()[0]: f.severity for f in a.findings if f.key == "LOG_SIGNATURE"}
+    assert sev == {"d": "info", "e": "warning"}

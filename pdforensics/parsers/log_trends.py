@@ -1,0 +1,93 @@
+"""Queue counts that keep rising across SGLang's periodic batch lines.
+
+``Decode batch, ... #prealloc-req: 12, #transfer-req: 30`` (and the prefill line's
+``#bootstrap-req`` / ``#inflight-req``, 0.4.x's ``#unbootstrapped-req`` /
+``#transferring-req``) are counts of requests inside the PD handshake. A count that only
+goes up until the log ends means requests enter that stage and never leave it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: A rising run needs this many batch lines of one rank, this many strict rises and this
+#: much growth from its first line to its last, and must reach the end of that rank's lines.
+MIN_LINES = 4
+MIN_RISES = 3
+MIN_GROWTH = 3
+_FIELD_RE = re.compile(r"(#[a-z][a-z-]*-req): (\d+)")
+_ROLE_RE = re.compile(r"\b(prefill|decode) batch", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One batch line: its time (None when unknown), rank (None when unlabelled), text."""
+
+    epoch: float | None
+    rank: str | None
+    line: str
+
+
+@dataclass(frozen=True)
+class Rising:
+    """A queue signature: lines in rising runs, their time span, first/last samples, ranks."""
+
+    key: str
+    count: int
+    first_epoch: float | None
+    last_epoch: float | None
+    samples: tuple[str, ...]
+    ranks: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def queue_field_keys() -> dict[str, str]:
+    """Batch-line field -> queue signature key, from the shipped signature table."""
+    from pdforensics.catalog.log_table import load_shipped_table
+
+    return {field: row["key"] for row in load_shipped_table().get("queue_signatures", [])
+            for field in row["fields"]}
+
+
+def _final_run(series: list[tuple[int, BatchLine]]) -> list[tuple[int, BatchLine]]:
+    """The longest non-decreasing tail of `series`."""
+    start = len(series) - 1
+    while start > 0 and series[start - 1][0] <= series[start][0]:
+        start -= 1
+    return series[start:]
+
+
+def _is_rising(run: list[tuple[int, BatchLine]]) -> bool:
+    rises = sum(1 for a, b in zip(run, run[1:], strict=False) if b[0] > a[0])
+    return len(run) >= MIN_LINES and rises >= MIN_RISES and run[-1][0] - run[0][0] >= MIN_GROWTH
+
+
+def rising_queues(lines: Iterable[BatchLine]) -> list[Rising]:
+    """One Rising per queue key whose count rises to the end of some rank's batch lines."""
+    fields = queue_field_keys()
+    series: dict[tuple[str, str, str, str], list[tuple[int, BatchLine]]] = {}
+    for bl in lines:
+        role_m = _ROLE_RE.search(bl.line)
+        role = role_m.group(1).lower() if role_m else "?"
+        for name, value in _FIELD_RE.findall(bl.line):
+            key = fields.get(name)
+            if key is not None:
+                series.setdefault((key, name, role, bl.rank or ""), []).append((int(value), bl))
+    runs: dict[str, list[list[tuple[int, BatchLine]]]] = {}
+    for (key, _name, _role, _rank), s in series.items():
+        run = _final_run(s)
+        if _is_rising(run):
+            runs.setdefault(key, []).append(run)
+    out = []
+    for key in sorted(runs):
+        found = runs[key]
+        longest = max(found, key=len)
+        epochs = [bl.epoch for run in found for _v, bl in run if bl.epoch is not None]
+        out.append(Rising(
+            key, sum(len(r) for r in found), min(epochs) if epochs else None,
+            max(epochs) if epochs else None, (longest[0][1].line, longest[-1][1].line),
+            tuple(sorted({bl.rank for r in found for _v, bl in r if bl.rank}))))
+    return out

@@ -180,7 +180,6 @@ class SshTransport:
             return None
         started = time.time()
         t0 = time.monotonic()
-        deadline = t0 + timeout_s
 
         def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
                    truncated: bool = False, status: int | None = None,
@@ -190,49 +189,75 @@ class SshTransport:
                                  duration_s=time.monotonic() - t0, started_at=started,
                                  timed_out=timed_out, truncated=truncated, error=error)
 
+        opened = self._open_forward(request.host, request.port, t0 + timeout_s)
+        if opened is None:
+            return None  # forwarding refused: curl on the host instead
+        if isinstance(opened, tuple):
+            return result(error=opened[0], timed_out=opened[1])
+        reader, error, timed_out, truncated, eof = self._exchange(opened, request.data,
+                                                                  t0 + timeout_s, max_bytes)
+        out = reader.curl_form()
+        if error is None and not timed_out and not out:
+            error = "the server closed the connection without a response"
+        # 0 when the exchange finished, as curl's exit status would be (any HTTP status)
+        status = 0 if error is None and not timed_out and not truncated else None
+        if status == 0 and eof and reader.cut_short():  # closed before the promised body
+            return result(out, status=18,
+                          stderr="transfer closed with outstanding read data remaining")
+        return result(out, error, timed_out, truncated, status)
+
+    def _open_forward(self, host: str, port: int, deadline: float
+                      ) -> paramiko.Channel | tuple[str, bool] | None:
+        """A direct-tcpip channel to host:port; None when sshd refuses forwarding, else
+        (error, timed_out) when it could not be opened."""
         transport = self._client.get_transport() if self._client else None
         if self._closed.is_set():
-            return result(error="capture stopped")
+            return "capture stopped", False
         if transport is None or not transport.is_active():
-            return result(error="connection lost")
-        target = f"{request.host}:{request.port}"
+            return "connection lost", False
+        target = f"{host}:{port}"
         while True:
             if self.forwarding_refused:  # found out by another channel meanwhile
                 return None
             if self._closed.is_set():
-                return result(error="capture stopped")
+                return "capture stopped", False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return result(error=f"timed out connecting to {target}", timed_out=True)
+                return f"timed out connecting to {target}", True
             try:
-                chan = transport.open_channel("direct-tcpip", (request.host, request.port),
-                                              ("127.0.0.1", 0), timeout=remaining)
-                break
+                chan = transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0),
+                                              timeout=remaining)
             except paramiko.ChannelException as exc:
                 if exc.code == 1:  # administratively prohibited: AllowTcpForwarding no, or similar
                     self.forwarding_refused = True
                     return None
                 # the host's sshd could not connect: the endpoint refused or is unreachable
-                return result(error=f"cannot connect to {target} from the host: "
-                                    f"{exc.text or 'connect failed'}")
+                return (f"cannot connect to {target} from the host: "
+                        f"{exc.text or 'connect failed'}", False)
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 if "Timeout opening channel" in str(exc):
-                    return result(error=f"timed out connecting to {target}", timed_out=True)
+                    return f"timed out connecting to {target}", True
                 if "Unable to open channel" in str(exc) and transport.is_active():
                     # refused, reason unknown: paramiko keeps one saved exception per
                     # connection, so of several opens refused at once only one thread gets the
                     # ChannelException (and its code); ask again to learn ours
                     time.sleep(BACKPRESSURE_SLEEP_S)
                     continue
-                return result(error="connection lost" if self.connection_lost else
-                              f"channel failed: {exc or type(exc).__name__}")
-        with self._lock:
-            self._channels.add(chan)
+                return ("connection lost" if self.connection_lost else
+                        f"channel failed: {exc or type(exc).__name__}", False)
+            with self._lock:
+                self._channels.add(chan)
+            return chan
+
+    def _exchange(self, chan: paramiko.Channel, request: bytes, deadline: float, max_bytes: int
+                  ) -> tuple[ResponseReader, str | None, bool, bool, bool]:
+        """Send the request, read the response until complete, EOF, the cap or the deadline:
+        (reader, error, timed_out, truncated, eof). Closes the channel."""
         reader = ResponseReader()
         timed_out = truncated = eof = False
         error = None
         try:
-            chan.sendall(request.data)
+            chan.sendall(request)
             while not reader.complete():
                 if self._closed.is_set():
                     error = "capture stopped"
@@ -258,15 +283,7 @@ class SshTransport:
             with self._lock:
                 self._channels.discard(chan)
             chan.close()
-        out = reader.curl_form()
-        if error is None and not timed_out and not out:
-            error = "the server closed the connection without a response"
-        # 0 when the exchange finished, as curl's exit status would be (any HTTP status)
-        status = 0 if error is None and not timed_out and not truncated else None
-        if status == 0 and eof and reader.cut_short():  # closed before the promised body
-            return result(out, status=18,
-                          stderr="transfer closed with outstanding read data remaining")
-        return result(out, error, timed_out, truncated, status)
+        return reader, error, timed_out, truncated, eof
 
     def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:
         """Open an exec channel, waiting out MaxSessions back-pressure until the deadline."""

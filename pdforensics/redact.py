@@ -40,6 +40,8 @@ from pdforensics.redact_entropy import looks_random
 __all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit", "NoRedactor", "Redactor",
            "find_secrets", "is_secret_name", "load_key"]
 
+# collectors.logs.LOG_BYTES: a log_file result this long is a tail that began mid-line
+LOG_TAIL_BYTES = 8 << 20
 # Learned values shorter than this are not hunted everywhere (they would hit ordinary text).
 MIN_LEARNED = 6
 # kept for callers that matched names with it; is_secret_name is the rule
@@ -152,6 +154,17 @@ class Redactor:
                         args[i] = self.marker(args[i])
             i += 1
         return self.text(b"\0".join(args))
+
+    def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
+        """A command's stdout, by source: environ and cmdline by allowlist, a log tail from its
+        first whole line, anything else through the detectors."""
+        if environ:
+            return self.environ(data)
+        if source == "cmdline":
+            return self.cmdline(data)
+        if source == "log_file":
+            return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
+        return self.text(data)
 
     def log_window(self, data: bytes, cut: bool) -> bytes:
         """A log tail: when it was cut (`cut`), it starts at the next line boundary, so a secret

@@ -115,6 +115,8 @@ _BARE = rb"[^\s\x00\"'&,;)}\]]+"
 _QUOTED = rb"'[^'\r\n\x00]*'|\"(?:[^\"\\\r\n\x00]|\\.)*\""
 _ESCAPED = rb"[^\"\\\x00]*(?:\\.[^\"\\\x00]*)*"
 _PY_STR = rb"b?'(?:[^'\\\r\n\x00]|\\.)*'|b?\"(?:[^\"\\\r\n\x00]|\\.)*\""
+# an inline `password: a b` runs to the next `,;)}]` or the line end (a log prefix may precede it)
+_INLINE = rb"[^\s\x00\"',;)}\]](?:[^\r\n\x00,;)}\]]*[^\s\x00,;)}\]])?"
 _NUL_ARG = rb"[^\x00\r\n]*[^\s\x00](?=\x00)"  # an argv/environ entry runs to its NUL
 _NAME = rb"[A-Za-z_][A-Za-z0-9_.\-]*"
 # an unquoted flag value in space-separated text (ps, logs) runs until the next flag or line end:
@@ -136,7 +138,8 @@ DETECTORS: tuple[Detector, ...] = (
     _shape("openai-key", rb"sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}", b"sk-"),
     _shape("github-token", rb"gh[pousr]_[A-Za-z0-9]{20,}", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
     _shape("github-pat", rb"github_pat_[A-Za-z0-9_]{20,}", b"github_pat_"),
-    _shape("gitlab-token", rb"gl(?:pat|dt|rt|cbt|ptt|ft|imt|oas|soat|agent)-[A-Za-z0-9_\-]{16,}", b"gl"),
+    _shape("gitlab-token", rb"gl(?:pat|dt|rt|cbt|ptt|ft|imt|oas|soat|agent)-[A-Za-z0-9_\-]{16,}",
+           *(b"gl%s-" % w for w in (b"pat", b"dt", b"rt", b"cbt", b"ptt", b"ft", b"imt", b"oas", b"soat", b"agent"))),
     _shape("slack-token", rb"xox[abposre]-[A-Za-z0-9\-]{10,}", b"xox"),
     _shape("stripe-key", rb"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,}",
            b"_live_", b"_test_", b"whsec_"),
@@ -189,10 +192,9 @@ DETECTORS: tuple[Detector, ...] = (
         rb"(?:\blogin[ \t]+\S+[ \t]+|^[ \t]*)(?:password|passwd)[ \t]+(?=(" + _M + rb"|\S+))",
         re.MULTILINE), group=1, needles=(b"password", b"passwd")),
     # --api-key V, --api-key "a b", --api-key=V, argv NUL-separated, or a JSON list ["--hf-token", "V"]
-    _named("flag", _FLAG + rb"\x00(?=(" + _ARGV_VALUE + rb"))"),
-    _named("flag", _FLAG + rb"=(?=(" + _M + rb"|" + _NUL_ARG + rb"|" + _QUOTED + rb"|" + _WORDS + rb"))"),
-    _named("flag", _FLAG + rb"[ \t]+(?=(" + _FLAG_VALUE + rb"))"),
-    _named("flag", _FLAG + rb"\"\s*,\s*\"(?=(" + _M + rb"|" + _ESCAPED + rb")\")"),
+    _named("flag", _FLAG + rb"(?:\x00(?=(" + _ARGV_VALUE + rb"))|=(?=(" + _M + rb"|" + _NUL_ARG + rb"|" + _QUOTED
+           + rb"|" + _WORDS + rb"))|[ \t]+(?=(" + _FLAG_VALUE + rb"))|\"\s*,\s*\"(?=(" + _M + rb"|" + _ESCAPED
+           + rb")\"))"),
     _named("json-field", rb"\"(" + _NAME + rb")\"\s*:\s*\"(?=(" + _M + rb"|" + _ESCAPED + rb")\")"),
     # Python reprs: {'api_key': 'V'}, {'Authorization': 'Bearer V'}, {"password": b'V'}
     _named("dict-field", rb"['\"](" + _NAME + rb")['\"]\s*:\s*(?=(" + _M + rb"|" + _PY_STR + rb"))"),
@@ -200,10 +202,10 @@ DETECTORS: tuple[Detector, ...] = (
     _named("yaml-field", rb"^[ \t]*(?:-[ \t]+)?(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME + rb"(?=(" + _M + rb"|" + _QUOTED +
            rb"|[^\s\x00#'\"][^\r\n\x00]*[^\s\x00]|[^\s\x00#'\"]))", flags=re.MULTILINE),
     _named("colon-field", rb"(?<=[ \t{,(])(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME + rb"(?=(" + _M + rb"|" + _QUOTED + rb"|"
-           + _BARE + rb"))"),
+           + _INLINE + rb"))"),
     # Environment="HF_TOKEN=a b", 'PASSWORD=x y': a quoted assignment runs to its closing quote
-    _named("quoted-assignment", rb"(?<=\")(" + _NAME + rb")=(?=(" + _M + rb"|[^\"\r\n\x00]*)\")"),
-    _named("quoted-assignment", rb"(?<=')(" + _NAME + rb")=(?=(" + _M + rb"|[^'\r\n\x00]*)')"),
+    Detector("quoted-assignment", re.compile(rb"(?<=([\"']))(" + _NAME + rb")=(?=(" + _M + rb"|[^\"'\r\n\x00]*)\1)"),
+             group=3, name_group=2, needles=_NAME_WORDS, fold=True),
     # NAME=V in env blocks, unit files, logs, URLs (?token=V), Python reprs (api_key='V'),
     # Prometheus labels ({api_key="V"})
     _named("assignment", rb"(?<![A-Za-z0-9_.\-])(" + _NAME + rb")=(?=(" + _M + rb"|" + _QUOTED + rb"|" +
@@ -232,9 +234,12 @@ def is_clear(value: bytes) -> bool:
 
 
 def _hit(det: Detector, m: re.Match[bytes], data: bytes) -> Hit | None:
-    if det.name_group and not is_secret_name(m.group(det.name_group).decode("utf-8", "replace")):
+    name = m.group(det.name_group) if det.name_group else None
+    if name is not None and not is_secret_name(name.decode("utf-8", "replace")):
         return None
     start, end = m.span(det.group)
+    if det.name_group and start < 0:  # one regex, several forms: the form that matched
+        start, end = next(m.span(i) for i in range(det.group, len(m.groups()) + 1) if m.start(i) >= 0)
     value = data[start:end]
     if value[:2] in (b"b'", b'b"') and len(value) >= 3 and value[-1:] == value[1:2]:
         start, value = start + 1, value[1:]  # b'V' -> 'V'

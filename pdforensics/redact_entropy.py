@@ -38,7 +38,8 @@ def looks_random(value: bytes) -> bool:
 
 
 def random_tokens(data: bytes) -> Iterator[tuple[int, int]]:
-    """Spans of random-looking tokens in data (not inside a `base64,` data URI)."""
+    """Spans of random-looking tokens in data (not a `base64,` data URI, not a CSP/SRI hash)."""
     for m in _TOKEN.finditer(data):
-        if looks_random(m.group()) and data[max(0, m.start() - 7):m.start()] != b"base64,":
+        if (looks_random(m.group()) and data[max(0, m.start() - 7):m.start()] != b"base64,"
+                and not m.group().startswith((b"sha256-", b"sha384-", b"sha512-"))):
             yield m.span()

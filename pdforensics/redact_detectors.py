@@ -199,10 +199,11 @@ DETECTORS: tuple[Detector, ...] = (
     # Python reprs: {'api_key': 'V'}, {'Authorization': 'Bearer V'}, {"password": b'V'}
     _named("dict-field", rb"['\"](" + _NAME + rb")['\"]\s*:\s*(?=(" + _M + rb"|" + _PY_STR + rb"))"),
     # YAML-ish `api_key: V` / `  password: "a b"`: at a line start the value runs to the line end
-    _named("yaml-field", rb"^[ \t]*(?:-[ \t]+)?(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME + rb"(?=(" + _M + rb"|" + _QUOTED +
-           rb"|[^\s\x00#'\"][^\r\n\x00]*[^\s\x00]|[^\s\x00#'\"]))", flags=re.MULTILINE),
-    _named("colon-field", rb"(?<=[ \t{,(])(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME + rb"(?=(" + _M + rb"|" + _QUOTED + rb"|"
-           + _INLINE + rb"))"),
+    _named("yaml-field", rb"^[ \t]*(?:-[ \t]+)?(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME
+           + rb"(?=(" + _M + rb"|" + _QUOTED + rb"|[^\s\x00#'\"][^\r\n\x00]*[^\s\x00]|[^\s\x00#'\"]))",
+           flags=re.MULTILINE),
+    _named("colon-field", rb"(?<=[ \t{,(])(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME
+           + rb"(?=(" + _M + rb"|" + _QUOTED + rb"|" + _INLINE + rb"))"),
     # Environment="HF_TOKEN=a b", 'PASSWORD=x y': a quoted assignment runs to its closing quote
     Detector("quoted-assignment", re.compile(rb"(?<=([\"']))(" + _NAME + rb")=(?=(" + _M + rb"|[^\"'\r\n\x00]*)\1)"),
              group=3, name_group=2, needles=_NAME_WORDS, fold=True),

@@ -137,8 +137,7 @@ class BundleWriter:
             extension: str = "txt", environ: bool = False,
             target: dict[str, Any] | None = None) -> ResultEntry:
         """Redact and write one result's output, then log its manifest row."""
-        data = self.redactor.environ(result.stdout) if environ else self.redactor.text(
-            result.stdout)
+        data = self.redactor.output(result.source, result.stdout, environ)
         stderr = self.redactor.string(result.stderr)
         argv = self.redactor.argv(result.argv)
         url = self.redactor.string(url) if url else url

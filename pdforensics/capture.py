@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.bundle import BundleWriter, ResultEntry
-from pdforensics.collectors.base import DISCOVERY, SLOW, Job
+from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, Job
 from pdforensics.errors import Interrupted, PdforensicsError
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
@@ -100,6 +100,7 @@ class HostRun:
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
+        self._environ_inflight = 0  # environ reads running: text sources wait (redact.py learns from them)
         self._cond = threading.Condition()
         self.thread = threading.Thread(target=self._main, name=f"host-{host.name}", daemon=True)
 
@@ -164,6 +165,7 @@ class HostRun:
                     self._inflight += 1
                     if job.priority >= SLOW:
                         self._slow_inflight += 1
+                    self._environ_inflight += job.source.redact_environ
                     return job
                 waits = [j.not_before - now for j in self._pending if j.not_before > now]
                 self._cond.wait(timeout=min([0.5, *waits]) if waits else 0.5)
@@ -175,6 +177,10 @@ class HostRun:
             ready = [j for j in ready if j.priority < SLOW]
         if self._slow_inflight >= max(1, self.options.channels - RESERVED_FOR_CHEAP):
             ready = [j for j in ready if j.priority < SLOW]
+        if self._environ_inflight or any(j.source.redact_environ for j in self._pending):
+            # secrets learned from this host's environ must be known before its logs, stacks and
+            # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL
+            ready = [j for j in ready if j.priority <= CHEAP]
         if not ready:
             return None
         return min(ready, key=lambda j: (j.priority, j.not_before))
@@ -209,6 +215,7 @@ class HostRun:
             with self._cond:
                 self.jobs_run += 1
                 self._inflight -= 1
+                self._environ_inflight -= job.source.redact_environ
                 if job.priority >= SLOW:
                     self._slow_inflight -= 1
                 self._pending.extend(follow)
@@ -244,6 +251,7 @@ class HostRun:
                                   "retried once")
         with self._cond:
             self._inflight -= 1
+            self._environ_inflight -= job.source.redact_environ
             self._pending.append(job)
             self._cond.notify_all()
         return True

@@ -16,170 +16,38 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-MARKER = re.compile(rb"<redacted:[0-9a-f]{10}>")
-_M = rb"<redacted:[0-9a-f]{10}>"
+from pdforensics.redact_allow import DEFAULT, Allowlist
+from pdforensics.redact_detectors import (
+    ANY_NEEDLE,
+    DETECTORS,
+    EMPTY_VALUES,
+    MARKER,
+    Detector,
+    Hit,
+    detector_hits,
+    find_secrets,
+    is_clear,
+    is_secret_name,
+)
+from pdforensics.redact_entropy import looks_random
+
+__all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit", "NoRedactor", "Redactor",
+           "find_secrets", "is_secret_name", "load_key"]
+
+# collectors.logs.LOG_BYTES: a log_file result this long is a tail that began mid-line
+LOG_TAIL_BYTES = 8 << 20
 # Learned values shorter than this are not hunted everywhere (they would hit ordinary text).
 MIN_LEARNED = 6
-# Values that say "no secret set": kept, so the evidence shows a key is absent.
-EMPTY_VALUES = frozenset({b"", b"none", b"null", b"nil", b"true", b"false", b"0", b"1", b"''", b'""'})
-
-# -- names: env vars, flags, JSON keys, key=value ----------------------------------------------
-_STRONG = ("SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "ACCESSKEY", "PRIVATEKEY",
-           "COOKIE", "CONNECTIONSTRING", "PASSPHRASE")
-_SEGMENTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # kept for callers that matched names with it; is_secret_name is the rule
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE",
                          re.IGNORECASE)
-
-
-def _secret_segment(seg: str, last: bool, alone: bool) -> bool:
-    if seg.endswith(("TOKEN", "KEY")):  # HF_TOKEN, HFTOKEN, API_KEY, apiKey, TOKEN
-        # a word that names the value itself: not HF_TOKEN_PATH, KEY_ID, or a bare `key`
-        return last and not (alone and seg == "KEY")
-    if seg in ("PASS", "PWD", "DSN", "PRIVATE", "AUTH", "OAUTH", "AUTHN", "AUTHZ"):
-        return True
-    return "SESSION" in seg or seg.startswith(("AUTHORIZ", "AUTHENTICAT"))
-
-
-@lru_cache(maxsize=4096)
-def is_secret_name(name: str) -> bool:
-    """Whether an env var, flag, JSON key or `k=v` name holds a credential.
-
-    TOKEN, KEY, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH, COOKIE, SESSION, PRIVATE (as
-    words of the name: `HF_TOKEN`, `apiKey`, `--admin-api-key`; TOKEN/KEY as its last word).
-    Counts, paths and tools that only contain the letters (`--max-total-tokens`,
-    `--tokenizer-path`, `HF_TOKEN_PATH`, `key_id`, a bare `key`, `PWD`) are not secrets.
-    """
-    bare = name.lstrip("-")
-    if bare in ("PWD", "OLDPWD"):
-        return False
-    segs = [s.upper() for s in _SEGMENTS.findall(bare)]
-    joined = "".join(segs)
-    return any(w in joined for w in _STRONG) or any(
-        _secret_segment(s, i == len(segs) - 1, len(segs) == 1) for i, s in enumerate(segs))
-
-
-# -- detectors --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Detector:
-    """One way a secret shows up: `group` of `pattern` is the secret; `name_group`, when set,
-    must be a secret-looking name (is_secret_name) for the match to count. Patterns that
-    follow a name put the value in a lookahead, so `Environment=HF_TOKEN=V` is seen twice.
-    `needles`: one of them must occur (lower-cased text when `fold`) or the regex is skipped."""
-
-    kind: str
-    pattern: re.Pattern[bytes]
-    group: int = 0
-    name_group: int = 0
-    needles: tuple[bytes, ...] = ()
-    fold: bool = False
-
-    def may_match(self, data: bytes, lowered: bytes) -> bool:
-        hay = lowered if self.fold else data
-        return not self.needles or any(n in hay for n in self.needles)
-
-
-def _shape(kind: str, body: bytes, *needles: bytes) -> Detector:
-    return Detector(kind, re.compile(rb"(?<![A-Za-z0-9])" + body), needles=needles)
-
-
-# words every secret-looking name contains (lower case), for the name-driven detectors
-_NAME_WORDS = (b"token", b"key", b"secret", b"pass", b"pwd", b"credential", b"auth", b"cookie",
-               b"session", b"private", b"dsn", b"connection")
-_BARE = rb"[^\s\x00\"'&,;)}\]]+"
-_QUOTED = rb"'[^'\r\n\x00]*'|\"(?:[^\"\\\r\n\x00]|\\.)*\""
-_ESCAPED = rb"[^\"\\\x00]*(?:\\.[^\"\\\x00]*)*"
-DETECTORS: tuple[Detector, ...] = (
-    Detector("pem-private-key", re.compile(
-        rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        rb"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\?]*)", re.DOTALL),
-        needles=(b"PRIVATE KEY",)),
-    _shape("huggingface-token", rb"hf_[A-Za-z0-9]{16,}", b"hf_"),
-    _shape("openai-key", rb"sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", b"sk-"),
-    _shape("github-token", rb"gh[pousr]_[A-Za-z0-9]{20,}", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
-    _shape("github-pat", rb"github_pat_[A-Za-z0-9_]{20,}", b"github_pat_"),
-    _shape("slack-token", rb"xox[abposre]-[A-Za-z0-9\-]{10,}", b"xox"),
-    _shape("aws-access-key-id", rb"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])", b"AKIA", b"ASIA"),
-    _shape("jwt", rb"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", b"eyJ"),
-    Detector("aws-secret-access-key", re.compile(
-        rb"(?:aws[_\-]?secret[_\-]?(?:access[_\-]?)?key|secret[_\-]?access[_\-]?key)[\"']?\s*[:=]\s*[\"']?"
-        rb"(?=(" + _M + rb"|[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])))", re.IGNORECASE), group=1,
-        needles=(b"secret",), fold=True),
-    Detector("url-password", re.compile(
-        rb"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>\x00]*:(?=(" + _M +
-        rb"|[^\s@/\"'<>\x00]+)@)"), group=1, needles=(b"://",)),
-    Detector("http-header", re.compile(
-        rb"(?<![A-Za-z0-9\-])(?:proxy-authorization|authorization|x-api-key|api-key|x-auth-token|"
-        rb"x-access-token|set-cookie|cookie)[ \t]*:[ \t]*(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?"
-        rb"(?=(" + _M + rb"|[^\r\n\x00\"']*[^\s\x00\"']))", re.IGNORECASE), group=1,
-        needles=(b"authorization", b"api-key", b"x-auth-token", b"x-access-token", b"cookie"), fold=True),
-    # --api-key V, --api-key=V, argv NUL-separated, or a JSON list ["--hf-token", "V"]
-    Detector("flag", re.compile(
-        rb"(?<![A-Za-z0-9_\-])(--?[A-Za-z][A-Za-z0-9_\-]*)(?:=|[ \x00]+|\"\s*,\s*\")(?=(" + _M +
-        rb"|(?!--)[^\s\x00\"']+))"), group=2, name_group=1, needles=_NAME_WORDS, fold=True),
-    Detector("json-field", re.compile(
-        rb"\"([A-Za-z0-9_.\-]+)\"\s*:\s*\"(?=(" + _M + rb"|" + _ESCAPED + rb")\")"), group=2, name_group=1,
-        needles=_NAME_WORDS, fold=True),
-    # NAME=V in env blocks, unit files, logs, URLs (?token=V), Python reprs (api_key='V'),
-    # Prometheus labels ({api_key="V"})
-    Detector("assignment", re.compile(
-        rb"(?<![A-Za-z0-9_.\-])([A-Za-z_][A-Za-z0-9_.\-]*)=(?=(" + _M + rb"|" + _QUOTED + rb"|" + _BARE + rb"))"),
-        group=2, name_group=1, needles=_NAME_WORDS, fold=True),
-)
-
-
-# Every needle of every detector, lower-cased, in one regex: text in which none occurs (most
-# command lines, stderr, short values) skips the 14 detectors at once. Lower-casing a
-# case-sensitive needle only widens the test, so nothing a detector would find is skipped.
-_ANY_NEEDLE = re.compile(b"|".join(re.escape(n.lower()) for d in DETECTORS for n in d.needles)) \
-    if all(d.needles for d in DETECTORS) else None
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A secret a detector found: where, of which kind (never the value itself)."""
-
-    kind: str
-    start: int
-    end: int
-
-
-def _is_clear(value: bytes) -> bool:
-    """A value that is no secret: already a marker, or an empty/None/boolean setting."""
-    return MARKER.fullmatch(value) is not None or value.strip().lower() in EMPTY_VALUES
-
-
-def _hit(det: Detector, m: re.Match[bytes]) -> Hit | None:
-    if det.name_group and not is_secret_name(m.group(det.name_group).decode("utf-8", "replace")):
-        return None
-    start, end = m.span(det.group)
-    value = m.group(det.group)
-    if len(value) >= 2 and value[:1] == value[-1:] and value[:1] in (b"'", b'"'):
-        start, end, value = start + 1, end - 1, value[1:-1]  # api_key='V' -> V
-    if _is_clear(value):
-        return None
-    return Hit(det.kind, start, end)
-
-
-def detector_hits(det: Detector, data: bytes, lowered: bytes | None = None) -> list[Hit]:
-    if not det.may_match(data, data.lower() if lowered is None and det.fold else lowered or b""):
-        return []
-    return [h for h in (_hit(det, m) for m in det.pattern.finditer(data)) if h is not None]
-
-
-def find_secrets(data: bytes, detectors: Iterable[Detector] = DETECTORS) -> Iterator[Hit]:
-    """Every unredacted secret the detectors see in data (markers and empty values skipped)."""
-    lowered = data.lower()
-    for det in detectors:
-        yield from detector_hits(det, data, lowered)
+_is_clear = is_clear
 
 
 def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes]) -> bytes:
@@ -222,12 +90,16 @@ def load_key() -> bytes:
 
 # -- the redactor -----------------------------------------------------------------------------
 class Redactor:
-    """Scrubs known secret values and credential-looking text; thread-safe."""
+    """Scrubs known secret values and credential-looking text; thread-safe.
+
+    Env vars and the flags of a process's cmdline are kept by allowlist (redact_allow):
+    every value not on it becomes a marker. Free text goes through the detectors."""
 
     enabled = True
 
-    def __init__(self, key: bytes | None = None):
+    def __init__(self, key: bytes | None = None, allow: Allowlist = DEFAULT):
         self.key = key if key is not None else load_key()
+        self.allow = allow
         self._values: set[bytes] = set()
         self._lock = threading.Lock()
 
@@ -236,9 +108,10 @@ class Redactor:
         return b"<redacted:" + digest.encode() + b">"
 
     def describe(self) -> dict[str, Any]:
-        """What the manifest records: on, and which key (so markers compare across bundles)."""
+        """What the manifest records: on, which key (so markers compare across bundles), and
+        the allowlist (with the operator's --keep-env names)."""
         key_id = hashlib.sha256(b"pdforensics-key-id\0" + self.key).hexdigest()[:12]
-        return {"enabled": True, "key_id": key_id}
+        return {"enabled": True, "key_id": key_id, **self.allow.describe()}
 
     def learn(self, values: Iterable[bytes]) -> None:
         """Remember secret values (from environ) so they are scrubbed from every output."""
@@ -246,17 +119,60 @@ class Redactor:
             self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v))
 
     def environ(self, data: bytes) -> bytes:
-        """Redact a NUL-separated environ block: values of secret-looking names."""
+        """Redact a NUL-separated environ block: every value whose name is not on the allowlist
+        becomes a marker; secret-named or random-looking values are hunted in other output."""
         out = []
         learned = []
         for entry in data.split(b"\0"):
             name, sep, value = entry.partition(b"=")
-            if sep and value and is_secret_name(name.decode("utf-8", "replace")) and not _is_clear(value):
-                learned.append(value)
+            text_name = name.decode("utf-8", "replace")
+            if sep and value and not _is_clear(value) and not self.allow.keeps_env(text_name):
+                if is_secret_name(text_name) or (looks_random(value) and b"://" not in value
+                                                 and not any(c in value for c in b" \t\n")):
+                    learned.append(value)
                 entry = name + b"=" + self.marker(value)
             out.append(entry)
         self.learn(learned)
         return self.text(b"\0".join(out))
+
+    def cmdline(self, data: bytes) -> bytes:
+        """Redact a NUL-separated argv (/proc/PID/cmdline): the value of every flag that is not
+        on the allowlist becomes a marker; positional words are left to the detectors."""
+        args = data.split(b"\0")
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg[:1] == b"-" and len(arg) > 1 and not arg[1:2].isdigit():
+                flag, sep, value = arg.partition(b"=")
+                keep = self.allow.keeps_flag(flag.decode("utf-8", "replace"))
+                if sep:
+                    if not keep and not _is_clear(value):
+                        args[i] = flag + b"=" + self.marker(value)
+                elif i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]:
+                    i += 1
+                    if not keep and not _is_clear(args[i]):
+                        args[i] = self.marker(args[i])
+            i += 1
+        return self.text(b"\0".join(args))
+
+    def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
+        """A command's stdout, by source: environ and cmdline by allowlist, a log tail from its
+        first whole line, anything else through the detectors."""
+        if environ:
+            return self.environ(data)
+        if source == "cmdline":
+            return self.cmdline(data)
+        if source == "log_file":
+            return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
+        return self.text(data)
+
+    def log_window(self, data: bytes, cut: bool) -> bytes:
+        """A log tail: when it was cut (`cut`), it starts at the next line boundary, so a secret
+        whose name or `Bearer ` fell before the cut is not left half-seen; then text()."""
+        if cut:
+            nl = data.find(b"\n")
+            data = data[nl + 1:] if nl >= 0 else b""
+        return self.text(data)
 
     def text(self, data: bytes) -> bytes:
         """Scrub any output: learned values first, then every detector in turn."""
@@ -266,7 +182,7 @@ class Redactor:
             if value in data:
                 data = data.replace(value, self.marker(value))
         lowered = data.lower()
-        if _ANY_NEEDLE is not None and not _ANY_NEEDLE.search(lowered):
+        if not ANY_NEEDLE.search(lowered):
             return data
         for det in DETECTORS:
             hits = detector_hits(det, data, lowered)
@@ -320,6 +236,12 @@ class NoRedactor(Redactor):
         return None
 
     def environ(self, data: bytes) -> bytes:
+        return data
+
+    def cmdline(self, data: bytes) -> bytes:
+        return data
+
+    def log_window(self, data: bytes, cut: bool) -> bytes:
         return data
 
     def text(self, data: bytes) -> bytes:

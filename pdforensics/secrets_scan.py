@@ -1,4 +1,5 @@
-"""`verify --secrets`: scan every file of a bundle with the redactor's own detectors.
+"""`verify --secrets`: scan every file of a bundle with the redactor's own detectors, plus a
+high-entropy token check (redact_entropy) for secrets of a shape no detector knows.
 
 A hit names the file, the line and the kind of secret, with a preview that never shows
 the value in full. Markers (`<redacted:...>`) and empty settings (`api_key=None`) are no hits.
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from pdforensics.errors import BundleError
 from pdforensics.redact import find_secrets
+from pdforensics.redact_entropy import random_tokens
 
 
 @dataclass(frozen=True)
@@ -40,9 +42,13 @@ def scan_bytes(data: bytes, rel: str) -> list[SecretHit]:
     if rel.endswith((".html", ".htm")):
         data = html.unescape(data.decode("utf-8", "replace")).encode()
     hits = []
-    for h in find_secrets(data):
-        line = data.count(b"\n", 0, h.start) + 1
-        hits.append(SecretHit(rel, line, h.kind, preview(data[h.start:h.end])))
+    spans = [(h.kind, h.start, h.end) for h in find_secrets(data)]
+    # the redactor's detectors, plus any random-looking token no detector knows the shape of
+    spans += [("high-entropy", s, e) for s, e in random_tokens(data)
+              if not any(s < he and hs < e for _k, hs, he in spans)]
+    for kind, start, end in spans:
+        line = data.count(b"\n", 0, start) + 1
+        hits.append(SecretHit(rel, line, kind, preview(data[start:end])))
     return sorted(set(hits), key=lambda h: (h.path, h.line, h.kind))
 
 

@@ -28,6 +28,7 @@ class SnapshotOptions:
     stack_dumps: int = 1
     deadline_s: float = 60.0
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    keep_env: tuple[str, ...] = ()  # --keep-env: more env vars/flags whose values stay readable
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
             plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
                              stacks=options.stacks, stack_dumps=options.stack_dumps))
         try:
-            outcome = run_capture(cluster, capture, progress=progress)
+            from pdforensics.redact import Allowlist, Redactor
+
+            redactor = Redactor(allow=Allowlist.with_extra(options.keep_env))
+            outcome = run_capture(cluster, capture, progress=progress, redactor=redactor)
         except Interrupted as exc:
             if exc.bundle:  # keep what was gathered: a partial snapshot is still evidence
                 file_into(index, Path(exc.bundle), "snapshot")

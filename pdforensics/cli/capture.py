@@ -36,12 +36,14 @@ from pdforensics.errors import ExitStatus
 @click.option("--with-sglang-source", is_flag=True,
               help="Also copy each server's sglang flag/env/metric sources (for `catalog build --from BUNDLE`).")
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
+@click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
+              help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
             archive: bool, as_json: bool, prometheus: str | None, history: str, with_sglang_source: bool,
-            no_redact: bool) -> None:
+            no_redact: bool, keep_env: tuple[str, ...]) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
@@ -59,11 +61,12 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     )
     progress = _progress if sys.stderr.isatty() and not as_json else None
     from pdforensics.prometheus.history import sidecars_for
-    from pdforensics.redact import NO_REDACT_WARNING, NoRedactor
+    from pdforensics.redact import NO_REDACT_WARNING, Allowlist, NoRedactor, Redactor
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
-    outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
+    outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact
+                          else Redactor(allow=Allowlist.with_extra(keep_env)),
                           sidecars=sidecars_for(prometheus, history))
     from pdforensics.analysis.result_json import analysis_json
     from pdforensics.finish import finish_bundle

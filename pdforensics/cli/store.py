@@ -67,10 +67,12 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @click.option("--keep-last", type=int, help="Retention: keep the newest N [cluster file, else 96].")
 @click.option("--keep-days", type=int, help="Retention: one per day for D days [cluster file, else 30].")
 @click.option("-v", "--verbose", is_flag=True, help="Say what happened even when healthy.")
+@click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
+              help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @handles_errors
 def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
-             verbose: bool) -> None:
+             verbose: bool, keep_env: tuple[str, ...]) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
     Silent unless something is wrong (or -v). Exit codes: 0 HEALTHY, 4 not healthy
@@ -86,7 +88,7 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
     cluster = _cluster(cluster_file) or local_cluster()
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
     options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks,
-                              deadline_s=deadline, retention=policy)
+                              deadline_s=deadline, retention=policy, keep_env=keep_env)
     outcome = take_snapshot(cluster, _store(cluster, store), options)
     click.echo(format_snapshot_text(outcome, verbose), nl=False)
     if outcome.verdict.verdict is None:

@@ -23,7 +23,7 @@ def security_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             pytest.fail(f"{tool} is missing: run the README's test command, which installs it")
     lab_dir = tmp_path_factory.mktemp("seclab")
     info = lab_up(lab_dir, fault="healthy", ssh=True, base_port=BASE_PORT,
-                  secret_env={**ps.ENV_BY_NAME, **ps.ENV_BY_SHAPE},
+                  secret_env={**ps.ENV_BY_NAME, **ps.ENV_BY_SHAPE, **ps.ENV_PLAIN, **ps.ENV_KEPT},
                   extra_args={role: list(ps.FLAGS) for role in ("prefill", "decode", "router")},
                   secret_log=ps.LOG_LINES, secret_labels=ps.LABELS)
     try:

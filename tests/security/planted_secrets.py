@@ -18,6 +18,32 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END R
 URL_PW = "SecTestUrlPassw0rd"
 URL = f"postgres://sgl:{URL_PW}@db.internal:5432/kv"
 
+# shapes that leaked before the detectors knew them (issue #20), and others nobody planted before
+DICT_KEY, DICT_BEARER = "SecTestDictKey23", "SecTestDictBearer24"
+YAML_KEY, YAML_PW = "SecTestYamlKey25", ("SecTestYamlPw26a", "SecTestYamlPw26b")
+CURL_PW = "SecTestCurlPw27"
+SLACK_HOOK = "SecTestSlackHook28"
+GOOGLE = "AIza" + "SecTestGoogleKey29_0123456789abcdef"
+STRIPE = "sk_live_" + "SecTestStripe30abcdef0123"
+GITLAB = "glpat-" + "SecTestGitlab31abcdef"
+AZURE_SIG = "SecTestAzureSig32%2Fabc%3D"
+# base64 of {"auths":{"registry.internal":{"auth":"..."}}}, a docker config passed in an env var
+DOCKER_B64 = "eyJhdXRocyI6eyJyZWdpc3RyeS5pbnRlcm5hbCI6eyJhdXRoIjoiYzJWamRHVnpkRHBUWldOVVpYTjBSRzlqYTJWeU16TT0ifX19"
+MULTI_FLAG = ("SecTestMultiA34", "SecTestMultiB35")  # one argv word with a space in it
+MULTI_LOG = ("SecTestMultiC36", "SecTestMultiD37")
+AT_PW = ("SecTestAtPw38", "SecTestAtPw39")  # postgres://u:p@q@db
+UNIT_ENV = ("SecTestUnitA40", "SecTestUnitB41")  # Environment="HF_TOKEN=a b"
+NPM = "npm_" + "SecTestNpm42abcdefghijklmnopqrstuvw"
+ANTHROPIC = "sk-ant-api03-" + "SecTestAnthropic43_abcdefghij"
+GCP_KEY = "SecTestGcpKey44abcdefghij0123456789"
+BASIC_URL_PW = "SecTestBasic45"
+NETRC_PW = "SecTestNetrc46"
+KUBE_TOKEN = "SecTestKubeToken47"
+VAULT = "hvs." + "SecTestVault48abcdefghijklmnop"
+WHSEC = "whsec_" + "SecTestWhsec49abcdefgh"
+GOOGLE_OAUTH = "ya29." + "SecTestGoogleOauth50abcdef"
+PLAIN_ENV = "SecTestPlainEnv54"  # no tell-tale name or shape: only the allowlist hides it
+
 # env vars caught by name only (the values have no tell-tale shape)
 ENV_BY_NAME = {
     "SERVICE_TOKEN": "SecTestNameToken01", "ENCRYPTION_KEY": "SecTestNameKey02",
@@ -31,12 +57,19 @@ ENV_BY_NAME = {
 ENV_BY_SHAPE = {
     "NOTE_OPENAI": OPENAI, "NOTE_AWS_ID": AWS_ID, "NOTE_GH": GHP, "NOTE_GH_PAT": GH_PAT,
     "NOTE_SLACK": SLACK, "NOTE_JWT": JWT, "NOTE_PEM": PEM, "NOTE_DB_URL": URL,
+    "REGISTRY_CONFIG_B64": DOCKER_B64, "NOTE_STRIPE": STRIPE, "NOTE_GITLAB": GITLAB, "NOTE_NPM": NPM,
+    "NOTE_ANTHROPIC": ANTHROPIC, "NOTE_VAULT": VAULT, "NOTE_GOOGLE": GOOGLE,
 }
+# env vars with innocent names and values of no known shape: hashed because not on the allowlist
+ENV_PLAIN = {"APP_SETTINGS": PLAIN_ENV}
+# env vars that must stay readable (the seed's culprit is not in the 0.5.23 catalog)
+ENV_KEPT = {"SGLANG_SM120_MMA_TARGET_CTAS": "512", "NCCL_IB_HCA": "mlx5_0,mlx5_1"}
 FLAGS = (
     "--api-key", "SecTestFlagApiKey11", "--admin-api-key=SecTestFlagAdmin12", "--hf-token", HF,
     "--my-secret-token", "SecTestFlagToken13", "--db-secret=SecTestFlagSecret14",
     "--kv-store-url", "redis://:SecTestFlagUrlPw15@kv:6379/0",
     "--extra-header", "Authorization: Bearer SecTestFlagBearer16",
+    "--ssl-keyfile-password", " ".join(MULTI_FLAG),
 )
 LOG_LINES = (
     f"Loading weights with token {HF}",
@@ -50,6 +83,25 @@ LOG_LINES = (
     "ServerArgs(model_path='/models/x', api_key='SecTestLogRepr18', admin_api_key=None)",
     "GET /generate?token=SecTestLogQuery19&stream=1",
     f"retrying login as sgl with {ENV_BY_NAME['DB_PASSWORD']}",  # a learned value, bare
+    f"config {{'api_key': '{DICT_KEY}', 'port': 30000}}",
+    f"headers={{'Authorization': 'Bearer {DICT_BEARER}', 'Accept': '*/*'}}",
+    f"api_key: {YAML_KEY}",
+    f"password: {YAML_PW[0]} {YAML_PW[1]}",
+    f"probe: curl -u admin:{CURL_PW} http://127.0.0.1:1/health",
+    f"alert posted to https://hooks.slack.com/services/T0SECTEST/B0SECTEST/{SLACK_HOOK}",
+    f"GET https://maps.googleapis.com/maps/api/geocode/json?key={GOOGLE}",
+    f"billing {STRIPE} repo {GITLAB} hook {WHSEC}",
+    f"upload https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig={AZURE_SIG}&se=2030-01-01",
+    f"registry config {DOCKER_B64}",
+    f'relaunch: python -m sglang.launch_server --api-key "{MULTI_LOG[0]} {MULTI_LOG[1]}" --port 1',
+    f"cache at postgres://u:{AT_PW[0]}@{AT_PW[1]}@db.internal/kv",
+    f'unit: Environment="HF_TOKEN={UNIT_ENV[0]} {UNIT_ENV[1]}"',
+    f"npm {NPM} claude {ANTHROPIC} vault {VAULT} gcloud {GOOGLE_OAUTH}",
+    '{"type": "service_account", "private_key_id": "abc", "private_key": '
+    f'"-----BEGIN PRIVATE KEY-----\\n{GCP_KEY}\\n-----END PRIVATE KEY-----\\n", "client_email": "a@b"}}',
+    f"pull https://bob:{BASIC_URL_PW}@registry.internal/v2/",
+    f"netrc: machine registry.internal login bob password {NETRC_PW}",
+    f"    token: {KUBE_TOKEN}",
 )
 LABELS = {
     "api_key": "SecTestLabelKey20", "upstream": "https://bob:SecTestLabelPw21@hub.internal/x",
@@ -63,4 +115,7 @@ NEEDLES = sorted({
     "SecTestFlagAdmin12", "SecTestFlagSecret14", "SecTestFlagUrlPw15", "SecTestFlagBearer16",
     "SecTestLogBearer17", "SecTestLogRepr18", "SecTestLogQuery19",
     "SecTestLabelKey20", "SecTestLabelPw21", "SecTestLabelBearer22",
+    DICT_KEY, DICT_BEARER, YAML_KEY, *YAML_PW, CURL_PW, SLACK_HOOK, GOOGLE, STRIPE, GITLAB, AZURE_SIG,
+    DOCKER_B64, *MULTI_FLAG, *MULTI_LOG, *AT_PW, *UNIT_ENV, NPM, ANTHROPIC, GCP_KEY, BASIC_URL_PW,
+    NETRC_PW, KUBE_TOKEN, VAULT, WHSEC, GOOGLE_OAUTH, PLAIN_ENV,
 })

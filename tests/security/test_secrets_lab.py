@@ -41,12 +41,20 @@ def _grep(needles: list[str], *paths: Path) -> str:
     return res.stdout
 
 
+def _lines_with(path: Path, needle: str) -> set[int]:
+    data = path.read_bytes()
+    if path.suffix == ".html":
+        import html
+        data = html.unescape(data.decode("utf-8", "replace")).encode()
+    return {i + 1 for i, line in enumerate(data.split(b"\n")) if needle.encode() in line}
+
+
 def _assert_planted_at_the_source(lab_dir: Path) -> None:
     """The lab really exposes every planted value (else the test proves nothing)."""
     pids = {p.name: p.pid for p in lab_status(lab_dir).processes if p.alive}
     environ = Path(f"/proc/{pids['prefill']}/environ").read_bytes()
     cmdline = Path(f"/proc/{pids['router']}/cmdline").read_bytes()
-    for k, v in {**ps.ENV_BY_NAME, **ps.ENV_BY_SHAPE}.items():
+    for k, v in {**ps.ENV_BY_NAME, **ps.ENV_BY_SHAPE, **ps.ENV_PLAIN, **ps.ENV_KEPT}.items():
         assert f"{k}={v}".encode() in environ, k
     assert "\0".join(ps.FLAGS).encode() in cmdline
     log = (lab_dir / "logs" / "decode.log").read_text()
@@ -77,6 +85,11 @@ def test_no_planted_secret_reaches_bundle_report_or_output(security_lab: Path, t
                 assert env[name].startswith("<redacted:"), (host.name, name, env[name])
             markers[host.name] = env["HF_TOKEN"]
             assert svc.environ.get("SGLANG_DISAGGREGATION_WAITING_TIMEOUT") in ("300", None)
+            # allowlist: SGLang/NCCL values readable, an innocent-looking unknown name hashed
+            for name, value in ps.ENV_KEPT.items():
+                assert env[name] == value, (host.name, name, env[name])
+            assert env["APP_SETTINGS"].startswith("<redacted:"), env["APP_SETTINGS"]
+            assert env["PATH"] and not env["PATH"].startswith("<redacted:")
     assert len(set(markers.values())) == 1, markers
     raw_logs = b"".join(p.read_bytes() for p in bundle.glob("raw/*/log_file*"))
     assert b"Authorization: Bearer <redacted:" in raw_logs and b"api_key='<redacted:" in raw_logs
@@ -108,7 +121,19 @@ def test_no_redact_keeps_the_secrets_and_warns(security_lab: Path, tmp_path: Pat
         kinds = {h.kind for h in hits}
         assert kinds >= {"pem-private-key", "huggingface-token", "openai-key", "aws-access-key-id",
                          "aws-secret-access-key", "github-token", "github-pat", "slack-token", "jwt",
-                         "url-password", "http-header", "flag", "json-field", "assignment"}, kinds
+                         "url-password", "http-header", "flag", "json-field", "assignment",
+                         "dict-field", "colon-field", "basic-auth-option", "webhook-url", "google-api-key",
+                         "url-query", "stripe-key", "gitlab-token", "docker-config", "quoted-assignment",
+                         "npm-token", "vault-token", "netrc-password", "bearer"}, kinds
+        # every planted value sits in some hit's line: the scanner misses none of them
+        hit_lines = {(h.path, h.line) for h in hits}
+        for needle in ps.NEEDLES:
+            if needle == ps.PLAIN_ENV:
+                continue  # no shape and an innocent name: only the allowlist at capture hides it
+            where = _grep([needle], bundle).split()
+            assert where, needle
+            assert any(_lines_with(bundle / Path(w).relative_to(bundle), needle) & {ln for p, ln in hit_lines
+                       if bundle / p == Path(w)} for w in where), f"verify --secrets misses {needle}"
         verify = CliRunner().invoke(main, ["verify", "--secrets", str(bundle)])
         assert verify.exit_code == 1 and ": unredacted secret: " in verify.stdout
         assert not any(n in verify.output for n in ps.NEEDLES), "the scanner printed a secret"

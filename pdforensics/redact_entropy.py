@@ -1,0 +1,45 @@
+"""High-entropy tokens: a secret of a shape no detector knows still looks random.
+
+Used by `verify --secrets` (a token of 24+ characters from the base64/url-safe alphabet that
+mixes upper case, lower case and digits and carries more than 4.2 bits per character) and
+by the redactor to decide which hashed env values to hunt in other output. Hex strings
+(digests, ids), identifiers and paths are not random-looking by these rules.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+MIN_LEN = 24
+MIN_BITS = 4.2
+_TOKEN = re.compile(rb"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/_\-]{%d,}={0,2}(?![A-Za-z0-9+/=_\-])" % MIN_LEN)
+_HEX = re.compile(rb"[0-9a-fA-F\-]+")
+
+
+def entropy(value: bytes) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def looks_random(value: bytes) -> bool:
+    """Whether value (one token) reads like a key rather than a word, path, id or digest."""
+    v = value.rstrip(b"=")
+    if len(v) < MIN_LEN or _HEX.fullmatch(v) or v.startswith(b"/"):
+        return False
+    if not (any(65 <= c <= 90 for c in v) and any(97 <= c <= 122 for c in v) and any(48 <= c <= 57 for c in v)):
+        return False
+    if any(len(seg) >= 3 and seg.isalpha() and seg.islower() for seg in v.split(b"/")[:-1]):
+        return False  # a relative path (`models/Qwen2-7B-Instruct-AWQ`)
+    return entropy(v) >= MIN_BITS
+
+
+def random_tokens(data: bytes) -> Iterator[tuple[int, int]]:
+    """Spans of random-looking tokens in data (not a `base64,` data URI, not a CSP/SRI hash)."""
+    for m in _TOKEN.finditer(data):
+        if (looks_random(m.group()) and data[max(0, m.start() - 7):m.start()] != b"base64,"
+                and not m.group().startswith((b"sha256-", b"sha384-", b"sha512-"))):
+            yield m.span()

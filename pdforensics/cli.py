@@ -78,13 +78,16 @@ def main(traceback: bool) -> None:
 @click.option("--history", default="2h", show_default=True, help="Window of that history (30m, 2h, ...).")
 @click.option("--with-sglang-source", is_flag=True,
               help="Also copy each server's sglang flag/env/metric sources (for `catalog build --from BUNDLE`).")
+@click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A Go client's goroutine dump, copied into the bundle (redacted) and set beside the "
+                   "servers' in-flight counts; repeatable.")
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
             archive: bool, as_json: bool, prometheus: str | None, history: str, with_sglang_source: bool,
-            no_redact: bool) -> None:
+            client_dumps: tuple[str, ...], no_redact: bool) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
@@ -103,11 +106,12 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     progress = _progress if sys.stderr.isatty() and not as_json else None
     from pdforensics.prometheus.history import sidecars_for
     from pdforensics.redact import NO_REDACT_WARNING, NoRedactor
+    from pdforensics.triage.client import client_dump_sidecars
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
-                          sidecars=sidecars_for(prometheus, history))
+                          sidecars=[*sidecars_for(prometheus, history), *client_dump_sidecars(client_dumps)])
     doc = outcome_json(outcome)
     from pdforensics.loaded import load_capture
 
@@ -201,6 +205,26 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
 
     result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
     click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
+@handles_errors
+def triage(files: tuple[str, ...], as_json: bool) -> None:
+    """Verdict from loose files: py-spy/faulthandler/Go dumps, /metrics, logs, /server_info.
+
+    Each file's kind is read from its content; `-` is stdin. A Go goroutine dump is set
+    beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none.
+    """
+    from pdforensics.triage.run import format_triage_text, triage_json, triage_paths
+
+    result = triage_paths(list(files))
+    click.echo(json.dumps(triage_json(result), indent=1) if as_json else format_triage_text(result))
+    for a in result.artifacts:
+        if a.error:
+            click.echo(f"pdforensics: skipped {a.path}: {a.error}", err=True)
+    sys.exit(result.exit_code)
 
 
 # -- bundle tools -----------------------------------------------------------------------------

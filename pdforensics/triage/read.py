@@ -150,7 +150,8 @@ def _read(path: str, kind: str, text: str, size: int) -> Artifact:
     if kind == "stacks":
         dumps = parse_stack_text(text)
         art = Artifact(path, kind, None, dumps=dumps, log_text=text,
-                       log_hits=scan_log_signatures(text), size=size)
+                       log_hits=scan_log_signatures(text), taken_at=unwrap(text).taken_at,
+                       size=size)
         if not art.threads and not any(d.error for d in dumps):
             if looks_like_log(text, bool(art.log_hits)):  # a log naming a dump it lacks
                 return _read(path, "log", text, size)

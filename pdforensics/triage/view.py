@@ -8,6 +8,7 @@ synthetic result keeps the file it came from as its path, so evidence points to 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ class _Builder:
         self.notes: list[str] = []
         self.order = 0.0  # synthetic clock for evidence without a time: file order, 1 s apart
         self.real_times: list[float] = []  # times the files themselves state
+        self.timed: set[str] = set()  # result keys whose time the files state
 
     # -- bookkeeping ------------------------------------------------------------------------
     def entry(self, host: str, source: str, path: str, taken: float | None) -> ResultEntry:
@@ -72,6 +74,7 @@ class _Builder:
                         error=None)
         if taken is not None:
             self.real_times.append(taken)
+            self.timed.add(key)
         self.entries.append(e)
         return e
 
@@ -86,8 +89,11 @@ class _Builder:
             same = [s for s in self.svcs if s.kind == kind and (role is None or s.role == role)]
             if len(same) == 1:
                 return same[0]
-        s = _Svc(host, role or ("router" if kind == "router" else "unified"), kind,
-                 ident if ident is not None else (host, role, kind, len(self.svcs)))
+            ident = ("loose", host, role, kind)  # one service per file (and writer) and role
+            for s in self.svcs:
+                if s.ident == ident:
+                    return s
+        s = _Svc(host, role or ("router" if kind == "router" else "unified"), kind, ident)
         self.svcs.append(s)
         return s
 
@@ -108,8 +114,13 @@ class _Builder:
         args: dict[str, Any] = nested if isinstance(nested, dict) else info
         mode = str(args.get("disaggregation_mode") or "null")
         role = mode if mode in ("prefill", "decode") else None
-        svc = self.service(role, _name(art.path))
-        if role is not None:  # old servers label PD metrics "unified": the mode is the truth
+        servers = [s for s in self.svcs if s.kind == "server"]
+        unified = [s for s in servers if s.role == "unified"]
+        if role is not None and not any(s.role == role for s in servers) and len(unified) == 1:
+            svc = unified[0]  # old servers label PD metrics "unified": the mode is the truth
+        else:
+            svc = self.service(role, _name(art.path))
+        if role is not None:
             svc.role = role
         svc.tp_size = _int(args.get("tp_size"), svc.tp_size)
         svc.dp_size = _int(args.get("dp_size"), svc.dp_size)
@@ -132,18 +143,21 @@ class _Builder:
                 svc.log_path, svc.log_entry = art.path, e
 
     def stacks(self, art: Artifact, index: int) -> None:
-        role = self.server_role()
-        svc = self.service(role, _name(art.path))
+        default = self.server_role()
         for n, d in enumerate(art.dumps):
+            role = _dump_role(d) or default
+            svc = self.service(role, _name(art.path) + (f":{d.service}" if d.service else ""))
             pid = d.pid if d.pid is not None else -(index * 1000 + n + 1)
             taken = _watchdog_time(d)
+            if taken is None and art.taken_at is not None:
+                taken = art.taken_at + 0.001 * n  # one `date` line for the whole file
+            self.order = float(index)  # untimed dumps: one file, one moment; files 1 s apart
             e = self.entry(svc.host, "pyspy", art.path, taken)
             failure = classify_pyspy_error(d.error, 1) if d.error else None
             sd = StackDump(e.key, e.started_at, 0.0, () if d.error else (d,), failure, False, None)
             svc.procs.setdefault(pid, []).append(sd)
             if pid not in svc.infos:
                 svc.infos[pid] = _info(d, pid, svc.role)
-            self.order += 1.0
 
     def pyspy_error(self, art: Artifact, index: int) -> None:
         svc = self.service(self.server_role(), _name(art.path))
@@ -178,6 +192,11 @@ class _Builder:
 
     def _view(self, s: _Svc) -> ServiceView:
         samples = self._samples(s)
+        untimed = [pid for pid, sds in s.procs.items()
+                   if len(sds) > 1 and any(sd.key not in self.timed for sd in sds)]
+        if untimed:
+            self.notes.append(f"{s.host}: {len(untimed)} process(es) dumped more than once "
+                              "without a time inside; the files taken 1 s apart in the order given")
         processes = tuple(
             ProcessView(info=s.infos[pid], stacks=tuple(sorted(sds, key=lambda x: x.taken_at)))
             for pid, sds in s.procs.items())
@@ -231,6 +250,18 @@ def _info(d: ProcessDump, pid: int, role: str) -> ProcessInfo:
 
 def _role(role: str) -> Any:
     return role if role in ("router", *_SERVER_ROLES) else None
+
+
+_MODE = re.compile(r"--disaggregation-mode[ =](prefill|decode)")
+
+
+def _dump_role(d: ProcessDump) -> str | None:
+    """The role a dump names itself: its compose service, or its command line's PD mode."""
+    m = _MODE.search(d.command) or _MODE.search(d.parent_command)
+    if m is not None:
+        return m.group(1)
+    role = role_of(d.service) if d.service else None
+    return role if role in _SERVER_ROLES else None
 
 
 def _watchdog_time(d: ProcessDump) -> float | None:

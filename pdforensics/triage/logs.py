@@ -11,13 +11,18 @@ _COMPOSE = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 _JOURNAL = re.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) \S+ "
                       r"([^\s:\[]+)(?:\[\d+\])?: ")
 _SGLANG = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# other log line shapes: SGLang's short "[04:40:55 TP0]", glog "E0521 16:22:21.694042",
+# a "[Gloo]"-style tag, Python logging levels, a raised exception's last line
+_OTHER = re.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
+                    r"\[[A-Za-z][\w.-]{1,30}\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
+                    r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")
 _ROLES = (("prefill", "prefill"), ("decode", "decode"), ("router", "router"),
           ("gateway", "router"), ("lb", "router"), ("unified", "unified"))
 
 
 def _stamped(line: str) -> bool:
     return bool(parse_log_timestamp(line) is not None or _COMPOSE.match(line)
-                or _JOURNAL.match(line) or _SGLANG.match(line))
+                or _JOURNAL.match(line) or _SGLANG.match(line) or _OTHER.match(line))
 
 
 def looks_like_log(text: str, has_hits: bool) -> bool:

@@ -22,9 +22,13 @@ KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info")
 
 _THREAD_LINE = re.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
 # what py-spy itself prints first when it fails (never an arbitrary log line)
-_PYSPY_FIRST = re.compile(r"^(?:Error: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
+_PYSPY_FIRST = re.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
                           r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", re.I)
+# the py-spy command line an operator pasted above its output, or py-spy's own log lines
+_PYSPY_CMD = re.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
+                        r"(?:dump|record|top|--)|\bpy_spy::", re.I)
 # /server_info (and the old /get_server_info) carry these; /model_info carries none of them
+_JSON_LIST = re.compile(r"\[\s*(?:\{|\])")
 _SERVER_INFO_KEYS = frozenset({"internal_states", "server_args", "disaggregation_mode",
                                "tp_size", "dp_size", "max_total_num_tokens"})
 
@@ -86,7 +90,8 @@ def _json(text: str) -> tuple[str | None, Any]:
     except (ValueError, RecursionError):
         if s.startswith("{") and any(f'"{k}"' in s[:4000] for k in _SERVER_INFO_KEYS):
             return "server_info", None  # cut short (a timeout, a byte cap)
-        return ("stacks", None) if sniff_format(s) == "pyspy-json" else (None, None)
+        # py-spy --json cut short; a log line such as "[ TP0] ..." is not JSON at all
+        return ("stacks", None) if _JSON_LIST.match(s) else (None, None)
     if isinstance(obj, list):
         return ("stacks", obj) if sniff_format(s) == "pyspy-json" else (None, obj)
     return ("server_info", obj) if looks_like_server_info(obj) else (None, obj)
@@ -95,7 +100,9 @@ def _json(text: str) -> tuple[str | None, Any]:
 def _pyspy_error(text: str) -> PyspyFailure | None:
     """A py-spy failure, only when the text starts the way py-spy's own messages do."""
     lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
-    if not lines or len(lines) > 200 or not _PYSPY_FIRST.match(lines[0]):
+    if not lines or len(lines) > 300:
+        return None
+    if not (_PYSPY_FIRST.match(lines[0]) or any(_PYSPY_CMD.search(ln) for ln in lines[:8])):
         return None
     return classify_pyspy_error(text, 1)
 
@@ -110,6 +117,8 @@ def detect_kind(text: str) -> str | None:
         fmt = sniff_format(text)
     except Exception:  # a sniffer must never stop triage: treat as not a stack dump
         fmt = None
+    if fmt == "pyspy-json":
+        fmt = None  # _json above already took every py-spy JSON document
     if fmt == "goroutines":
         return "goroutines"
     if fmt in ("watchdog", "faulthandler", "pyspy-json") or (fmt is not None and fmt != "pyspy"):
@@ -143,6 +152,9 @@ def read_text(path: str, text: str, size: int) -> Artifact:
     try:
         return _read(path, kind, text, size)
     except ParseError as exc:
+        if (kind == "stacks" and not _THREAD_LINE.search(text)
+                and _pyspy_error(unwrap(text).text) is not None):
+            return _read(path, "pyspy_error", text, size)  # py-spy said why it has no dump
         return Artifact(path, kind, str(exc), size=size)
 
 
@@ -152,11 +164,19 @@ def _read(path: str, kind: str, text: str, size: int) -> Artifact:
         art = Artifact(path, kind, None, dumps=dumps, log_text=text,
                        log_hits=scan_log_signatures(text), taken_at=unwrap(text).taken_at,
                        size=size)
-        if not art.threads and not any(d.error for d in dumps):
-            if looks_like_log(text, bool(art.log_hits)):  # a log naming a dump it lacks
-                return _read(path, "log", text, size)
-            return Artifact(path, kind, "no thread found", size=size)
-        return art
+        if art.threads:
+            return art
+        failed = [d.error for d in dumps if d.error]
+        if failed:  # every dump in it failed: the file says why py-spy could not run
+            return Artifact(path, "pyspy_error", pyspy_failure=classify_pyspy_error(failed[0], 1),
+                            dumps=dumps, log_text=text, log_hits=art.log_hits, size=size)
+        if _THREAD_LINE.search(text):  # a dump is plainly there: say it could not be read
+            return Artifact(path, kind, "no thread could be read from the dump in it", size=size)
+        if _pyspy_error(unwrap(text).text) is not None:
+            return _read(path, "pyspy_error", text, size)
+        if looks_like_log(text, bool(art.log_hits)):  # a log naming a dump it lacks
+            return _read(path, "log", text, size)
+        return Artifact(path, kind, "no thread found", size=size)
     if kind == "goroutines":
         dumps = parse_stack_text(text, "goroutines")
         gs = tuple(t for d in dumps for t in d.threads)

@@ -159,13 +159,22 @@ class _Builder:
             if pid not in svc.infos:
                 svc.infos[pid] = _info(d, pid, svc.role)
 
-    def pyspy_error(self, art: Artifact, index: int) -> None:
-        svc = self.service(self.server_role(), _name(art.path))
-        e = self.entry(svc.host, "pyspy", art.path, None)
-        pid = -(index * 1000)
-        svc.procs.setdefault(pid, []).append(
-            StackDump(e.key, e.started_at, 0.0, (), art.pyspy_failure, False, None))
-        svc.infos[pid] = ProcessInfo(pid, 0, "", None, 0, 0, "", "server", _role(svc.role))
+    def pyspy_error(self, art: Artifact) -> None:
+        """py-spy's failures: per failed dump of a watchdog log (its pid and rank), else one
+        for the file (pid 0: unknown)."""
+        failed: list[ProcessDump | None] = [d for d in art.dumps if d.error] or [None]
+        for d in failed:
+            role = (_dump_role(d) if d is not None else None) or self.server_role()
+            svc = self.service(role, _name(art.path))
+            failure = classify_pyspy_error(d.error, 1) if d is not None and d.error else None
+            e = self.entry(svc.host, "pyspy", art.path, _watchdog_time(d) if d else None)
+            pid = d.pid if d is not None and d.pid is not None else 0
+            svc.procs.setdefault(pid, []).append(StackDump(
+                e.key, e.started_at, 0.0, (), failure or art.pyspy_failure, False, None))
+            rank = d.rank if d is not None else None
+            svc.infos.setdefault(pid, ProcessInfo(pid, 0, "", None, 0, 0, "",
+                                                  "scheduler" if rank else "server",
+                                                  _role(svc.role), None, rank))
 
     # -- output -----------------------------------------------------------------------------
     def capture(self) -> LoadedCapture:
@@ -255,8 +264,10 @@ def _role(role: str) -> Any:
 _MODE = re.compile(r"--disaggregation-mode[ =](prefill|decode)")
 
 
-def _dump_role(d: ProcessDump) -> str | None:
+def _dump_role(d: ProcessDump | None) -> str | None:
     """The role a dump names itself: its compose service, or its command line's PD mode."""
+    if d is None:
+        return None
     m = _MODE.search(d.command) or _MODE.search(d.parent_command)
     if m is not None:
         return m.group(1)
@@ -264,8 +275,8 @@ def _dump_role(d: ProcessDump) -> str | None:
     return role if role in _SERVER_ROLES else None
 
 
-def _watchdog_time(d: ProcessDump) -> float | None:
-    return parse_log_timestamp(d.timestamp) if d.timestamp else None
+def _watchdog_time(d: ProcessDump | None) -> float | None:
+    return parse_log_timestamp(d.timestamp) if d is not None and d.timestamp else None
 
 
 def _last_time(text: str) -> float | None:
@@ -319,11 +330,11 @@ def build_capture(artifacts: Sequence[Artifact]) -> tuple[LoadedCapture, tuple[s
         if a.kind == "server_info":
             b.server_info(a)
     for a in readable:
-        if a.kind == "log" or (a.kind == "stacks" and a.log_hits):
+        if a.kind == "log" or a.log_hits:  # watchdog logs hold signatures beside their dumps
             b.log(a)
     for i, a in enumerate(readable, 1):
         if a.kind == "stacks":
             b.stacks(a, i)
         elif a.kind == "pyspy_error":
-            b.pyspy_error(a, i)
+            b.pyspy_error(a)
     return b.capture(), tuple(b.notes)

@@ -159,3 +159,43 @@ def test_curl_verbose_and_date_lines_are_peeled(tmp_path: Path) -> None:
 def test_capture_help_lists_client_dump() -> None:
     res = CliRunner().invoke(main, ["capture", "--help"])
     assert res.exit_code == 0 and "--client-dump" in res.output
+
+
+def test_a_pyspy_failure_pasted_under_its_command_line_is_a_pyspy_error(tmp_path: Path) -> None:
+    f = tmp_path / "ticket.txt"
+    f.write_text("$ sudo py-spy dump --pid 4242\n" + (DATA / "pyspy_err_permission.txt").read_text())
+    code, doc, _ = triage(str(f))
+    assert code == 0 and doc["files"][0]["kind"] == "pyspy_error"
+    finding = next(x for x in doc["findings"] if x["key"] == "PYSPY_UNAVAILABLE")
+    assert "permission" in finding["title"] and "CAP_SYS_PTRACE" in finding["next_step"]
+
+
+def test_a_log_saying_timed_out_is_a_log_not_a_pyspy_failure(tmp_path: Path) -> None:
+    f = tmp_path / "app.log"
+    f.write_text("2026-12-02T10:20:28+0000 gpu-a app[1]: request timed out after 30s\n"
+                 "2026-12-02T10:20:29+0000 gpu-a app[1]: Error: upstream closed\n")
+    assert triage(str(f))[1]["files"][0]["kind"] == "log"
+
+
+def test_a_log_starting_with_a_bracketed_rank_is_not_pyspy_json(tmp_path: Path) -> None:
+    f = tmp_path / "decode.log"
+    f.write_text("[ TP0] Decode transfer failed for request rank=0 decode_req.req.rid='ab' "
+                 "with exception KVTransferError(bootstrap_room=1): Request 1 timed out after "
+                 "300.0s in KVPoll.WaitingForInput\n")
+    code, doc, _ = triage(str(f))
+    assert code == 0 and doc["files"][0]["kind"] == "log"
+    assert any(x["key"] == "LOG_SIGNATURE" for x in doc["findings"])
+
+
+def test_a_watchdog_log_whose_dumps_all_failed_is_a_pyspy_error_with_its_signatures(
+        tmp_path: Path) -> None:
+    f = tmp_path / "decode.log"
+    f.write_text("[2026-12-02 10:20:20 TP0] Watchdog timeout (self.watchdog_timeout=300)\n"
+                 "[2026-12-02 10:20:24 TP0] Pyspy failed to dump PID 7298. Error: "
+                 "/bin/sh: 1: py-spy: not found\n")
+    code, doc, _ = triage(str(f))
+    assert code == 0 and doc["files"][0]["kind"] == "pyspy_error"
+    keys = {x["key"] for x in doc["findings"]}
+    assert keys >= {"PYSPY_UNAVAILABLE", "LOG_SIGNATURE"}
+    py = next(x for x in doc["findings"] if x["key"] == "PYSPY_UNAVAILABLE")
+    assert "7298" in py["evidence"][0]["text"]

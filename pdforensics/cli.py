@@ -208,7 +208,7 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
 @handles_errors
 def triage(files: tuple[str, ...], as_json: bool) -> None:

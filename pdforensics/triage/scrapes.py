@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from pdforensics.parsers.prometheus import MetricsSnapshot, parse_metrics
-from pdforensics.triage.unwrap import _CURL_METER, _CURL_V, _PROMPT, _STATUS, date_line, unwrap
+from pdforensics.triage.unwrap import unwrap, wrapper_line
 
 _META = re.compile(r"^# (?:HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*)")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(\{[^\n]*\})?[ \t]+"
@@ -24,11 +24,6 @@ class Scrape:
     status: int | None = None
 
 
-def _wrapper(line: str) -> bool:
-    return bool(_STATUS.match(line) or _PROMPT.match(line) or date_line(line) is not None
-                or _CURL_V.match(line) or _CURL_METER.match(line))
-
-
 def metric_line(line: str) -> bool:
     """A ``# HELP/TYPE/UNIT/EOF`` line or a sample line."""
     s = line.strip()
@@ -40,7 +35,7 @@ def looks_like_metrics(text: str) -> bool:
     total = metric = samples = 0
     for raw in text.split("\n")[:20000]:
         s = raw.strip()
-        if not s or _wrapper(s):
+        if not s or wrapper_line(s):
             continue
         total += 1
         if metric_line(s):
@@ -63,7 +58,7 @@ def split_scrapes(text: str) -> list[str]:
         s = raw.strip()
         cut = False
         if s:
-            if eof or (has_samples and _wrapper(s)):
+            if eof or (has_samples and wrapper_line(s)):
                 cut = True
             elif (m := _META.match(s)) is not None:
                 cut = (s[2:6], m.group(1)) in meta

@@ -74,6 +74,12 @@ def date_line(line: str) -> float | None:
     return None
 
 
+def wrapper_line(line: str) -> bool:
+    """A line that wraps pasted evidence: a status line, a prompt, a date, curl -v chatter."""
+    return bool(_STATUS.match(line) or _PROMPT.match(line) or date_line(line) is not None
+                or _CURL_V.match(line) or _CURL_METER.match(line))
+
+
 def http_date(value: str) -> float | None:
     """Epoch of an HTTP ``Date`` header value, or None."""
     try:

@@ -242,7 +242,7 @@ def _identity(snap: MetricsSnapshot) -> tuple[str, str | None, tuple[object, ...
     ranks = sorted({f"{s.label('dp_rank')}/{s.label('tp_rank')}/{s.label('pp_rank')}"
                     for s in snap.samples if s.name.startswith("sglang")})
     role = next((r for r in engine if r in ("prefill", "decode")), engine[0] if engine else None)
-    if router and not engine:
+    if router:  # a gateway re-exports its workers' engine metrics (engine_type labels too)
         return "router", "router", ("router", tuple(models))
     return "server", role, ("server", role, tuple(models), tuple(ranks))
 

@@ -199,3 +199,9 @@ def test_a_watchdog_log_whose_dumps_all_failed_is_a_pyspy_error_with_its_signatu
     assert keys >= {"PYSPY_UNAVAILABLE", "LOG_SIGNATURE"}
     py = next(x for x in doc["findings"] if x["key"] == "PYSPY_UNAVAILABLE")
     assert "7298" in py["evidence"][0]["text"]
+
+
+def test_a_directory_is_reported_and_the_rest_analysed(tmp_path: Path) -> None:
+    code, doc, _ = triage(str(tmp_path), str(DATA / "pyspy_basic.txt"))
+    assert code == 3 and "cannot read" in doc["files"][0]["error"]
+    assert doc["files"][1]["kind"] == "stacks"

@@ -61,3 +61,8 @@ def test_unreadable_artifacts_are_left_out() -> None:
     good = read_path(str(DATA / "pyspy_basic.txt"))
     cap, _ = build_capture([bad, good])
     assert not bad.usable and sum(len(h.processes) for h in cap.hosts) == 1
+
+
+def test_a_gateway_scrape_is_the_router_even_with_its_workers_engine_labels() -> None:
+    svcs, _, _ = _services("prom_router_gateway.txt")
+    assert [(s.kind, s.role) for s in svcs] == [("router", "router")]

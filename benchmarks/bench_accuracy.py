@@ -2,8 +2,9 @@
 
 Walks tests/data/field/**/*.meta.json; reads each artifact alone, as `pdforensics triage`
 would, and prints per family and overall:
-  - parse rate: non-empty artifacts read without error into a non-empty result (threads
-    for stacks, goroutines, samples for metrics, lines for logs, keys for JSON);
+  - parse rate: non-empty artifacts read without error into a non-empty result of the
+    kind the sidecar names (threads for stacks, goroutines, samples for metrics, lines for
+    logs, keys for JSON, a classified failure for py-spy errors);
   - expected: the share of artifacts whose whole sidecar ``expect`` (and ``kind``) is met;
 then every miss with its reason (which key, expected vs got).
 

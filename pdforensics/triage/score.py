@@ -97,6 +97,20 @@ def _pyspy_reasons(art: Artifact) -> list[str]:
     return out
 
 
+def _result_as(art: Artifact, kind: str | None) -> int:
+    """How much of what the sidecar says the file is came out: threads for stacks,
+    goroutines, samples, log lines, JSON keys, a classified py-spy failure."""
+    if kind == "stacks":
+        return art.threads
+    if kind == "goroutines":
+        return sum(g.count for g in art.goroutines)
+    if kind == "log":
+        return sum(1 for ln in art.log_text.split("\n") if ln.strip())
+    if kind == "pyspy_error":
+        return len(_pyspy_reasons(art))
+    return art.result_size if art.kind == kind else 0
+
+
 def _check_reading(art: Artifact, expect: dict[str, Any]) -> list[Miss]:
     misses: list[Miss] = []
     threads = (sum(g.count for g in art.goroutines) if art.kind == "goroutines"
@@ -163,7 +177,7 @@ def score_artifact(meta: Path) -> Score:
         return Score(meta, None, family, True, False, (Miss("artifact", "a file beside it", None),))
     art = read_path(str(path))
     empty = art.size == 0
-    parsed = art.usable and art.result_size > 0
+    parsed = art.usable and _result_as(art, side.get("kind") or art.kind) > 0
     misses: list[Miss] = []
     if side.get("kind") and art.kind != side["kind"]:
         misses.append(Miss("kind", side["kind"], art.kind))

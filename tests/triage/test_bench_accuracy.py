@@ -88,3 +88,10 @@ def test_the_benchmark_prints_misses_and_gates_only_on_floors(corpus: Path,
     assert mod.main(["--root", str(corpus), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["overall"]["expected"] == 2 and doc["misses"][0]["reasons"] == ["threads: expected 7, got 1"]
+
+
+def test_parsed_means_a_reading_of_the_kind_the_sidecar_names(corpus: Path) -> None:
+    meta = corpus / f"{MINE[1]}.meta.json"  # server_info JSON, claimed to be a stack dump
+    meta.write_text(json.dumps(json.loads(meta.read_text()) | {"kind": "stacks"}))
+    s = score_artifact(meta)
+    assert not s.parsed and any(m.key == "kind" for m in s.misses)

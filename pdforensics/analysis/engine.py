@@ -126,8 +126,16 @@ def decide(ctx: Context, findings: Sequence[Finding]) -> tuple[Verdict, str]:
 
 
 def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analysis:
-    """Every rule over one capture; findings sorted most specific critical first."""
-    ctx = Context(capture, tuple(read_client_dump(Path(p)) for p in client_dumps))
+    """Every rule over one capture; findings sorted most specific critical first. Client
+    dumps recorded in the bundle (capture --client-dump) go beside the ones given here."""
+    from pdforensics.analysis.client_dumps import recorded_client_dumps
+
+    given = tuple(read_client_dump(Path(p)) for p in client_dumps)
+    return analyze_context(Context(capture, recorded_client_dumps(capture) + given))
+
+
+def analyze_context(ctx: Context) -> Analysis:
+    """Every rule over a prepared context (a capture and its client dumps)."""
     findings, skipped = run_rules(ctx)
     findings.sort(key=sort_key)
     verdict, why = decide(ctx, findings)

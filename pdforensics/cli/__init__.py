@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from pdforensics import __version__
-from pdforensics.cli.analysis import analyze, stacks, verify
+from pdforensics.cli.analysis import analyze, stacks, triage, verify
 from pdforensics.cli.capture import capture
 from pdforensics.cli.catalog import catalog
 from pdforensics.cli.lab import lab
@@ -29,7 +29,7 @@ def main(traceback: bool) -> None:
 
 
 
-for _command in (capture, analyze, verify, stacks, lab, catalog, report, watch, *STORE_COMMANDS):
+for _command in (capture, analyze, triage, verify, stacks, lab, catalog, report, watch, *STORE_COMMANDS):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -29,6 +29,26 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
 
 
 @click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
+@handles_errors
+def triage(files: tuple[str, ...], as_json: bool) -> None:
+    """Verdict from loose files: py-spy/faulthandler/Go dumps, /metrics, logs, /server_info.
+
+    Each file's kind is read from its content; `-` is stdin. A Go goroutine dump is set
+    beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none.
+    """
+    from pdforensics.triage.run import format_triage_text, triage_json, triage_paths
+
+    result = triage_paths(list(files))
+    click.echo(json.dumps(triage_json(result), indent=1) if as_json else format_triage_text(result))
+    for a in result.artifacts:
+        if a.error:
+            click.echo(f"pdforensics: skipped {a.path}: {a.error}", err=True)
+    sys.exit(result.exit_code)
+
+
+@click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))
 @click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
 @handles_errors

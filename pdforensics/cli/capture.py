@@ -35,6 +35,9 @@ from pdforensics.errors import ExitStatus
 @click.option("--history", default="2h", show_default=True, help="Window of that history (30m, 2h, ...).")
 @click.option("--with-sglang-source", is_flag=True,
               help="Also copy each server's sglang flag/env/metric sources (for `catalog build --from BUNDLE`).")
+@click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A Go client's goroutine dump, copied into the bundle (redacted) and set beside the "
+                   "servers' in-flight counts; repeatable.")
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
@@ -43,7 +46,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
             archive: bool, as_json: bool, prometheus: str | None, history: str, with_sglang_source: bool,
-            no_redact: bool, keep_env: tuple[str, ...]) -> None:
+            client_dumps: tuple[str, ...], no_redact: bool, keep_env: tuple[str, ...]) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (some host or collector missing), 1 error,
@@ -60,6 +63,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
                          stack_dumps=stack_dumps, sglang_source=with_sglang_source),
     )
     progress = _progress if sys.stderr.isatty() and not as_json else None
+    from pdforensics.analysis.client_dumps import client_dump_sidecars
     from pdforensics.prometheus.history import sidecars_for
     from pdforensics.redact import NO_REDACT_WARNING, Allowlist, NoRedactor, Redactor
 
@@ -67,7 +71,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         click.echo(NO_REDACT_WARNING, err=True)
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact
                           else Redactor(allow=Allowlist.with_extra(keep_env)),
-                          sidecars=sidecars_for(prometheus, history))
+                          sidecars=[*sidecars_for(prometheus, history), *client_dump_sidecars(client_dumps)])
     from pdforensics.analysis.result_json import analysis_json
     from pdforensics.finish import finish_bundle
     from pdforensics.store.filing import configured_store

@@ -1,0 +1,59 @@
+"""Loose log files: is it a log, and which service wrote which lines (compose, journald)."""
+
+from __future__ import annotations
+
+import re
+
+from pdforensics.parsers.journal import parse_log_timestamp
+
+_COMPOSE = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+# journald short-iso / short: "<time> <host> <identifier>[pid]: "
+_JOURNAL = re.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) \S+ "
+                      r"([^\s:\[]+)(?:\[\d+\])?: ")
+_SGLANG = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# other log line shapes: SGLang's short "[04:40:55 TP0]", glog "E0521 16:22:21.694042",
+# a "[Gloo]"-style tag, Python logging levels, a raised exception's last line
+_OTHER = re.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
+                    r"\[[A-Za-z][\w.-]{1,30}\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
+                    r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")
+_ROLES = (("prefill", "prefill"), ("decode", "decode"), ("router", "router"),
+          ("gateway", "router"), ("lb", "router"), ("unified", "unified"))
+
+
+def _stamped(line: str) -> bool:
+    return bool(parse_log_timestamp(line) is not None or _COMPOSE.match(line)
+                or _JOURNAL.match(line) or _SGLANG.match(line) or _OTHER.match(line))
+
+
+def looks_like_log(text: str, has_hits: bool) -> bool:
+    """Some lines carry a log prefix (timestamp, compose service, journald), or a signature hit."""
+    lines = [ln for ln in text.split("\n")[:5000] if ln.strip()]
+    if not lines:
+        return False
+    stamped = sum(1 for ln in lines if _stamped(ln))
+    return has_hits or stamped >= max(1, len(lines) // 10)
+
+
+def role_of(name: str) -> str | None:
+    """``decode-1`` -> decode; ``sglang-router`` -> router; None when the name says nothing."""
+    low = name.lower()
+    for word, role in _ROLES:
+        if re.search(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)", low) or (len(word) > 3 and word in low):
+            return role
+    return None
+
+
+def split_by_writer(text: str) -> dict[str, str]:
+    """Lines grouped by the compose service or journald identifier that wrote them.
+
+    Lines without such a prefix (continuations, tracebacks) follow the previous line's
+    writer; a log without any prefix is one group named "".
+    """
+    groups: dict[str, list[str]] = {}
+    current = ""
+    for line in text.split("\n"):
+        m = _COMPOSE.match(line) or _JOURNAL.match(line)
+        if m is not None:
+            current = m.group(1)
+        groups.setdefault(current, []).append(line)
+    return {k: "\n".join(v) for k, v in groups.items()}

@@ -1,0 +1,222 @@
+"""One loose file -> its kind (from the content) and what it holds, or why it cannot be read."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
+from pdforensics.errors import ParseError
+from pdforensics.parsers.journal import SignatureHit, scan_log_signatures
+from pdforensics.parsers.pyspy import classify_pyspy_error
+from pdforensics.parsers.stackmodel import ProcessDump, PyspyFailure, ThreadStack
+from pdforensics.triage.logs import looks_like_log, split_by_writer
+from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
+from pdforensics.triage.unwrap import unwrap
+
+#: the kinds `triage` detects (the sidecar ``kind`` of tests/data/field)
+KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info")
+
+_THREAD_LINE = re.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
+# what py-spy itself prints first when it fails (never an arbitrary log line)
+_PYSPY_FIRST = re.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
+                          r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", re.I)
+# the py-spy command line an operator pasted above its output, or py-spy's own log lines
+_PYSPY_CMD = re.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
+                        r"(?:dump|record|top|--)|\bpy_spy::", re.I)
+# /server_info (and the old /get_server_info) carry these; /model_info carries none of them
+_JSON_LIST = re.compile(r"\[\s*(?:\{|\])")
+_SERVER_INFO_KEYS = frozenset({"internal_states", "server_args", "disaggregation_mode",
+                               "tp_size", "dp_size", "max_total_num_tokens"})
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """What one file held. ``kind``: what it was detected as (None: nothing triage reads);
+    ``error``: why it could not be used (then nothing of it is analysed)."""
+
+    path: str
+    kind: str | None
+    error: str | None = None
+    dumps: tuple[ProcessDump, ...] = ()
+    goroutines: tuple[ThreadStack, ...] = ()
+    scrapes: tuple[Scrape, ...] = ()
+    log_text: str = ""
+    log_hits: tuple[SignatureHit, ...] = ()
+    server_info: dict[str, Any] | None = None
+    pyspy_failure: PyspyFailure | None = None
+    taken_at: float | None = None
+    size: int = 0  # bytes read
+
+    @property
+    def usable(self) -> bool:
+        return self.kind is not None and self.error is None
+
+    @property
+    def threads(self) -> int:
+        return sum(t.count for d in self.dumps for t in d.threads)
+
+    @property
+    def result_size(self) -> int:
+        """How much was read: threads, goroutines, samples, log lines or JSON keys."""
+        if self.kind == "stacks":
+            return self.threads
+        if self.kind == "goroutines":
+            return sum(g.count for g in self.goroutines)
+        if self.kind == "metrics":
+            return sum(len(s.snapshot) for s in self.scrapes)
+        if self.kind == "log":
+            return sum(1 for ln in self.log_text.split("\n") if ln.strip())
+        if self.kind == "server_info":
+            return len(self.server_info or {})
+        if self.kind == "pyspy_error":
+            return 1 if self.pyspy_failure is not None else 0
+        return 0
+
+
+def looks_like_server_info(obj: object) -> bool:
+    return isinstance(obj, dict) and bool(_SERVER_INFO_KEYS.intersection(obj))
+
+
+def _json(text: str) -> tuple[str | None, Any]:
+    s = text.lstrip()
+    if not s.startswith(("{", "[")):
+        return None, None
+    try:
+        obj = json.loads(s)
+    except (ValueError, RecursionError):
+        if s.startswith("{") and any(f'"{k}"' in s[:4000] for k in _SERVER_INFO_KEYS):
+            return "server_info", None  # cut short (a timeout, a byte cap)
+        # py-spy --json cut short; a log line such as "[ TP0] ..." is not JSON at all
+        return ("stacks", None) if _JSON_LIST.match(s) else (None, None)
+    if isinstance(obj, list):
+        return ("stacks", obj) if sniff_format(s) == "pyspy-json" else (None, obj)
+    return ("server_info", obj) if looks_like_server_info(obj) else (None, obj)
+
+
+def _pyspy_error(text: str) -> PyspyFailure | None:
+    """A py-spy failure, only when the text starts the way py-spy's own messages do."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    if not lines or len(lines) > 300:
+        return None
+    if not (_PYSPY_FIRST.match(lines[0]) or any(_PYSPY_CMD.search(ln) for ln in lines[:8])):
+        return None
+    return classify_pyspy_error(text, 1)
+
+
+def detect_kind(text: str) -> str | None:
+    """The kind of ``text`` from its content, or None when it is none of KINDS."""
+    body = unwrap(text).text
+    kind, obj = _json(body)
+    if kind is not None or obj is not None:
+        return kind
+    try:
+        fmt = sniff_format(text)
+    except Exception:  # a sniffer must never stop triage: treat as not a stack dump
+        fmt = None
+    if fmt == "pyspy-json":
+        fmt = None  # _json above already took every py-spy JSON document
+    if fmt == "goroutines":
+        return "goroutines"
+    if fmt in ("watchdog", "faulthandler", "pyspy-json") or (fmt is not None and fmt != "pyspy"):
+        return "stacks"
+    if fmt == "pyspy" and _THREAD_LINE.search(text):
+        return "stacks"
+    if _pyspy_error(body) is not None:
+        return "pyspy_error"
+    if looks_like_metrics(text):
+        return "metrics"
+    if looks_like_log(text, bool(scan_log_signatures(text))):
+        return "log"
+    return None
+
+
+def _first_line(text: str) -> str:
+    first = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
+    return first[:120]
+
+
+def read_text(path: str, text: str, size: int) -> Artifact:
+    """Detect the kind of ``text`` and read it; an error names what went wrong."""
+    if not text.strip():
+        return Artifact(path, None, "empty file", size=size)
+    kind = detect_kind(text)
+    if kind is None:
+        _, obj = _json(unwrap(text).text)
+        what = (f"JSON, but not /server_info (keys: {', '.join(sorted(obj)[:8])})"
+                if isinstance(obj, dict) else "not a format triage reads")
+        return Artifact(path, None, f"{what} (first line: {_first_line(text)!r})", size=size)
+    try:
+        return _read(path, kind, text, size)
+    except ParseError as exc:
+        if (kind == "stacks" and not _THREAD_LINE.search(text)
+                and _pyspy_error(unwrap(text).text) is not None):
+            return _read(path, "pyspy_error", text, size)  # py-spy said why it has no dump
+        return Artifact(path, kind, str(exc), size=size)
+
+
+def _read(path: str, kind: str, text: str, size: int) -> Artifact:
+    if kind == "stacks":
+        dumps = parse_stack_text(text)
+        art = Artifact(path, kind, None, dumps=dumps, log_text=text,
+                       log_hits=scan_log_signatures(text), taken_at=unwrap(text).taken_at,
+                       size=size)
+        if art.threads:
+            return art
+        failed = [d.error for d in dumps if d.error]
+        if failed:  # every dump in it failed: the file says why py-spy could not run
+            return Artifact(path, "pyspy_error", pyspy_failure=classify_pyspy_error(failed[0], 1),
+                            dumps=dumps, log_text=text, log_hits=art.log_hits, size=size)
+        if _THREAD_LINE.search(text):  # a dump is plainly there: say it could not be read
+            return Artifact(path, kind, "no thread could be read from the dump in it", size=size)
+        if _pyspy_error(unwrap(text).text) is not None:
+            return _read(path, "pyspy_error", text, size)
+        if looks_like_log(text, bool(art.log_hits)):  # a log naming a dump it lacks
+            return _read(path, "log", text, size)
+        return Artifact(path, kind, "no thread found", size=size)
+    if kind == "goroutines":
+        dumps = parse_stack_text(text, "goroutines")
+        gs = tuple(t for d in dumps for t in d.threads)
+        if not gs:
+            return Artifact(path, kind, "no goroutine found", size=size)
+        return Artifact(path, kind, goroutines=gs, size=size)
+    if kind == "pyspy_error":
+        return Artifact(path, kind, pyspy_failure=_pyspy_error(unwrap(text).text), size=size)
+    if kind == "metrics":
+        scrapes = read_scrapes(text)
+        if not scrapes:
+            return Artifact(path, kind, "no sample could be read", size=size)
+        return Artifact(path, kind, scrapes=scrapes, size=size)
+    if kind == "server_info":
+        u = unwrap(text)
+        _, obj = _json(u.text)
+        if not isinstance(obj, dict):
+            return Artifact(path, kind, "the JSON is cut short (a timeout or a byte cap?)",
+                            size=size)
+        return Artifact(path, kind, server_info=obj, taken_at=u.taken_at, size=size)
+    return Artifact(path, "log", log_text=text, log_hits=scan_log_signatures(text), size=size)
+
+
+def read_path(path: str) -> Artifact:
+    """Read one file (``-`` is stdin); an unreadable one comes back with its error."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        return Artifact(path, None, f"cannot read: {exc.strerror or exc}")
+    return read_text(path, data.decode("utf-8", errors="replace"), len(data))
+
+
+def log_groups(art: Artifact) -> dict[str, str]:
+    """The log's lines per writer (compose service / journald identifier)."""
+    return split_by_writer(art.log_text) if art.log_text else {}
+
+
+__all__ = ["Artifact", "KINDS", "detect_kind", "read_path", "read_text", "log_groups",
+           "looks_like_server_info"]

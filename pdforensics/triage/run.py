@@ -1,0 +1,92 @@
+"""`pdforensics triage FILE...`: read loose files, run every rule that can run, say why not."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pdforensics.analysis.engine import analysis_json, analyze_context, format_analysis_text
+from pdforensics.analysis.findings import Analysis
+from pdforensics.analysis.rules.context import ClientDump, Context
+from pdforensics.errors import ExitStatus
+from pdforensics.triage.read import Artifact, read_path
+from pdforensics.triage.view import build_capture
+
+
+@dataclass(frozen=True)
+class TriageResult:
+    """Every file with its kind or error, the notes on how they were combined, the analysis."""
+
+    artifacts: tuple[Artifact, ...]
+    notes: tuple[str, ...]
+    analysis: Analysis | None  # None when no file could be read
+
+    @property
+    def exit_code(self) -> int:
+        if not any(a.usable for a in self.artifacts):
+            return ExitStatus.ERROR
+        return ExitStatus.PARTIAL if any(not a.usable for a in self.artifacts) else ExitStatus.OK
+
+
+def triage_artifacts(artifacts: Sequence[Artifact]) -> TriageResult:
+    """Analyse what was read: goroutine dumps go beside the rest as client dumps."""
+    arts = tuple(artifacts)
+    if not any(a.usable for a in arts):
+        return TriageResult(arts, (), None)
+    capture, notes = build_capture(arts)
+    clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
+                    if a.usable and a.kind == "goroutines")
+    return TriageResult(arts, notes, analyze_context(Context(capture, clients)))
+
+
+def triage_paths(paths: Sequence[str]) -> TriageResult:
+    """Read every file (``-`` is stdin) and analyse the readable ones together."""
+    return triage_artifacts([read_path(p) for p in paths])
+
+
+def _describe(a: Artifact) -> str:
+    if not a.usable:
+        return "skipped"
+    if a.kind == "stacks":
+        return f"{a.threads} threads in {len([d for d in a.dumps if not d.error])} dumps"
+    if a.kind == "goroutines":
+        return f"{sum(g.count for g in a.goroutines)} goroutines (client dump)"
+    if a.kind == "metrics":
+        return f"{len(a.scrapes)} scrape(s), {sum(len(s.snapshot) for s in a.scrapes)} samples"
+    if a.kind == "log":
+        return f"{a.result_size} lines, {len(a.log_hits)} signatures"
+    if a.kind == "server_info":
+        return f"{a.result_size} keys"
+    f = a.pyspy_failure
+    return f"py-spy failed ({f.reason})" if f is not None else "py-spy failed"
+
+
+def triage_json(r: TriageResult) -> dict[str, Any]:
+    """``{"files": [{"path", "kind", "error"}], "verdict", "findings", ...}``; findings as in
+    ``analyze --json``."""
+    doc: dict[str, Any] = {
+        "files": [{"path": a.path, "kind": a.kind, "error": a.error, "read": _describe(a)}
+                  for a in r.artifacts],
+        "notes": list(r.notes),
+    }
+    if r.analysis is None:
+        doc.update({"verdict": None, "findings": [], "summary": "no file could be read",
+                    "missing": [], "skipped": []})
+        return doc
+    doc.update(analysis_json(r.analysis))
+    return doc
+
+
+def format_triage_text(r: TriageResult) -> str:
+    """The files and their kinds, then the analysis as `analyze` prints it."""
+    lines = ["Files:"]
+    for a in r.artifacts:
+        what = f"{a.kind}: {_describe(a)}" if a.usable else f"{a.kind or '?'}, skipped: {a.error}"
+        lines.append(f"  {a.path}: {what}")
+    lines.extend(f"  note: {n}" for n in r.notes)
+    lines.append("")
+    if r.analysis is None:
+        lines.append("No file could be read: nothing to analyse.")
+        return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + format_analysis_text(r.analysis)

@@ -1,0 +1,130 @@
+"""Peel what operators wrap around pasted evidence: curl -i / curl -v, shell prompts, `date`.
+
+A pasted /metrics scrape or /server_info answer often carries the command that fetched it
+(`$ curl ...`), curl's verbose chatter (`* Trying`, `> GET`, `< HTTP/1.1 200`), a response
+head, or a `date` line the operator ran just before. This module strips those and keeps
+what they say about time (the HTTP ``Date`` header, a `date` line) and the HTTP status.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+_CURL_V = re.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
+_CURL_METER = re.compile(r"^\s*(?:% Total\s|Dload\s|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s)")
+_PROMPT = re.compile(r"^(?:\S*[$#]|>>>) (?:curl|wget|http|date|sleep|echo|cat|kubectl|docker)\b")
+_STATUS = re.compile(r"^(?:< )?HTTP/\d(?:\.\d)? ([1-9]\d\d)\b")
+_HEADER = re.compile(r"^(?:< )?([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
+_MONTHS = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+# `date`: "Thu Dec  3 08:55:55 UTC 2026"; ISO 8601; `date +%s`
+_DATE_CMD = re.compile(r"^[A-Z][a-z]{2},? +([A-Z][a-z]{2}) +(\d{1,2}),? +(\d\d):(\d\d):(\d\d)"
+                       r"(?: +([A-Z]{2,5}|[+-]\d{4}))? +(\d{4})$")
+_DATE_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+                       r"(Z|[+-]\d\d:?\d\d| ?UTC)?$")
+_DATE_EPOCH = re.compile(r"^(1\d{9})(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    """The payload text with its wrapping removed, and what the wrapping said."""
+
+    text: str
+    status: int | None = None  # the final HTTP status, when a response head was there
+    taken_at: float | None = None  # epoch from a Date header or a `date` line
+    wrapped: tuple[str, ...] = ()  # what was peeled: "curl -v", "http head", "prompt", "date"
+
+
+def date_line(line: str) -> float | None:
+    """Epoch of a line that is only a date (`date`, ISO 8601 or `date +%s`), else None."""
+    s = line.strip()
+    if not s or len(s) > 40:
+        return None
+    m = _DATE_EPOCH.match(s)
+    if m:
+        return float(s)
+    m = _DATE_ISO.match(s)
+    if m:
+        y, mo, d, h, mi, sec = (int(x) for x in m.groups()[:6])
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and sec <= 60):
+            return None
+        t = float(calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0)))
+        if m.group(7):
+            t += int(m.group(7)) / 10 ** len(m.group(7))
+        zone = (m.group(8) or "").strip()
+        if zone and zone not in ("Z", "UTC"):
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            t -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+        return t
+    m = _DATE_CMD.match(s)
+    if m:
+        mon = _MONTHS.get(m.group(1).lower())
+        day, h, mi, sec, year = (int(m.group(i)) for i in (2, 3, 4, 5, 7))
+        if mon is None or not (1 <= day <= 31 and h < 24 and mi < 60 and sec <= 60):
+            return None
+        t = float(calendar.timegm((year, mon, day, h, mi, sec, 0, 0, 0)))
+        zone = m.group(6) or ""
+        if zone[:1] in "+-" and zone:
+            t -= (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60)
+        return t  # a zone name other than UTC is read as UTC: better than no time at all
+    return None
+
+
+def wrapper_line(line: str) -> bool:
+    """A line that wraps pasted evidence: a status line, a prompt, a date, curl -v chatter."""
+    return bool(_STATUS.match(line) or _PROMPT.match(line) or date_line(line) is not None
+                or _CURL_V.match(line) or _CURL_METER.match(line))
+
+
+def http_date(value: str) -> float | None:
+    """Epoch of an HTTP ``Date`` header value, or None."""
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def unwrap(text: str) -> Unwrapped:
+    """Strip prompts, curl -v chatter and an HTTP response head; keep status and time."""
+    lines = text.split("\n")
+    verbose = any(ln.startswith(("< HTTP/", "> GET ", "> POST ")) for ln in lines[:200])
+    out: list[str] = []
+    wrapped: list[str] = []
+    status: int | None = None
+    taken: float | None = None
+    in_head = False
+    for raw in lines:
+        ln = raw.rstrip("\r")
+        st = _STATUS.match(ln) if (not out or in_head or ln.startswith("< ")) else None
+        if st is not None:
+            status, in_head = int(st.group(1)), True
+            wrapped.append("http head")
+            continue
+        if in_head:
+            if not ln.strip() or ln.strip() == "<":
+                in_head = False
+                continue
+            h = _HEADER.match(ln)
+            if h is not None:
+                if h.group(1).lower() == "date":
+                    taken = http_date(h.group(2)) or taken
+                continue
+            in_head = False
+        if verbose and (_CURL_V.match(ln) or _CURL_METER.match(ln)):
+            wrapped.append("curl -v")
+            continue
+        if _PROMPT.match(ln):
+            wrapped.append("prompt")
+            continue
+        t = date_line(ln)
+        if t is not None and not out:
+            taken = t
+            wrapped.append("date")
+            continue
+        out.append(ln)
+    return Unwrapped("\n".join(out).strip("\n") + ("\n" if out else ""), status, taken,
+                     tuple(dict.fromkeys(wrapped)))

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pdforensics.analysis.findings import Analysis, Finding
+from pdforensics.analysis.result_json import analysis_json
 from pdforensics.cli import main
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -32,7 +34,9 @@ KINDS = {
 #: answers that are none of the kinds triage reads: reported with a reason, never analysed
 NOT_EVIDENCE = ("http_health_response.txt", "http_h2_health.txt", "http_model_info.txt",
                 "http_100_continue_503.txt")
-FINDING_KEYS = {"key", "severity", "title", "evidence", "next_step", "section", "wedge"}
+# the shape `analyze --json` gives a finding, taken from the one JSON writer both use
+FINDING_KEYS = set(analysis_json(Analysis("HEALTHY", (Finding("K", "info", "t", (), "n"),), (), "", ()))
+                   ["findings"][0])
 
 
 def triage(*args: str, stdin: str | None = None) -> tuple[int, dict[str, Any], str]:

@@ -146,7 +146,9 @@ def running_sshd(lab_dir: Path, name: str, address: str, port: int,
                        identity=str(lab_dir / "keys" / "id_ed25519"),
                        known_hosts=str(lab_dir / "keys" / "known_hosts"))
     finally:
-        assert not kill_all([proc])
+        left = kill_all([proc])
+        sshd.revoke_sudo_user(lab_dir)  # the ops user and its sudoers drop-in
+        assert not left
 
 
 @pytest.fixture(scope="module")

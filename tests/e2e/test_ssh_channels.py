@@ -21,8 +21,10 @@ from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.ssh import SshTransport
+from tests.support import ports
 
-ADDRESS, PORT = "127.0.1.200", 41950
+ADDRESS = "127.0.1.200"
+PORT = ports.port((ADDRESS,))
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pdforensics.diff import diff_bundles
-from pdforensics.diff.synthetic import pd_cluster, write_capture
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
+
+from pdforensics.diff import diff_bundles  # noqa: E402
+from tests.support.fleet import pd_cluster, write_capture  # noqa: E402
 
 TARGET_S = 1.0
 T0 = 1_800_000_000.0

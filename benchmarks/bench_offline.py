@@ -3,7 +3,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_offline.py [--bundle PATH]
 
-- analyze + report: a synthetic capture (pdforensics/report/synthetic.py) of 32 hosts x 8 GPUs x
+- analyze + report: a synthetic capture (tests/support/pd_capture.py) of 32 hosts x 8 GPUs x
   16 processes x 3 /metrics samples x 2 py-spy dumps, 400 log lines each (bench_report.py's
   shape at 32 hosts), optionally also a real bundle (--bundle, e.g. from bench_fanout.py).
   Timed in-process (best of 3): load_capture, analysis, render, and write_report end to end
@@ -12,7 +12,7 @@ Usage: .venv/bin/python benchmarks/bench_offline.py [--bundle PATH]
   The same at 8 hosts, and the analysis alone at 8, 32 and 128 hosts: per-host cost stays flat
   unless a step is quadratic.
 - stacks: bench_stacks.py's 10,000 threads in 64 py-spy dumps, its naive baseline and CLI timing.
-- diff: two synthetic 32-host captures (pdforensics/diff/synthetic.py, bench_diff.py's shape: TP8,
+- diff: two synthetic 32-host captures (tests/support/fleet.py, bench_diff.py's shape: TP8,
   300 packages, 3 /metrics samples, a 20k-line log, 100 env vars per process), against bench_diff's
   difflib text diff of the same raw files; and the same at 8 hosts.
 """
@@ -32,16 +32,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 import bench_stacks  # noqa: E402
 from bench_diff import text_of  # noqa: E402
 
 from pdforensics.analysis.engine import analysis_json, analyze  # noqa: E402
 from pdforensics.diff import diff_bundles  # noqa: E402
-from pdforensics.diff.synthetic import pd_cluster, write_capture  # noqa: E402
 from pdforensics.jsoncodec import to_jsonable  # noqa: E402
 from pdforensics.loaded import load_capture  # noqa: E402
 from pdforensics.report import render, write_report  # noqa: E402
-from pdforensics.report.synthetic import SynthSpec, write_synthetic  # noqa: E402
+from tests.support.fleet import pd_cluster, write_capture  # noqa: E402
+from tests.support.pd_capture import SynthSpec, write_synthetic  # noqa: E402
 
 REPORT_TARGET_S = 3.0
 T0 = 1_800_000_000.0

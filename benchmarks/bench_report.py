@@ -14,11 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from pdforensics.analysis.engine import analysis_json, analyze
-from pdforensics.jsoncodec import to_jsonable
-from pdforensics.loaded import load_capture
-from pdforensics.report import render, write_report
-from pdforensics.report.synthetic import SynthSpec, write_synthetic
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
+
+from pdforensics.analysis.engine import analysis_json, analyze  # noqa: E402
+from pdforensics.jsoncodec import to_jsonable  # noqa: E402
+from pdforensics.loaded import load_capture  # noqa: E402
+from pdforensics.report import render, write_report  # noqa: E402
+from tests.support.pd_capture import SynthSpec, write_synthetic  # noqa: E402
 
 SPEC = SynthSpec(hosts=8, gpus=8, processes=16, samples=3, stack_dumps=2, log_lines=400)
 MAX_S, MAX_BYTES = 2.0, 3 * 1024 * 1024

@@ -125,7 +125,7 @@ def _ready(h: FleetHost) -> bool:
 
 def fleet_down(f: Fleet) -> None:
     """Kill every process of the fleet: recorded roots, their descendants, and any process
-    whose environment or sshd config names the fleet directory. Idempotent."""
+    whose environment or sshd config names the fleet directory; then revoke the ops user. Idempotent."""
     found: dict[int, psutil.Process] = {}
     for proc in f.procs.values():
         try:
@@ -145,7 +145,10 @@ def fleet_down(f: Fleet) -> None:
                 found[proc.pid] = proc
         except psutil.Error:
             continue
-    left = kill_all(list(found.values()))
+    try:
+        left = kill_all(list(found.values()))
+    finally:
+        sshd.revoke_sudo_user(f.dir)  # the ops user's account (if made here) and sudoers drop-in
     if left:
         raise RuntimeError(f"fleet: could not stop {', '.join(str(p.pid) for p in left)}")
 

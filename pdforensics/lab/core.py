@@ -289,8 +289,6 @@ def lab_up(
         _install_nvidia_smi(lab_dir, host)
     if ssh:
         sshd.prepare(lab_dir, hosts, ports.ssh)
-        if sudo_user:
-            sshd.ensure_sudo_user(sudo_user, lab_dir)
     by_role = {h.role: h for h in hosts}
     started: dict[str, psutil.Process] = {}
     record: dict[str, Any] = {
@@ -313,6 +311,8 @@ def lab_up(
         {"name": h.name, "role": h.role, "address": h.address, "bind": h.bind, "gpus": list(h.gpus)} for h in hosts
     ]
     try:
+        if sudo_user:  # inside the try: a failed start revokes it again
+            sshd.ensure_sudo_user(sudo_user, lab_dir)
         if ssh:
             for host in hosts:
                 started[f"sshd:{host.name}"] = spawn(
@@ -421,11 +421,15 @@ def _info(lab_dir: Path, record: dict[str, Any], hosts: tuple[LabHost, ...], por
 
 
 def lab_down(lab_dir: Path) -> None:
-    """Kill every process of the lab (servers, ranks, router, sshd); idempotent."""
+    """Kill every process of the lab (servers, ranks, router, sshd) and revoke its ops user's
+    account and sudo; idempotent."""
     lab_dir = Path(lab_dir).resolve()
     p = paths(lab_dir)
     procs = find_lab_processes(lab_dir, _recorded(_read_json(lab_dir)))
-    left = kill_all(procs)
+    try:
+        left = kill_all(procs)
+    finally:
+        sshd.revoke_sudo_user(lab_dir)  # its account (if the lab made it) and sudoers drop-in
     if left:
         raise PdforensicsError(f"could not stop lab processes: {', '.join(str(x.pid) for x in left)}")
     for path in [p["json"], *p["run"].glob("*/rank*.json"), *p["sshd"].glob("*.pid")]:

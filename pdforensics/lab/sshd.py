@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import socket
 import subprocess
 from pathlib import Path
 
 from pdforensics.errors import PdforensicsError
+from pdforensics.lab import sudo_user
 from pdforensics.lab.layout import LabHost
+from pdforensics.lab.sudo_user import SudoGrant
 
 SSHD = "/usr/sbin/sshd"
-SUDOERS_DROPIN = Path("/etc/sudoers.d/pdforensics-lab")
 
 
 def require_tools() -> None:
@@ -72,29 +72,10 @@ def banner_ready(address: str, port: int) -> bool:
         return False
 
 
-def ensure_sudo_user(user: str, lab_dir: Path) -> None:
-    """Create `user` if missing, authorize the lab key for it, allow passwordless sudo."""
-    if shutil.which("sudo") is None:
-        raise PdforensicsError("sudo_user needs the sudo package (apt-get install sudo)")
-    try:
-        pwd.getpwnam(user)
-    except KeyError:
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", user], check=True, capture_output=True)
-    # a locked password ("!") makes sshd without PAM refuse the login; "*" is unusable, not locked
-    subprocess.run(["usermod", "-p", "*", user], check=True, capture_output=True)
-    entry = pwd.getpwnam(user)
-    ssh_dir = Path(entry.pw_dir) / ".ssh"
-    ssh_dir.mkdir(mode=0o700, exist_ok=True)
-    auth = ssh_dir / "authorized_keys"
-    pub = (lab_dir / "keys" / "id_ed25519.pub").read_text().strip()
-    existing = auth.read_text().splitlines() if auth.exists() else []
-    if pub not in existing:
-        auth.write_text("\n".join([*existing, pub]) + "\n")
-    for path in (ssh_dir, auth):
-        os.chown(path, entry.pw_uid, entry.pw_gid)
-    auth.chmod(0o600)
-    SUDOERS_DROPIN.parent.mkdir(parents=True, exist_ok=True)
-    tmp = SUDOERS_DROPIN.with_name(".pdforensics-lab.tmp")
-    tmp.write_text(f"{user} ALL=(ALL) NOPASSWD:ALL\n")
-    tmp.chmod(0o440)
-    os.replace(tmp, SUDOERS_DROPIN)
+def ensure_sudo_user(user: str, lab_dir: Path) -> SudoGrant:
+    """Grant the lab's ops user (see lab/sudo_user.py); `revoke_sudo_user` undoes it."""
+    return sudo_user.grant(user, lab_dir)
+
+
+def revoke_sudo_user(lab_dir: Path) -> None:
+    sudo_user.revoke(lab_dir)

@@ -16,8 +16,9 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
+from tests.support import ports
 
-BASE_PORT = 42100
+BASE_PORT = ports.block()  # found free at run time
 
 
 @pytest.fixture(scope="module")

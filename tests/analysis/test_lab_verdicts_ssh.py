@@ -20,8 +20,9 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
+from tests.support import ports
 
-BASE_PORT = 48100  # prefill 48100 ... sshd 48105
+BASE_PORT = ports.block()  # prefill BASE_PORT ... sshd BASE_PORT + 5, found free at run time
 LAB_HOSTS = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
 
 pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),

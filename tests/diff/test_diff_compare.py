@@ -10,7 +10,7 @@ import pytest
 
 from pdforensics.catalog import load_shipped_catalog
 from pdforensics.diff import diff_bundles, diff_json, format_diff_text
-from pdforensics.diff.synthetic import SynthHost, SynthService, write_capture
+from tests.support.fleet import SynthHost, SynthService, write_capture
 
 T0 = 1_800_000_000.0
 PREFILL = ("--model-path", "/models/DeepSeek-V3", "--disaggregation-mode", "prefill",

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from pdforensics.lab import lab_down, lab_up
+from tests.support import ports
 
 PLANTED_TOKEN = "hf_PlantedSecretValue0123456789abcdef"
-BASE_PORT = 45100
+BASE_PORT = ports.block()  # this session's ssh lab: 6 free ports found at run time
 
 
 def _needs(tool: str) -> None:

@@ -24,10 +24,11 @@ import pytest
 from pdforensics.bundle import verify_bundle
 from pdforensics.lab import lab_down, lab_status, lab_up
 from tests.e2e import faultkit as fk
+from tests.support import ports
 
 pytestmark = pytest.mark.e2e
 
-BASE = 43000  # this module's lab block: 43000-43005; fake servers on 43090-43099
+BASE = ports.block(100, (*ports.LOOPBACKS, "127.0.0.10"))  # lab: BASE..BASE+5; fake servers: BASE+90..99
 DEADLINE = 20.0
 FAST = ["--deadline", str(DEADLINE), "--samples", "2", "--interval", "1", "--stack-dumps", "1"]
 ARTIFACTS = Path(os.environ.get("PDFX_ARTIFACTS", Path(__file__).resolve().parents[1] / "artifacts"))
@@ -54,7 +55,7 @@ def markers(lab: Path, *extra: str) -> list[str]:
     """What identifies a remote command of this module's captures in `ps`."""
     pids = [p.pid for p in lab_status(lab).processes if not p.name.startswith("sshd")]
     return [str(lab), *(f"--pid {pid}" for pid in pids), *(f":{p}/" for p in range(BASE, BASE + 5)),
-            *(f":{p}" for p in range(43090, 43100)), *extra]
+            *(f":{p}" for p in range(BASE + 90, BASE + 100)), *extra]
 
 
 def common_checks(run: fk.Run, lab: Path, *marks: str) -> float:
@@ -90,7 +91,7 @@ def line_naming(run: fk.Run, host: str, *words: str) -> str:
 # -- connection faults ---------------------------------------------------------------------
 def test_host_unreachable(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:
     cluster["hosts"].append({**fk.host(cluster, "decode-0"), "name": "ghost-0", "address": "127.0.0.9",
-                             "port": 43099})
+                             "port": BASE + 99})
     run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     assert run.rc == 3, run.output
     seen = line_naming(run, "ghost-0", "connect")
@@ -102,10 +103,10 @@ def test_host_unreachable(lab: Path, cluster: dict[str, Any], tmp_path: Path) ->
 
 
 def test_tcp_accepted_but_no_ssh_handshake(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:
-    mute = fk.Server("127.0.0.10", 43098, fk.silent)
+    mute = fk.Server("127.0.0.10", BASE + 98, fk.silent)
     try:
         cluster["hosts"].append({**fk.host(cluster, "decode-0"), "name": "mute-0", "address": "127.0.0.10",
-                                 "port": 43098})
+                                 "port": BASE + 98})
         run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     finally:
         mute.close()
@@ -232,19 +233,19 @@ def _extra_service(cluster: dict[str, Any], port: int) -> None:
 
 def test_endpoint_that_never_answers_and_one_that_trickles(lab: Path, cluster: dict[str, Any],
                                                            tmp_path: Path) -> None:
-    mute = fk.Server("127.0.0.1", 43090, fk.silent)
-    slow = fk.Server("127.0.0.1", 43091, fk.trickle)
+    mute = fk.Server("127.0.0.1", BASE + 90, fk.silent)
+    slow = fk.Server("127.0.0.1", BASE + 91, fk.trickle)
     try:
-        _extra_service(cluster, 43090)
-        _extra_service(cluster, 43091)
+        _extra_service(cluster, BASE + 90)
+        _extra_service(cluster, BASE + 91)
         run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     finally:
         mute.close()
         slow.close()
-    for port in (43090, 43091):
+    for port in (BASE + 90, BASE + 91):
         rows = [r for r in run.results(host="decode-0") if (r.get("url") or "").startswith(f"http://127.0.0.1:{port}/")]
         assert rows and all(r["timed_out"] for r in rows), rows
-    trickled = [r for r in run.results(host="decode-0") if (r.get("url") or "").endswith(":43091/health")][0]
+    trickled = [r for r in run.results(host="decode-0") if (r.get("url") or "").endswith(f":{BASE + 91}/health")][0]
     assert trickled["bytes"] > 0  # what arrived before the timeout is kept
     assert run.results(host="decode-0", key=f"metrics.decode.{BASE + 1}.s1")[0]["exit_status"] == 0
     seen = line_naming(run, "decode-0", "health")
@@ -287,8 +288,8 @@ def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict
                                                         tmp_path: Path) -> None:
     """A router process that discovery finds and that is gone when its /proc reads run."""
     fake = subprocess.Popen(["python3", "-c", "import time; time.sleep(300)", "-m", "sglang_router.launch_router",
-                             "--host", "127.0.0.1", "--port", "43092"])
-    fk.host(cluster, "router-0")["services"].append({"role": "router", "port": 43092})
+                             "--host", "127.0.0.1", "--port", str(BASE + 92)])
+    fk.host(cluster, "router-0")["services"].append({"role": "router", "port": BASE + 92})
     try:
         run = _capture_killing(cluster, tmp_path, fake)
     finally:
@@ -325,19 +326,19 @@ def _capture_killing(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.P
 def test_malformed_metrics(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:
     garbage = (b"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{engine_type=\"decode\" 3\n"
                b"sglang:token_usage NaNx\n\xff\xfe{{}}\n" + b"x" * 70000 + b"\nsglang:gen_throughput 1e999999\n")
-    server = fk.Server("127.0.0.1", 43093, fk.http_body(garbage))
+    server = fk.Server("127.0.0.1", BASE + 93, fk.http_body(garbage))
     try:
-        _extra_service(cluster, 43093)
+        _extra_service(cluster, BASE + 93)
         run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     finally:
         server.close()
-    rows = [r for r in run.results(host="decode-0", source="metrics") if ":43093/" in (r.get("url") or "")]
+    rows = [r for r in run.results(host="decode-0", source="metrics") if f":{BASE + 93}/" in (r.get("url") or "")]
     assert rows and rows[0]["exit_status"] == 0
     analyzed = subprocess.run([*fk.CLI, "analyze", str(run.bundle)], capture_output=True, text=True)
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
     from pdforensics.loaded import load_capture
 
-    svc = next(s for s in load_capture(run.bundle).services("decode") if s.port == 43093)
+    svc = next(s for s in load_capture(run.bundle).services("decode") if s.port == BASE + 93)
     snap = svc.metrics[0].snapshot
     assert snap is not None and len(snap.bad_lines) >= 3, snap
     good = [x.name for x in snap.samples]

@@ -21,8 +21,10 @@ from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.ssh import SshTransport
+from tests.support import ports
 
-ADDRESS, PORT = "127.0.1.200", 41950
+ADDRESS = "127.0.1.200"
+PORT = ports.port((ADDRESS,))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,9 @@ def tight_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSpec]:
                        identity=str(lab_dir / "keys" / "id_ed25519"),
                        known_hosts=str(lab_dir / "keys" / "known_hosts"))
     finally:
-        assert not kill_all([proc])
+        left = kill_all([proc])
+        sshd.revoke_sudo_user(lab_dir)  # the ops user and its sudoers drop-in
+        assert not left
 
 
 @pytest.fixture(scope="module")

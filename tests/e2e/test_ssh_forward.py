@@ -29,14 +29,17 @@ from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 from pdforensics.parsers.http import parse_http_response
 from pdforensics.planner import PlanOptions
 from pdforensics.transport.ssh import SshTransport
+from tests.support import ports
 
 pytestmark = pytest.mark.e2e
 
-ADDRESS, PORT = "127.0.1.210", 41960  # sshd that forwards (stock settings)
-REFUSING, REFUSING_PORT = "127.0.1.211", 41959  # sshd with AllowTcpForwarding no
-HTTP_PORT = 41961  # the test's HTTP server, on ADDRESS
-CLOSED_PORT = 41968  # nothing listens there
-SERVICE_PORT = 41969  # the declared service of the captures, on 127.0.0.1
+ADDRESS = "127.0.1.210"  # sshd that forwards (stock settings)
+REFUSING = "127.0.1.211"  # sshd with AllowTcpForwarding no
+_P = ports.block(10, (ADDRESS, REFUSING, "127.0.0.1"))  # found free at run time
+PORT, REFUSING_PORT = _P, _P + 1
+HTTP_PORT = _P + 2  # the test's HTTP server, on ADDRESS
+CLOSED_PORT = _P + 8  # nothing listens there
+SERVICE_PORT = _P + 9  # the declared service of the captures, on 127.0.0.1
 BASE = f"http://{ADDRESS}:{HTTP_PORT}"
 
 FIXED = b"fixed body\n"
@@ -146,7 +149,9 @@ def running_sshd(lab_dir: Path, name: str, address: str, port: int,
                        identity=str(lab_dir / "keys" / "id_ed25519"),
                        known_hosts=str(lab_dir / "keys" / "known_hosts"))
     finally:
-        assert not kill_all([proc])
+        left = kill_all([proc])
+        sshd.revoke_sudo_user(lab_dir)  # the ops user and its sudoers drop-in
+        assert not left
 
 
 @pytest.fixture(scope="module")

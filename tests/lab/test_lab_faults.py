@@ -15,8 +15,10 @@ import pytest
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab import lab_down, lab_status, lab_up, set_fault
 from tests.lab.helpers import main_thread, py_spy, rank_pid, scrape, total, values, wait_for
+from tests.support import ports
 
-BASE = 31200
+BASE = ports.block()  # found free at run time
+OTHER = ports.block()  # a second lab's block
 PROGRESS = ("sglang:generation_tokens_total", "sglang:realtime_tokens_total",
             "sglang:forward_execution_seconds_total")
 
@@ -133,7 +135,7 @@ def test_hung_endpoint(lab):
 
 
 def test_process_dead(tmp_path):
-    info = lab_up(tmp_path / "dead", fault="process-dead", base_port=BASE + 50)
+    info = lab_up(tmp_path / "dead", fault="process-dead", base_port=OTHER)
     try:
         server = psutil.Process(info.pids["decode"])
         titles = lambda: {" ".join(c.cmdline()).strip() for c in server.children()  # noqa: E731

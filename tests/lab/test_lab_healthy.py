@@ -14,8 +14,10 @@ import tomllib
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab import FAULTS, lab_down, lab_status, lab_up
 from tests.lab.helpers import fetch, py_spy, rank_pid, scrape, total, values
+from tests.support import ports
 
-BASE = 31100
+BASE = ports.block()  # found free at run time
+OTHER = ports.block()  # a second lab's block
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +152,7 @@ def test_status_and_port_in_use(lab, tmp_path):
 
 
 def test_lab_down_leaves_nothing(tmp_path):
-    info = lab_up(tmp_path / "short", base_port=BASE + 50)
+    info = lab_up(tmp_path / "short", base_port=OTHER)
     pids = [p for root in info.pids.values() for p in [root, *[c.pid for c in psutil.Process(root).children()]]]
     assert len(pids) == 9
     lab_down(info.dir)

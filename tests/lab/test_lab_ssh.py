@@ -10,8 +10,10 @@ import pytest
 import tomllib
 
 from pdforensics.lab import lab_down, lab_up
+from tests.support import ports
 
-BASE = 31300
+BASE = ports.block()  # found free at run time
+OTHER = ports.block()  # a second lab's block
 
 pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not shutil.which("/usr/sbin/sshd"),
                                 reason="needs openssh-client and openssh-server")
@@ -70,7 +72,7 @@ def test_nvidia_smi_over_ssh(lab):
 
 @pytest.mark.skipif(not shutil.which("sudo"), reason="needs the sudo package")
 def test_sudo_user(tmp_path):
-    info = lab_up(tmp_path / "sudo", ssh=True, base_port=BASE + 50, sudo_user="pdfx")
+    info = lab_up(tmp_path / "sudo", ssh=True, base_port=OTHER, sudo_user="pdfx")
     try:
         res = _ssh(info, "127.0.0.3", "sudo", "-n", "id", "-u", user="pdfx")
         assert res.returncode == 0, res.stderr

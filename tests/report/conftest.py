@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from report_cdp import Browser
 
-from pdforensics.report.synthetic import SynthSpec, write_synthetic
+from tests.support.pd_capture import SynthSpec, write_synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 

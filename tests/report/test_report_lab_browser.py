@@ -21,8 +21,9 @@ from pdforensics.bundle import verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
+from tests.support import ports
 
-BASE_PORT = 46000
+BASE_PORT = ports.block()  # found free at run time
 # process-dead cannot be undone, so it runs last
 FAULTS = (("healthy", "HEALTHY"), ("transfer-stuck", "WEDGED"), ("kv-full", "DEGRADED"),
           ("forgotten-requests", "WEDGED"), ("rank-stuck", "WEDGED"), ("hung-endpoint", "WEDGED"),

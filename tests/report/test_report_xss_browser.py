@@ -37,7 +37,7 @@ def _open(browser: Browser, path: Path) -> tuple[dict[str, Any], Any]:
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pdforensics.report.synthetic import SynthSpec, write_synthetic
+    from tests.support.pd_capture import SynthSpec, write_synthetic
 
     d = tmp_path_factory.mktemp("xss")
     return write_report(write_synthetic(d, SynthSpec(hosts=2, gpus=2, processes=4, payload=PAYLOAD)))

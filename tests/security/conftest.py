@@ -11,8 +11,9 @@ import planted_secrets as ps
 import pytest
 
 from pdforensics.lab import lab_down, lab_up
+from tests.support import ports
 
-BASE_PORT = 44100
+BASE_PORT = ports.block()  # found free at run time
 
 
 @pytest.fixture(scope="session")

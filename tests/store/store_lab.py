@@ -1,7 +1,5 @@
-"""Start a lab inside this suite's port range (47000-47999), stepping past ports in use.
-
-The range overlaps the kernel's ephemeral ports, so a port can be briefly taken by some
-client socket; the next block of six is tried then.
+"""Start a lab at a base port from the shared allocator, stepping past ports in use (a port can
+be briefly taken by some other program between the check and the bind; a fresh block is tried then).
 """
 
 from __future__ import annotations
@@ -12,13 +10,13 @@ from typing import Any
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab import lab_up
 from pdforensics.lab.core import LabInfo
+from tests.support import ports
 
 
 def lab_up_in(lab_dir: Path, first: int, tries: int = 8, **kw: Any) -> LabInfo:
-    """lab_up at base port first, first+10, ... (at most `tries` blocks, all < 48000)."""
+    """lab_up at base port first, then at fresh blocks from the allocator (at most `tries`)."""
     for n in range(tries):
-        base = first + 10 * n
-        assert 47000 <= base and base + 5 < 48000
+        base = first if n == 0 else ports.block()
         try:
             return lab_up(lab_dir, base_port=base, **kw)
         except PdforensicsError as exc:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from store_synth import T0, add, cluster
 
 from pdforensics.cli import main
-from pdforensics.diff.synthetic import write_capture
 from pdforensics.model import ClusterSpec, HostSpec
 from pdforensics.store.filing import file_capture, file_if_configured
 from pdforensics.store.index import open_index
 from pdforensics.store.lock import StoreBusy, store_lock
+from tests.support.fleet import write_capture
+from tests.support.store import T0, add, cluster
 
 ENV = (("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES", "512"),)
 

@@ -21,9 +21,10 @@ from store_lab import lab_up_in
 
 from pdforensics.lab import lab_down
 from pdforensics.store.index import open_index
+from tests.support import ports
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-BASE_PORT = 47200
+BASE_PORT = ports.block()  # found free at run time
 VENV_BIN = Path(sys.executable).parent
 PLACEHOLDER_EXE = "/usr/local/bin/pdforensics"
 

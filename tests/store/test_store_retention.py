@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_synth import T0, add
 
 from pdforensics.errors import ConfigError
 from pdforensics.store.index import Snapshot, open_index
 from pdforensics.store.retention import RetentionPolicy, plan_prune, protected_names, prune
 from pdforensics.store.timeline import build_timeline
+from tests.support.store import T0, add
 
 DAY = 86400.0
 

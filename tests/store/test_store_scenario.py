@@ -16,8 +16,9 @@ from pdforensics.cli import main
 from pdforensics.lab import lab_down, set_fault
 from pdforensics.store.index import open_index
 from pdforensics.store.retention import RetentionPolicy, prune
+from tests.support import ports
 
-BASE_PORT = 47100
+BASE_PORT = ports.block()  # found free at run time
 LOG = ["--log-level", "debug"]
 TYPO = ["--chunked-prefil-size", "4096"]
 ENV_VAR = "SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"

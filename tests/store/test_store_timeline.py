@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from store_synth import T0, add
 
 from pdforensics.cli import main
 from pdforensics.store.incident import find_incident
 from pdforensics.store.index import open_index
 from pdforensics.store.timeline import build_timeline, timeline_json
+from tests.support.store import T0, add
 
 LOG = ("--log-level", "debug")
 ENV = (("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES", "512"),)

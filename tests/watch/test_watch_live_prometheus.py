@@ -30,10 +30,11 @@ from pdforensics.loaded import load_capture
 from pdforensics.prometheus.history import load_history
 from pdforensics.report.history_chart import build_history
 from pdforensics.store.index import open_index
+from tests.support import ports
 
-BASE = 49000  # lab 49000-49004
-PROM_PORT = 49010
-EXPORTER_PORT = 49011
+BASE = ports.block()  # the lab's block, found free at run time
+PROM_PORT = ports.port()
+EXPORTER_PORT = ports.port()
 EVERY, HOLD = 2.0, 20.0
 HEALTHY_S = 120.0
 

@@ -16,9 +16,11 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
 from pdforensics.watch.loop import Watcher, WatchOptions
 from pdforensics.watch.targets import discover_targets
+from tests.support import ports
 
-BASE = 49100  # lab: prefill 49100, decode 49101, router 49103, router metrics 49104
-PROXY = {"prefill": 49110, "decode": 49111, "router": 49113, "router_metrics": 49114}
+BASE = ports.block()  # lab: prefill BASE, decode BASE+1, router BASE+3, router metrics BASE+4
+_PROXY0 = ports.block()
+PROXY = {"prefill": _PROXY0, "decode": _PROXY0 + 1, "router": _PROXY0 + 3, "router_metrics": _PROXY0 + 4}
 
 
 @pytest.fixture(scope="module")

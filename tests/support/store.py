@@ -1,14 +1,15 @@
-"""A store filled with synthetic snapshots (see pdforensics.diff.synthetic)."""
+"""A store filled with synthetic snapshots (see tests.support.fleet)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pdforensics.diff.synthetic import SynthHost, SynthService, write_capture
 from pdforensics.store.filing import file_into
 from pdforensics.store.index import Snapshot, open_index
+from tests.support.bundles import T0
+from tests.support.fleet import SynthHost, SynthService, write_capture
 
-T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+__all__ = ["T0", "add", "cluster"]
 BASE_FLAGS = ("--model-path", "/models/DeepSeek-V3", "--disaggregation-mode", "decode",
               "--tp-size", "2", "--port", "30001", "--enable-metrics")
 BASE_ENV = (("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "300"), ("PATH", "/usr/bin"))

@@ -1,5 +1,5 @@
-"""Synthetic PD captures written through the real BundleWriter, for report tests and the
-report benchmark: N hosts x G GPUs x P processes x S /metrics samples, optionally wedged,
+"""Synthetic PD captures (through tests.support.bundles), for the report tests and the
+report benchmarks: N hosts x G GPUs x P processes x S /metrics samples, optionally wedged,
 partial, or carrying a planted text (an XSS payload) in cmdlines, env, logs and labels."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import BundleWriter, iso
-from pdforensics.model import CommandResult
+from pdforensics.bundle import iso
 from pdforensics.redact import Redactor
+from tests.support.bundles import T0, SynthWriter, http
 
-T0 = 1_800_000_000.0
 SERVER = ("/usr/bin/python3", "-m", "sglang.launch_server")
 
 
@@ -34,12 +33,6 @@ class SynthSpec:
     sglang_version: str = "0.5.23"  # what /server_info says (the shipped catalog is for 0.5.23)
 
 
-def _http(body: str, status: int = 200, reason: str = "OK") -> bytes:
-    data = body.encode()
-    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\n"
-            f"content-length: {len(data)}\r\n\r\n").encode() + data
-
-
 def _label(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
@@ -47,7 +40,7 @@ def _label(text: str) -> str:
 class _Host:
     """One synthetic host: a prefill or decode server with tp = gpus (host 0 adds a router)."""
 
-    def __init__(self, spec: SynthSpec, i: int, writer: BundleWriter):
+    def __init__(self, spec: SynthSpec, i: int, writer: SynthWriter):
         self.spec, self.i, self.w = spec, i, writer
         self.role = "prefill" if i % 2 == 0 else "decode"
         self.name = f"{self.role}-{i // 2}"
@@ -60,12 +53,9 @@ class _Host:
             ext: str = "txt", target: dict[str, Any] | None = None, environ: bool = False,
             exit_status: int | None = 0, timed_out: bool = False, error: str | None = None,
             duration: float = 0.05, stderr: str = "") -> None:
-        argv = () if url else ("timeout", "-k", "2", "5", source)
-        self.w.add(CommandResult(host=self.name, source=source, argv=argv,
-                                 exit_status=exit_status, stdout=data, stderr=stderr,
-                                 duration_s=duration, started_at=at, timed_out=timed_out,
-                                 error=error), key=key, url=url, extension=ext,
-                   environ=environ, target=target)
+        self.w.put(self.name, source, key, data, at, ext=ext, url=url, target=target,
+                   environ=environ, exit_status=exit_status, timed_out=timed_out, error=error,
+                   duration=duration, stderr=stderr, argv=("timeout", "-k", "2", "5", source))
 
     # -- processes ----------------------------------------------------------------------
     def processes(self) -> list[dict[str, Any]]:
@@ -133,7 +123,7 @@ class _Host:
         for name, v in counters.items():
             lines.append(f"# TYPE {name} counter")
             lines += [f'{name}{{{lab},tp_rank="{r}",dp_rank="0"}} {v}' for r in range(self.tp)]
-        return _http("\n".join(lines) + "\n")
+        return http("\n".join(lines) + "\n")
 
     def log(self) -> bytes:
         p = self.spec.payload
@@ -198,7 +188,7 @@ class _Host:
             self.put("metrics", f"metrics.{self.role}.{self.port}.s{n + 1}", self.metrics(n),
                      t + 0.2 + n * s.interval_s, url=f"http://127.0.0.1:{self.port}/metrics",
                      ext="http", target={**svc_t, "sample": n + 1})
-        self.put("health", f"health.{self.role}.{self.port}", _http(""), t + 0.3,
+        self.put("health", f"health.{self.role}.{self.port}", http(""), t + 0.3,
                  url=f"http://127.0.0.1:{self.port}/health", ext="http", target=svc_t)
         self.put("log_file", f"log_file.{self.role}.{self.port}", self.log(), t + 0.4,
                  target=svc_t)
@@ -219,7 +209,7 @@ class _Host:
                      ext="http", target=svc_t, exit_status=None, timed_out=True, duration=8.0)
         else:
             self.put("server_info", f"server_info.{self.role}.{self.port}",
-                     _http(json.dumps({"version": s.sglang_version})), t + 2, url=url, ext="http",
+                     http(json.dumps({"version": s.sglang_version})), t + 2, url=url, ext="http",
                      target=svc_t)
         for rank in range(self.tp):
             pid = self.pid0 + 1 + rank
@@ -249,7 +239,7 @@ def _stamp(t: float) -> str:
 
 def write_synthetic(out_dir: str | Path, spec: SynthSpec = SynthSpec()) -> Path:
     """Write one synthetic bundle under ``out_dir``; returns its path."""
-    writer = BundleWriter(Path(out_dir), spec.cluster, Redactor(key=b"synthetic"), T0 - 1)
+    writer = SynthWriter(Path(out_dir), spec.cluster, T0 - 1, Redactor(key=b"synthetic"))
     hosts, reasons = [], []
     for i in range(spec.hosts):
         h = _Host(spec, i, writer)
@@ -268,9 +258,9 @@ def write_synthetic(out_dir: str | Path, spec: SynthSpec = SynthSpec()) -> Path:
         if spec.cut and meta["reachable"]:
             reasons.append(f"{h.name}: {1 + h.tp * spec.stack_dumps} collector(s) not run "
                            f"before the deadline (10s)")
-        writer.write_json(f"parsed/{h.name}/discovery.json", disc)
+        writer.bundle.write_json(f"parsed/{h.name}/discovery.json", disc)
         hosts.append(meta)
     end = T0 + 4 + spec.samples * spec.interval_s + 2 * spec.stack_dumps
     manifest = {"status": "partial" if reasons else "complete", "partial_reasons": reasons,
                 "hosts": hosts, "synthetic": True, "finished_epoch": end, "finished_at": iso(end)}
-    return writer.finalise(manifest)
+    return writer.finish(manifest)

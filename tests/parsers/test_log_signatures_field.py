@@ -25,17 +25,40 @@ def _artifacts(family: str) -> list[tuple[Path, dict[str, object]]]:
 
 LOGS = _artifacts("log")
 METRICS = _artifacts("metrics")
+SERVER_INFO = _artifacts("server_info")
+
+# Real lines the shipped table does not match yet; each stays a strict xfail until it does.
+KNOWN_MISSES = {
+    "sglang-25960-prefill-batch-column-cut.log": (
+        "BATCH_STATS: 'Prefill batch' lines cut by a narrow terminal lose the fields the pattern needs"
+    ),
+    "slurmv4-smg-pd-router-decode-500.log": (
+        "DECODE_STREAM_ERROR: smg pd_router 'Decode server returned error status' is not in the table"
+    ),
+}
+
+
+def _params(items: list[tuple[Path, dict[str, object]]]) -> list[object]:
+    return [
+        pytest.param(
+            art,
+            meta,
+            id=art.name,
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[art.name])] if art.name in KNOWN_MISSES else [],
+        )
+        for art, meta in items
+    ]
 
 
 def test_corpus_is_there() -> None:
-    assert len(LOGS) >= 22 and len(METRICS) >= 7
-    for art, meta in LOGS + METRICS:
+    assert len(LOGS) >= 32 and len(METRICS) >= 10 and len(SERVER_INFO) >= 1
+    for art, meta in LOGS + METRICS + SERVER_INFO:
         assert {"source", "format", "kind", "expect"} <= set(meta), art.name
         assert str(meta["source"]).startswith("https://"), art.name
         assert meta["kind"] in ("log", "metrics", "server_info", "stacks"), art.name
 
 
-@pytest.mark.parametrize("art,meta", LOGS, ids=[a.name for a, _ in LOGS])
+@pytest.mark.parametrize("art,meta", _params(LOGS))
 def test_field_log_signatures(art: Path, meta: dict[str, object]) -> None:
     expect = meta["expect"]
     assert isinstance(expect, dict)
@@ -54,3 +77,14 @@ def test_field_metrics_parse(art: Path, meta: dict[str, object]) -> None:
     # a /metrics scrape is no log: nothing in it looks like a log signature
     causes = [h for h in scan_log_signatures(art.read_text()) if h.kind == "cause"]
     assert causes == []
+
+
+@pytest.mark.parametrize("art,meta", SERVER_INFO, ids=[a.name for a, _ in SERVER_INFO])
+def test_field_server_info_parses(art: Path, meta: dict[str, object]) -> None:
+    assert meta["kind"] == "server_info"
+    body = json.loads(art.read_text())
+    assert isinstance(body, dict) and "version" in body, art.name
+    # the role a PD server reports is where the sidecar's format says it is
+    mode = body.get("disaggregation_mode")
+    assert mode in ("null", "prefill", "decode"), art.name
+    assert mode == "null" or mode in str(meta["format"]), art.name

@@ -16,10 +16,10 @@ import planted_secrets as ps  # noqa: E402
 from pdforensics.cli import main  # noqa: E402
 from pdforensics.collectors.logs import LOG_BYTES  # noqa: E402
 from pdforensics.diff import diff_bundles  # noqa: E402
-from pdforensics.diff.synthetic import SynthHost, SynthService, write_capture  # noqa: E402
 from pdforensics.errors import ConfigError  # noqa: E402
 from pdforensics.redact import LOG_TAIL_BYTES, MARKER, Allowlist, Redactor  # noqa: E402
 from pdforensics.redact_allow import never_kept  # noqa: E402
+from tests.support.fleet import SynthHost, SynthService, write_capture  # noqa: E402
 
 
 def _env(r: Redactor, pairs: dict[str, str]) -> dict[str, str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import platformdirs
 
-from pdforensics.redact_allow import DEFAULT, Allowlist
+from pdforensics.redact_allow import DEFAULT, Allowlist, never_kept
 from pdforensics.redact_detectors import (
     ANY_NEEDLE,
     DETECTORS,
@@ -33,6 +33,7 @@ from pdforensics.redact_detectors import (
     detector_hits,
     find_secrets,
     is_clear,
+    is_plain_number,
     is_secret_name,
 )
 from pdforensics.redact_entropy import looks_random
@@ -48,6 +49,13 @@ MIN_LEARNED = 6
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE",
                          re.IGNORECASE)
 _is_clear = is_clear
+
+
+def _harmless_number(name: str, value: bytes) -> bool:
+    """A short number under a name that does not look like a credential (`--chunked-prefil-size
+    4096`, a typo no catalog knows): kept readable, since the diff that finds such a change is
+    the point of the capture and such a value hides no secret."""
+    return is_plain_number(value) and not never_kept(name) and not is_secret_name(name)
 
 
 def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes]) -> bytes:
@@ -126,7 +134,8 @@ class Redactor:
         for entry in data.split(b"\0"):
             name, sep, value = entry.partition(b"=")
             text_name = name.decode("utf-8", "replace")
-            if sep and value and not _is_clear(value) and not self.allow.keeps_env(text_name):
+            if sep and value and not _is_clear(value) and not self.allow.keeps_env(text_name) \
+                    and not _harmless_number(text_name, value):
                 if is_secret_name(text_name) or (looks_random(value) and b"://" not in value
                                                  and not any(c in value for c in b" \t\n")):
                     learned.append(value)
@@ -144,13 +153,14 @@ class Redactor:
             arg = args[i]
             if arg[:1] == b"-" and len(arg) > 1 and not arg[1:2].isdigit():
                 flag, sep, value = arg.partition(b"=")
-                keep = self.allow.keeps_flag(flag.decode("utf-8", "replace"))
+                name = flag.decode("utf-8", "replace")
+                keep = self.allow.keeps_flag(name)
                 if sep:
-                    if not keep and not _is_clear(value):
+                    if not keep and not _is_clear(value) and not _harmless_number(name, value):
                         args[i] = flag + b"=" + self.marker(value)
                 elif i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]:
                     i += 1
-                    if not keep and not _is_clear(args[i]):
+                    if not keep and not _is_clear(args[i]) and not _harmless_number(name, args[i]):
                         args[i] = self.marker(args[i])
             i += 1
         return self.text(b"\0".join(args))

@@ -234,6 +234,15 @@ def is_clear(value: bytes) -> bool:
     return MARKER.fullmatch(value) is not None or value.strip().lower() in EMPTY_VALUES
 
 
+_PLAIN_NUMBER = re.compile(rb"-?\d{1,6}(?:\.\d{1,6})?")
+
+
+def is_plain_number(value: bytes) -> bool:
+    """A short number (`4096`, `0.85`, `-1`): a setting, never a secret worth hiding, so an
+    unknown flag or env var with such a value stays readable unless its name looks secret."""
+    return _PLAIN_NUMBER.fullmatch(value) is not None
+
+
 def _hit(det: Detector, m: re.Match[bytes], data: bytes) -> Hit | None:
     name = m.group(det.name_group) if det.name_group else None
     if name is not None and not is_secret_name(name.decode("utf-8", "replace")):

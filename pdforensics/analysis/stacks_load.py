@@ -118,6 +118,8 @@ def load_stack_file(path: str, host: str = "") -> tuple[LabelledDump, ...]:
         raise ParseError(f"{name}: {exc}") from None
     if not dumps:
         raise ParseError(f"{name}: no stack dump found")
+    if not any(d.threads or d.error is not None for d in dumps):
+        raise ParseError(f"{name}: no thread in it (only process headers)")
     source = "<stdin>" if path == STDIN else path
     return tuple(LabelledDump(d, host=host, rank=d.rank, source=source) for d in dumps)
 

@@ -144,7 +144,7 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             frames.append(Frame(pending))  # a function line with no file line (rare)
         pending, pending_created = _strip_args(line.strip()), False
     close()
-    if not seen and not out:
+    if not seen:  # frames with no goroutine header at all are not a goroutine dump
         first = next(ln for ln in lines if ln.strip())
         raise ParseError("no goroutine header found", first, 1)
     return tuple(out)

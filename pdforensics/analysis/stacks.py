@@ -193,15 +193,15 @@ def _all_stuck(procs: Sequence[_Proc], stuck: Sequence[StuckThread]) -> list[All
     return out
 
 
-def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
-    """Bucket, compare and time-diff dumps. The latest dump of each process is the snapshot."""
+def _group(dumps: Sequence[LabelledDump]) -> tuple[list[_Proc], list[DumpError]]:
+    """Dumps by process identity (time-ordered where times are known), and the failures."""
     procs: dict[tuple[object, ...], _Proc] = {}
     errors: list[DumpError] = []
     for ld in dumps:
         d = ld.dump
         if d.error is not None:
             failure = classify_pyspy_error(d.error, 1)
-            message = failure.message if failure is not None else d.error.splitlines()[0]
+            message = failure.message if failure is not None else (d.error.splitlines() or [""])[0]
             errors.append(DumpError(ld.host, d.pid, ld.rank or d.rank, ld.source, message,
                                     failure))
             continue
@@ -218,7 +218,12 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
             order = sorted(range(len(proc.times)), key=lambda i: proc.times[i] or 0.0)
             proc.dumps = [proc.dumps[i] for i in order]
             proc.times = [proc.times[i] for i in order]
-    plist = list(procs.values())
+    return list(procs.values()), errors
+
+
+def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
+    """Bucket, compare and time-diff dumps. The latest dump of each process is the snapshot."""
+    plist, errors = _group(dumps)
     items: list[_Item] = []
     noise: Counter[str] = Counter()
     slots: dict[tuple[str | None, str, str], dict[tuple[object, ...], list[tuple[Member, ThreadStack]]]]
@@ -367,9 +372,10 @@ def _compress(members: Sequence[Member], limit: int = 6) -> str:
 def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: int = 12) -> str:
     """Terminal summary: largest buckets, outliers, stuck threads, failures."""
     noise = ", ".join(f"{k} {v}" for k, v in report.noise_by_reason)
-    lines = [f"{report.threads} threads in {report.processes} processes from {report.dumps} "
-             f"dumps; {report.noise_filtered} noise threads filtered" + (f" ({noise})" if noise
-                                                                         else "")]
+    read = report.threads + report.noise_filtered
+    lines = [f"{read} threads in {report.processes} processes from {report.dumps} dumps; "
+             f"{report.noise_filtered} filtered as noise" + (f" ({noise})" if noise else "")
+             + f", {report.threads} analysed"]
     if report.long_waits:
         lines.append(f"{report.long_waits} goroutines have waited >= 1 minute"
                      + (f", {report.long_waits_unfiltered} of them filtered as noise (shown below)"

@@ -12,6 +12,7 @@ from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.goroutines import parse_goroutines
+from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
@@ -61,7 +62,7 @@ def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ..
     """Parse text in the given format, or find every dump in it (any format, any log prefix)."""
     if fmt is not None:
         return _parse_as(text, fmt)
-    if sniff_format(text) is None:
+    if sniff_format(text) is None and sniff_format(_unprefixed(text)) is None:
         first = next((ln for ln in text.splitlines() if ln.strip()), "")
         raise ParseError("unrecognised stack dump format", first, 1)
     if text.lstrip().startswith("["):
@@ -73,6 +74,11 @@ def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ..
     if not found.dumps and found.problems:
         raise ParseError(found.problems[0])
     return found.dumps
+
+
+def _unprefixed(text: str) -> str:
+    """The text with every line's log prefixes removed (streams concatenated)."""
+    return "\n".join(ll.text for lines in unwrap_log(text).values() for ll in lines)
 
 
 def _parse_as(text: str, fmt: str) -> tuple[ProcessDump, ...]:

@@ -123,10 +123,8 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             if pending is None and gid != "?":  # only a dump cut at the top starts with a file line
                 raise ParseError("goroutine file line without a function", line, lineno)
             key = (pending or "?", fm.group("file"), fm.group("line"), fm.group("off") or "")
-            frame = cache.get(key)
-            if frame is None:
-                frame = Frame(key[0], key[1], int(key[2]), False, key[3])
-                cache[key] = frame
+            frame = cache.get(key) or cache.setdefault(key, Frame(key[0], key[1], int(key[2]), False,
+                                                                   key[3]))
             if pending_created:
                 created = frame
             else:

@@ -21,7 +21,7 @@ _JOURNAL = re.compile(
 # journald short-iso / RFC 3339 host lines: "2025-01-01T10:00:00+0000 host ident[pid]: "
 _JOURNAL_ISO = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) \S+ "
-    r"(?P<stream>[^\s:\[]+)(?:\[\d+\])?: ")
+    r"(?P<stream>[^\s:\[]+)\[\d+\]: ")
 # kubectl --timestamps / docker logs -t / plain ISO time: "2025-06-19T08:18:45.701Z "
 _ISO = re.compile(
     r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
+from pdforensics.parsers.pyspy_errors import classify_pyspy_error as classify_pyspy_error
+from pdforensics.parsers.pyspy_errors import is_failure_line
 from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$")
@@ -130,7 +131,13 @@ class _TextParser:
         for lineno, raw in enumerate(self.lines, 1):
             if self.in_error and raw.strip() and not _HEADERS.match(raw):
                 self.err_lines.append(raw.strip())
-            if not self.line(raw.rstrip("\r"), raw, lineno):
+            try:
+                if not self.line(raw.rstrip("\r"), raw, lineno):
+                    break
+            except ParseError:
+                if lineno != self.cut_at:
+                    raise
+                self.truncated = True  # the cut last line: half a frame, half a local
                 break
         self.end_error()
         self.close_process()

@@ -46,6 +46,7 @@ class _Block:
     rank: str | None = None
     timestamp: str | None = None
     in_command: bool = False  # after "Process N:" until "Python v" (python -c command lines)
+    cut: bool = False  # holds the text's last line, which ended without a newline
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,9 @@ def _watchdog_failure(ll: LogLine, service: str | None) -> ProcessDump | None:
 class _StreamScanner:
     """Cuts one stream's lines into blocks and parses them."""
 
-    def __init__(self, stream: str, lines: Sequence[LogLine]) -> None:
+    def __init__(self, stream: str, lines: Sequence[LogLine], cut_lineno: int = 0) -> None:
         self.service = stream or None
+        self.cut_lineno = cut_lineno
         self.lines = lines
         self.dumps: list[ProcessDump] = []
         self.problems: list[str] = []
@@ -145,6 +147,7 @@ class _StreamScanner:
             ll = self.lines[i]
             if block is not None and self._header(ll) is None and _continues(block, ll.text):
                 block.lines.append(ll.text)
+                block.cut = block.cut or ll.lineno == self.cut_lineno
                 i += 1
                 continue
             if block is not None:
@@ -172,6 +175,7 @@ class _StreamScanner:
         if kind is not None:
             block = _Block(kind, [ll.text])
             block.in_command = kind == "pyspy" and ll.text.startswith("Process ")
+            block.cut = ll.lineno == self.cut_lineno
             return block, i + 1
         if self.pyspy_context and is_failure_line(ll.text):
             return self._failure(i)
@@ -208,7 +212,7 @@ class _StreamScanner:
 def _pyspy_block(block: _Block, service: str | None) -> list[ProcessDump]:
     if block.kind == "pyspy" and not any(_PY_HEAD.match(ln) for ln in block.lines):
         return []  # indented lines that only looked like frames
-    dumps = parse_pyspy_text("\n".join(block.lines) + "\n")
+    dumps = parse_pyspy_text("\n".join(block.lines) + ("" if block.cut else "\n"))
     if block.kind != "watchdog":
         return [ProcessDump(d.kind, d.threads, d.pid, d.command, d.python_version, d.parent_pid,
                             d.parent_command, None, None, service, d.error) for d in dumps]
@@ -245,8 +249,9 @@ def scan_text(text: str) -> ScanResult:
     """Every dump in ``text``, stream by stream, in file order within each stream."""
     dumps: list[ProcessDump] = []
     problems: list[str] = []
+    cut = 0 if text.endswith(("\n", "\r")) else text.count("\n") + 1
     for stream, lines in unwrap_log(text).items():
-        sc = _StreamScanner(stream, lines)
+        sc = _StreamScanner(stream, lines, cut)
         sc.run()
         dumps.extend(sc.dumps)
         problems.extend(sc.problems)

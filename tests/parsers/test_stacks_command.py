@@ -71,3 +71,24 @@ def test_goroutines_waiting_for_minutes_are_never_hidden() -> None:
     assert "Filtered as noise, yet waiting >= 1 minute:" in out
     assert "2 x [select] go keep-alive loop, waiting 3~5 min: net/http.(*persistConn).readLoop" in out
     assert "waiting 5~7 min: net/http.(*persistConn).writeLoop" in out
+
+
+def test_every_sglang_pyspy_header_form() -> None:
+    """The forms SGLang's watchdog and dump-before-crash helpers log (scheduler.py,
+    utils/common.py, cudacore_pyspy_dump_utils.py across 0.4-0.5): with and without the
+    command, failures with a PID or with the command only."""
+    dump = GOOD.read_text()
+    log = (f"[2026-01-29 13:12:37 PP2 TP1] Pyspy dump for PID 4085279:\n{dump}\n"
+           f"[2026-01-29 13:13:37 DP1 TP3] Pyspy dump for PID 4085279 "
+           f"(py-spy dump --native --pid 4085279):\n{dump}\n"
+           "[2026-01-29 13:14:37 TP2] Pyspy failed to dump PID 77. Error: Permission Denied\n"
+           "[2026-01-29 13:14:38 TP5] Pyspy failed (py-spy dump --native --pid 78). Error: "
+           "Error: Failed to suspend process\n"
+           "[2026-01-29 13:14:39 TP5] All pyspy dump attempts failed for PID 78.\n")
+    dumps = scan_text(log).dumps
+    assert [(d.kind, d.pid, d.rank) for d in dumps] == [
+        ("watchdog", 4085279, "PP2_TP1"), ("watchdog", 4085279, "DP1_TP3"),
+        ("watchdog", 77, "TP2"), ("watchdog", 78, "TP5")]
+    assert [d.timestamp for d in dumps[:2]] == ["2026-01-29 13:12:37", "2026-01-29 13:13:37"]
+    assert [len(d.threads) for d in dumps] == [1, 1, 0, 0]
+    assert [d.error for d in dumps[2:]] == ["Permission Denied", "Error: Failed to suspend process"]

@@ -22,9 +22,9 @@ from pdforensics.analysis.findings import (
     sort_key,
 )
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
+from pdforensics.analysis.stacks_load import read_goroutines
 from pdforensics.errors import ParseError
 from pdforensics.loaded import LoadedCapture, load_capture
-from pdforensics.parsers.goroutines import parse_goroutines
 
 ANALYSIS_FILE = "analysis.json"
 
@@ -36,7 +36,7 @@ def read_client_dump(path: Path) -> ClientDump:
     except OSError as exc:
         return ClientDump(str(path), (), f"cannot read: {exc.strerror or exc}")
     try:
-        return ClientDump(str(path), parse_goroutines(text))
+        return ClientDump(str(path), read_goroutines(text))
     except ParseError as exc:
         return ClientDump(str(path), (), str(exc))
 

@@ -16,7 +16,7 @@ from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
-from pdforensics.parsers.stackmodel import ProcessDump
+from pdforensics.parsers.stackmodel import ProcessDump, ThreadStack
 from pdforensics.parsers.stackscan import scan_text
 from pdforensics.parsers.tracebacks import parse_tracebacks
 
@@ -164,3 +164,14 @@ def load_stack_files_lenient(paths: Sequence[str], host: str = "") -> LoadResult
         except PdforensicsError as exc:
             skipped.append((path, str(exc)))
     return LoadResult(tuple(out), tuple(skipped))
+
+
+def read_goroutines(text: str) -> tuple[ThreadStack, ...]:
+    """Goroutines of a Go dump, bare or inside any log (kubectl, compose, journald)."""
+    try:
+        return parse_goroutines(text)
+    except ParseError as exc:
+        found = tuple(t for d in scan_text(text).dumps if d.kind == "goroutines" for t in d.threads)
+        if not found:
+            raise exc from None
+        return found

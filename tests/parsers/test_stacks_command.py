@@ -92,3 +92,16 @@ def test_every_sglang_pyspy_header_form() -> None:
     assert [d.timestamp for d in dumps[:2]] == ["2026-01-29 13:12:37", "2026-01-29 13:13:37"]
     assert [len(d.threads) for d in dumps] == [1, 1, 0, 0]
     assert [d.error for d in dumps[2:]] == ["Permission Denied", "Error: Failed to suspend process"]
+
+
+def test_client_dump_inside_kubectl_prefixes_reads_like_the_bare_one(tmp_path: Path) -> None:
+    from pdforensics.analysis.engine import read_client_dump
+
+    bare = FIELD / "go" / "moby-47364-minutes-mixed.txt"
+    wrapped = tmp_path / "client.log"
+    wrapped.write_text("".join(f"[pod/router-7d9/client] {ln}\n"
+                               for ln in bare.read_text().split("\n")[:-1]))
+    a, b = read_client_dump(bare), read_client_dump(wrapped)
+    assert a.error is None and b.error is None and len(a.goroutines) == 4
+    assert [(g.thread_id, g.frames) for g in a.goroutines] == [
+        (g.thread_id, g.frames) for g in b.goroutines]

@@ -105,3 +105,12 @@ def test_client_dump_inside_kubectl_prefixes_reads_like_the_bare_one(tmp_path: P
     assert a.error is None and b.error is None and len(a.goroutines) == 4
     assert [(g.thread_id, g.frames) for g in a.goroutines] == [
         (g.thread_id, g.frames) for g in b.goroutines]
+
+
+def test_debug1_without_the_total_line() -> None:
+    text = (FIELD / "go" / "unbounded-guide-debug1-fixed.txt").read_text()
+    with_total = parse_stack_text(text)
+    without = parse_stack_text(text.split("\n", 1)[1])
+    assert [(t.count, t.frames) for d in without for t in d.threads] == [
+        (t.count, t.frames) for d in with_total for t in d.threads]
+    assert sum(t.count for d in without for t in d.threads) == 103

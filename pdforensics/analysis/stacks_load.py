@@ -29,6 +29,7 @@ _PYSTACK = re.compile(r"Traceback for thread \d+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
                         r"~ Stack of .* \(\d+\) ~")
 _GO_FILE = re.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", re.M)
+_GO_GROUP = re.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", re.M)  # debug=1
 
 STDIN = "-"
 
@@ -45,7 +46,7 @@ def sniff_format(text: str) -> str | None:
         return "pyspy-json"
     if _WATCHDOG.search(text):
         return "watchdog"
-    if _at_line_start(_GO, text) or _GO_FILE.search(text):
+    if _at_line_start(_GO, text) or _GO_FILE.search(text) or _GO_GROUP.search(text):
         return "goroutines"
     if _PYSTACK.search(text):
         return "pystack"

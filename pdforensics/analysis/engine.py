@@ -19,9 +19,9 @@ from pdforensics.analysis.findings import (
 )
 from pdforensics.analysis.result_json import ANALYSIS_FILE, analysis_json, write_analysis
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
+from pdforensics.analysis.stacks_load import read_goroutines
 from pdforensics.errors import ParseError
 from pdforensics.loaded import LoadedCapture, load_capture
-from pdforensics.parsers.goroutines import parse_goroutines
 
 __all__ = ["ANALYSIS_FILE", "analysis_json", "analyze", "analyze_path", "format_analysis_text"]
 
@@ -33,7 +33,7 @@ def read_client_dump(path: Path) -> ClientDump:
     except OSError as exc:
         return ClientDump(str(path), (), f"cannot read: {exc.strerror or exc}")
     try:
-        return ClientDump(str(path), parse_goroutines(text))
+        return ClientDump(str(path), read_goroutines(text))
     except ParseError as exc:
         return ClientDump(str(path), (), str(exc))
 

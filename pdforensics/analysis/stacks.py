@@ -193,15 +193,17 @@ def _all_stuck(procs: Sequence[_Proc], stuck: Sequence[StuckThread]) -> list[All
     return out
 
 
-def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
-    """Bucket, compare and time-diff dumps. The latest dump of each process is the snapshot."""
+def _group(dumps: Sequence[LabelledDump]) -> tuple[list[_Proc], list[DumpError]]:
+    """Dumps by process identity (time-ordered where times are known), and the failures."""
     procs: dict[tuple[object, ...], _Proc] = {}
     errors: list[DumpError] = []
     for ld in dumps:
         d = ld.dump
         if d.error is not None:
-            errors.append(DumpError(ld.host, d.pid, ld.rank or d.rank, ld.source, d.error,
-                                    classify_pyspy_error(d.error, 1)))
+            failure = classify_pyspy_error(d.error, 1)
+            message = failure.message if failure is not None else (d.error.splitlines() or [""])[0]
+            errors.append(DumpError(ld.host, d.pid, ld.rank or d.rank, ld.source, message,
+                                    failure))
             continue
         key: tuple[object, ...] = (
             (ld.host, d.pid) if d.pid is not None else (ld.host, ld.source, d.kind, id(ld))
@@ -216,7 +218,12 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
             order = sorted(range(len(proc.times)), key=lambda i: proc.times[i] or 0.0)
             proc.dumps = [proc.dumps[i] for i in order]
             proc.times = [proc.times[i] for i in order]
-    plist = list(procs.values())
+    return list(procs.values()), errors
+
+
+def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
+    """Bucket, compare and time-diff dumps. The latest dump of each process is the snapshot."""
+    plist, errors = _group(dumps)
     items: list[_Item] = []
     noise: Counter[str] = Counter()
     slots: dict[tuple[str | None, str, str], dict[tuple[object, ...], list[tuple[Member, ThreadStack]]]]
@@ -224,6 +231,8 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
     class_cache: dict[tuple[object, ...], str] = {}
     noise_cache: dict[tuple[bool, int], str | None] = {}
     exact_ids: dict[tuple[object, ...], int] = {}  # hash each stack once; caches key on the id
+    long_waits = kept = 0
+    noise_items: list[_Item] = []
     for p in plist:
         for t in p.dumps[-1].dump.threads:
             exact = exact_ids.setdefault(_level_key(t, "exact"), len(exact_ids))
@@ -231,8 +240,13 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
             reason = noise_cache.get(nk, "")
             if reason == "":
                 reason = noise_cache[nk] = noise_reason(t)
+            waited = t.goroutine and (t.wait_minutes or 0) >= 1
+            long_waits += t.count if waited else 0
             if reason is not None:
                 noise[reason] += t.count
+                if waited:  # filtered, yet counted and shown: it has waited for minutes
+                    kept += t.count
+                    noise_items.append((_member(p, t), t, reason, exact))
                 continue
             m = _member(p, t)
             ck = (t.state, t.goroutine, exact)
@@ -265,7 +279,19 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
         stuck=tuple(stuck),
         all_stuck=tuple(_all_stuck(plist, stuck)),
         errors=tuple(errors),
+        long_waits=long_waits,
+        long_waits_unfiltered=kept,
+        long_wait_noise=_noise_buckets(noise_items, exact_keys),
     )
+
+
+def _noise_buckets(items: Sequence[_Item], exact_keys: Sequence[tuple[object, ...]]
+                   ) -> tuple[Bucket, ...]:
+    """Buckets of noise goroutines that waited >= 1 minute (their class is the noise reason)."""
+    by_exact: dict[int, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        by_exact[it[3]].append(i)
+    return _buckets(items, exact_keys, by_exact, "exact")
 
 
 def all_stuck(report: StackReport, role: str | None = None) -> tuple[AllStuck, ...]:
@@ -305,6 +331,9 @@ def stacks_json(report: StackReport) -> dict[str, object]:
         "dumps": report.dumps,
         "noise_filtered": report.noise_filtered,
         "noise_by_reason": dict(report.noise_by_reason),
+        "long_waits": report.long_waits,
+        "long_waits_unfiltered": report.long_waits_unfiltered,
+        "long_wait_noise": [_bucket_json(b) for b in report.long_wait_noise],
         "buckets": [_bucket_json(b) for b in report.buckets],
         "buckets_any_line": [_bucket_json(b) for b in report.buckets_any_line],
         "buckets_function": [_bucket_json(b) for b in report.buckets_function],
@@ -343,9 +372,14 @@ def _compress(members: Sequence[Member], limit: int = 6) -> str:
 def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: int = 12) -> str:
     """Terminal summary: largest buckets, outliers, stuck threads, failures."""
     noise = ", ".join(f"{k} {v}" for k, v in report.noise_by_reason)
-    lines = [f"{report.threads} threads in {report.processes} processes from {report.dumps} "
-             f"dumps; {report.noise_filtered} noise threads filtered" + (f" ({noise})" if noise
-                                                                         else "")]
+    read = report.threads + report.noise_filtered
+    lines = [f"{read} threads in {report.processes} processes from {report.dumps} dumps; "
+             f"{report.noise_filtered} filtered as noise" + (f" ({noise})" if noise else "")
+             + f", {report.threads} analysed"]
+    if report.long_waits:
+        lines.append(f"{report.long_waits} goroutines have waited >= 1 minute"
+                     + (f", {report.long_waits_unfiltered} of them filtered as noise (shown below)"
+                        if report.long_waits_unfiltered else ""))
     for a in report.all_stuck:
         span = f" for >= {a.stuck_for_s:.0f}s" if a.stuck_for_s is not None else ""
         lines.append(f"ALL STUCK: every {a.role or ''} {a.kind} rank ({', '.join(a.ranks)}) sits "
@@ -369,6 +403,12 @@ def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: i
             lines.append(f"      ... {len(b.frames) - max_frames} more frames")
     if len(report.buckets) > max_buckets:
         lines.append(f"  ... {len(report.buckets) - max_buckets} more buckets")
+    if report.long_wait_noise:
+        lines.append("")
+        lines.append("Filtered as noise, yet waiting >= 1 minute:")
+        for b in report.long_wait_noise[:max_buckets]:
+            lines.append(f"  {b.count} x [{','.join(b.states)}] {b.leaf_class}, waiting "
+                         f"{b.wait_min}~{b.wait_max} min: {b.frames[0] if b.frames else '?'}")
     moving = [s for s in report.stuck if s.leaf_class not in IDLE_CLASSES]
     if report.stuck:
         lines.append("")
@@ -383,6 +423,7 @@ def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: i
         lines.append("")
         lines.append("Dumps that failed:")
         for e in report.errors:
-            fix = f" -> {e.failure.fix}" if e.failure else ""
-            lines.append(f"  {e.host or e.source}:{e.pid}: {e.message}{fix}")
+            cause = f" [{e.failure.reason}]" if e.failure else ""
+            fix = f"\n    fix: {e.failure.fix}" if e.failure else ""
+            lines.append(f"  {e.host or e.source}:{e.pid}:{cause} {e.message}{fix}")
     return "\n".join(lines) + "\n"

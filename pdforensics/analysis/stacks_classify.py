@@ -165,3 +165,17 @@ def signature_frame(frames: Sequence[Frame]) -> Frame | None:
         if not f.native:
             return f
     return frames[0] if frames else None
+
+
+_PLUMBING_FILE = re.compile(r"^(?:.*/)?(?:libc|libpthread|ld-linux|libstdc\+\+)[.-]|libpython"
+                            r"|^(?:.*/)?python\d+(?:\.\d+)?$")
+
+
+def blocked_frame(thread: ThreadStack) -> Frame | None:
+    """The innermost frame that says where a thread waits: bare addresses, libc/pthread
+    primitives and interpreter internals (``--native`` dumps) are skipped."""
+    for f in thread.frames:
+        if f.function.startswith("0x") or _PLUMBING_FILE.search(f.file):
+            continue
+        return f
+    return thread.leaf

@@ -1,28 +1,37 @@
-"""Read stack files of any supported format (sniffed from the content)."""
+"""Read stack files of any supported format, bare or wrapped in any log (sniffed from the content)."""
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.goroutines import parse_goroutines
-from pdforensics.parsers.pyspy import (
-    classify_pyspy_error,
-    extract_watchdog_dumps,
-    parse_pyspy_json,
-    parse_pyspy_text,
-)
-from pdforensics.parsers.stackmodel import ProcessDump
+from pdforensics.parsers.logprefix import unwrap_log
+from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
+from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
+from pdforensics.parsers.pystack import parse_pystack
+from pdforensics.parsers.stackmodel import ProcessDump, ThreadStack
+from pdforensics.parsers.stackscan import scan_text
+from pdforensics.parsers.tracebacks import parse_tracebacks
 
 # No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
 _GO = re.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", re.M)
 _PYSPY = re.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
 _FAULT = re.compile(r"\(most recent call first\):\s*$", re.M)
-_WATCHDOG = re.compile(r"Pyspy (?:dump for|failed to dump) PID \d+")
+_WATCHDOG = re.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")
+_PYSTACK = re.compile(r"Traceback for thread \d+")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
+                        r"~ Stack of .* \(\d+\) ~")
+_GO_FILE = re.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", re.M)
+_GO_GROUP = re.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", re.M)  # debug=1
+
+STDIN = "-"
 
 
 def _at_line_start(pattern: re.Pattern[str], text: str) -> bool:
@@ -31,52 +40,139 @@ def _at_line_start(pattern: re.Pattern[str], text: str) -> bool:
 
 
 def sniff_format(text: str) -> str | None:
-    """pyspy-json | watchdog | goroutines | faulthandler | pyspy | None."""
+    """pyspy-json | watchdog | goroutines | faulthandler | pystack | traceback | pyspy | None."""
     head = text.lstrip()[:1]
     if head == "[" and text.lstrip().startswith(("[\n", "[{", "[ ", "[]")):
         return "pyspy-json"
     if _WATCHDOG.search(text):
         return "watchdog"
-    if _at_line_start(_GO, text):
+    if _at_line_start(_GO, text) or _GO_FILE.search(text) or _GO_GROUP.search(text):
         return "goroutines"
+    if _PYSTACK.search(text):
+        return "pystack"
     if _FAULT.search(text):
         return "faulthandler"
-    if _PYSPY.search(text) or classify_pyspy_error(text, None) is not None:
+    if _PYSPY.search(text) or (failure_lines(text) and classify_pyspy_error(text, None)):
         return "pyspy"
+    if _TRACEBACK.search(text):
+        return "traceback"
     return None
 
 
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:
-    """Parse text in the given (or sniffed) format."""
-    fmt = fmt or sniff_format(text)
+    """Parse text in the given format, or find every dump in it (any format, any log prefix)."""
+    if fmt is not None:
+        return _parse_as(text, fmt)
+    if sniff_format(text) is None and sniff_format(_unprefixed(text)) is None:
+        first = next((ln for ln in text.splitlines() if ln.strip()), "")
+        raise ParseError("unrecognised stack dump format", first, 1)
+    fast = _FAST.get(sniff_format(text) or "")
+    if fast is not None:  # a bare dump (the common case, and 10x faster than scanning a log)
+        try:
+            return fast(text)
+        except ParseError:
+            pass
+    found = scan_text(text)
+    if not found.dumps and found.problems:
+        raise ParseError(found.problems[0])
+    return found.dumps
+
+
+def _goroutine_dump(text: str) -> tuple[ProcessDump, ...]:
+    gs = parse_goroutines(text)
+    return (ProcessDump("goroutines", gs),) if gs else ()
+
+
+_FAST = {"pyspy-json": parse_pyspy_json, "pyspy": parse_pyspy_text, "goroutines": _goroutine_dump}
+
+
+def _unprefixed(text: str) -> str:
+    """The text with every line's log prefixes removed (streams concatenated)."""
+    return "\n".join(ll.text for lines in unwrap_log(text).values() for ll in lines)
+
+
+def _parse_as(text: str, fmt: str) -> tuple[ProcessDump, ...]:
     if fmt == "pyspy-json":
         return parse_pyspy_json(text)
     if fmt == "watchdog":
         return extract_watchdog_dumps(text)
     if fmt == "goroutines":
-        gs = parse_goroutines(text)
-        return (ProcessDump("goroutines", gs),) if gs else ()
-    if fmt == "faulthandler":
-        fd = parse_faulthandler(text)
-        return (fd,) if fd is not None else ()
+        return _goroutine_dump(text)
+    single = {"faulthandler": parse_faulthandler, "pystack": parse_pystack,
+              "traceback": parse_tracebacks}.get(fmt)
+    if single is not None:
+        d = single(text)
+        return (d,) if d is not None else ()
     if fmt == "pyspy":
         return parse_pyspy_text(text)
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    raise ParseError("unrecognised stack dump format", first, 1)
+    raise ParseError(f"unknown stack format {fmt!r}")
+
+
+def _read(path: str) -> str:
+    if path == STDIN:
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise PdforensicsError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def load_stack_file(path: str, host: str = "") -> tuple[LabelledDump, ...]:
+    """Read and parse one file (``-``: stdin); its name is each dump's source.
+
+    Raises ParseError naming the file when it holds no dump at all.
+    """
+    text = _read(path)
+    name = "<stdin>" if path == STDIN else os.path.basename(path)
+    if not text.strip():
+        raise ParseError(f"{name}: empty file, no stack dump in it")
+    try:
+        dumps = parse_stack_text(text)
+    except ParseError as exc:
+        raise ParseError(f"{name}: {exc}") from None
+    if not dumps:
+        raise ParseError(f"{name}: no stack dump found")
+    if not any(d.threads or d.error is not None for d in dumps):
+        raise ParseError(f"{name}: no thread in it (only process headers)")
+    source = "<stdin>" if path == STDIN else path
+    return tuple(LabelledDump(d, host=host, rank=d.rank, source=source) for d in dumps)
 
 
 def load_stack_files(paths: Sequence[str], host: str = "") -> tuple[LabelledDump, ...]:
-    """Read and parse each file; the file name is each dump's source."""
+    """Read and parse each file; the first unreadable one raises."""
     out: list[LabelledDump] = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise PdforensicsError(f"cannot read {path}: {exc.strerror or exc}") from None
-        try:
-            dumps = parse_stack_text(text)
-        except ParseError as exc:
-            raise ParseError(f"{os.path.basename(path)}: {exc}") from None
-        out.extend(LabelledDump(d, host=host, rank=d.rank, source=path) for d in dumps)
+        out.extend(load_stack_file(path, host))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Dumps from the files that parsed, and ``(path, reason)`` for each file skipped."""
+
+    dumps: tuple[LabelledDump, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def load_stack_files_lenient(paths: Sequence[str], host: str = "") -> LoadResult:
+    """Like ``load_stack_files``, but a file that cannot be read or holds no dump is skipped."""
+    out: list[LabelledDump] = []
+    skipped: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            out.extend(load_stack_file(path, host))
+        except PdforensicsError as exc:
+            skipped.append((path, str(exc)))
+    return LoadResult(tuple(out), tuple(skipped))
+
+
+def read_goroutines(text: str) -> tuple[ThreadStack, ...]:
+    """Goroutines of a Go dump, bare or inside any log (kubectl, compose, journald)."""
+    try:
+        return parse_goroutines(text)
+    except ParseError as exc:
+        found = tuple(t for d in scan_text(text).dumps if d.kind == "goroutines" for t in d.threads)
+        if not found:
+            raise exc from None
+        return found

@@ -128,3 +128,6 @@ class StackReport:
     stuck: tuple[StuckThread, ...]
     all_stuck: tuple[AllStuck, ...]
     errors: tuple[DumpError, ...]
+    long_waits: int = 0  # goroutines waiting >= 1 minute (Go prints the minutes)
+    long_waits_unfiltered: int = 0  # of those, the ones a noise rule filtered (still shown)
+    long_wait_noise: tuple[Bucket, ...] = ()  # their buckets, so a long wait is never hidden

@@ -67,23 +67,18 @@ def verify(bundle: str, secrets: bool) -> None:
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handles_errors
 def stacks(files: tuple[str, ...], as_json: bool) -> None:
-    """Group stacks from py-spy dumps, watchdog logs, faulthandler or Go goroutine dumps."""
-    from pdforensics.analysis.stacks import (
-        analyze_stacks,
-        format_stacks_text,
-        load_stack_files,
-        stacks_json,
-    )
+    """Group stacks from py-spy, pystack, faulthandler, tracebacks, SGLang logs or Go dumps.
 
-    dumps = load_stack_files(list(files))
-    report = analyze_stacks(dumps)
-    click.echo(json.dumps(stacks_json(report), indent=1) if as_json else format_stacks_text(report))
-    for d in dumps:
-        if d.dump.truncated:
-            click.echo(f"note: {d.source} ends mid-line (cut short); its last line was dropped", err=True)
+    FILE may be a bare dump or any log that holds dumps (docker compose, kubectl, journald,
+    timestamped lines); `-` reads stdin. A file without any stack is an error (exit 1); with
+    several files, unreadable ones are reported and the rest analysed (exit 3).
+    """
+    from pdforensics.analysis.stacks_cli import run_stacks
+
+    sys.exit(run_stacks(list(files), as_json, click.echo))
 
 

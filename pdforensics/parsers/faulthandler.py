@@ -14,6 +14,12 @@ _HEAD = re.compile(
 _STACK = re.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
 _FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
 _OTHER = re.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
+#: lines that open a faulthandler dump (for finding dumps inside logs)
+START = re.compile(r"^(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!)")
+HEAD = _HEAD
+FRAME = _FRAME
+OTHER = _OTHER
+STACK = _STACK
 
 
 def parse_faulthandler(text: str) -> ProcessDump | None:
@@ -54,8 +60,8 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
                 cache[key] = frame
             frames.append(frame)
             continue
-        if _OTHER.match(line):
-            continue
+        if _OTHER.match(line) or not line.strip():
+            continue  # some pastes put a blank line after every frame
         close()
         cur = None  # the block ended: trailer such as "Extension modules: ..."
     close()

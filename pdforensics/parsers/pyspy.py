@@ -9,7 +9,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, PyspyFailure, ThreadStack
+from pdforensics.parsers.pyspy_errors import classify_pyspy_error as classify_pyspy_error
+from pdforensics.parsers.pyspy_errors import is_failure_line
+from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$")
 _PARENT = re.compile(r"^Parent Process (\d+): ?(.*)$")
@@ -68,7 +70,7 @@ class _ThreadBuilder:
 
 
 class _ProcessBuilder:
-    __slots__ = ("pid", "command", "pyver", "ppid", "pcmd", "threads")
+    __slots__ = ("pid", "command", "pyver", "ppid", "pcmd", "threads", "in_command")
 
     def __init__(self, pid: int | None, command: str) -> None:
         self.pid, self.command = pid, command
@@ -76,129 +78,219 @@ class _ProcessBuilder:
         self.ppid: int | None = None
         self.pcmd = ""
         self.threads: list[ThreadStack] = []
+        self.in_command = pid is not None  # a `python -c` command line spans lines until "Python v"
 
     def build(self) -> ProcessDump:
-        return ProcessDump("pyspy", tuple(self.threads), self.pid, self.command, self.pyver,
-                           self.ppid, self.pcmd)
+        return ProcessDump("pyspy", tuple(self.threads), self.pid, self.command.strip(),
+                           self.pyver, self.ppid, self.pcmd)
+
+
+def _frame_body(line: str) -> str | None:
+    """The text of a frame line (4-space or tab indented, as py-spy 0.1-0.4 print), else None."""
+    if line.startswith("    ") and not line.startswith("        "):
+        return line[4:].strip()
+    if line.startswith("\t"):
+        return line.strip()
+    return None
+
+
+def _bare_frame(body: str) -> Frame:
+    """A frame line without a location part (a long C++ symbol, a truncated name)."""
+    return Frame(body, "", None, "::" in body or body.startswith("0x"))
+
+
+class _TextParser:
+    """State machine over py-spy text; one instance per call."""
+
+    def __init__(self, text: str) -> None:
+        self.procs: list[ProcessDump] = []
+        self.proc: _ProcessBuilder | None = None
+        self.thread: _ThreadBuilder | None = None
+        self.in_error = False
+        self.err_lines: list[str] = []  # the failure text of the last error dump
+        self.orphan: list[Frame] = []  # frames before the first Thread line (a dump cut at the top)
+        self.orphan_line: tuple[str, int] | None = None
+        self.seen_thread = False
+        self.truncated = False
+        self.cache: dict[str, Frame] = {}
+        self.lines = text.splitlines()
+        self.cut_at = len(self.lines) if not text.endswith(("\n", "\r")) else 0
+
+    def close_thread(self) -> None:
+        if self.thread is not None and self.proc is not None:
+            self.proc.threads.append(self.thread.build())
+        self.thread = None
+
+    def close_process(self) -> None:
+        self.close_thread()
+        if self.proc is not None:
+            self.procs.append(self.proc.build())
+        self.proc = None
+
+    def run(self) -> tuple[ProcessDump, ...]:
+        for lineno, raw in enumerate(self.lines, 1):
+            if self.in_error and raw.strip() and not _HEADERS.match(raw):
+                self.err_lines.append(raw.strip())
+            try:
+                if not self.line(raw.rstrip("\r"), raw, lineno):
+                    break
+            except ParseError:
+                if lineno != self.cut_at:
+                    raise
+                self.truncated = True  # the cut last line: half a frame, half a local
+                break
+        self.end_error()
+        self.close_process()
+        if self.orphan_line is not None and not self.seen_thread:
+            raise ParseError("py-spy frame outside a thread", *self.orphan_line)
+        if self.truncated and self.procs:
+            self.procs[-1] = dataclasses.replace(self.procs[-1], truncated=True)
+        return tuple(self.procs)
+
+    def line(self, line: str, raw: str, lineno: int) -> bool:
+        """Consume one line; False stops the parse (the cut last line)."""
+        if (self.proc is not None and self.proc.in_command and not _HEADERS.match(line)
+                and not is_failure_line(line)):
+            self.proc.command += "\n" + line
+            return True
+        if self.proc is not None:
+            self.proc.in_command = False
+        hit = self.cache.get(raw)
+        if hit is not None and self.thread is not None and not self.in_error:
+            self.thread.flush_vars()
+            self.thread.frames.append(hit)
+            return True
+        if not line.strip():
+            return True
+        if line.startswith("            ") or line.startswith("        "):
+            if not self.in_error:
+                self.local_line(line, lineno)
+            return True
+        body = _frame_body(line)
+        if body is not None:
+            return self.in_error or self.frame_line(body, raw, line, lineno)
+        return self.header_line(line, lineno)
+
+    def local_line(self, line: str, lineno: int) -> None:
+        th = self.thread
+        if th is None:
+            raise ParseError("py-spy frame outside a thread", line, lineno)
+        if line.startswith("            "):
+            m = _VAR.match(line[12:])
+            if m is None:  # a continuation of a long repr: append to the last value
+                if th.vars:
+                    name, val = th.vars[-1]
+                    th.vars[-1] = (name, val + "\n" + line.strip())
+                return
+            th.vars.append((m.group(1), m.group(2)))
+            return
+        word = line.strip()
+        if word not in ("Arguments:", "Locals:"):
+            raise ParseError("unexpected line in py-spy frame locals", line, lineno)
+        th.section = word
+
+    def frame_line(self, body: str, raw: str, line: str, lineno: int) -> bool:
+        frame = _parse_frame(body)
+        if frame is None and lineno == self.cut_at:
+            self.truncated = True
+            return False
+        if frame is None:
+            if not body:
+                raise ParseError("unreadable py-spy frame", line, lineno)
+            frame = _bare_frame(body)
+        else:
+            self.cache[raw] = frame
+        if self.thread is None:
+            if self.proc is not None or self.seen_thread:
+                raise ParseError("py-spy frame outside a thread", line, lineno)
+            self.orphan.append(frame)
+            self.orphan_line = self.orphan_line or (line, lineno)
+            return True
+        self.thread.flush_vars()
+        self.thread.frames.append(frame)
+        return True
+
+    def header_line(self, line: str, lineno: int) -> bool:
+        m = _THREAD.match(line)
+        if m is not None:
+            self.end_error()
+            self.in_error = False
+            self.close_thread()
+            if self.proc is None:
+                self.proc = _ProcessBuilder(None, "")
+            if self.orphan and not self.seen_thread:
+                self.proc.threads.append(ThreadStack("?", None, "", tuple(self.orphan)))
+            self.seen_thread = True
+            self.thread = _ThreadBuilder(m.group(1), m.group(2), m.group(3))
+            return True
+        m = _PROCESS.match(line)
+        if m is not None:
+            self.end_error()
+            self.in_error = False
+            self.close_process()
+            self.proc = _ProcessBuilder(int(m.group(1)), m.group(2).strip())
+            return True
+        return self.meta_line(line, lineno)
+
+    def meta_line(self, line: str, lineno: int) -> bool:
+        m = _PARENT.match(line)
+        if m is not None and self.proc is not None:
+            self.proc.ppid, self.proc.pcmd = int(m.group(1)), m.group(2).strip()
+            return True
+        m = _PYVER.match(line)
+        if m is not None and self.proc is not None:
+            self.proc.pyver = m.group(1)
+            return True
+        if _SEPARATOR.match(line):
+            self.close_process()
+            return True
+        if self.in_error:
+            return True
+        if is_failure_line(line):
+            self.failure(line)
+            return True
+        if lineno == self.cut_at:
+            self.truncated = True
+            return False
+        raise ParseError("unexpected line in py-spy dump", line, lineno)
+
+    def end_error(self) -> None:
+        """Give the last error dump all of py-spy's failure text (Reason:, Caused by:, ...)."""
+        if self.in_error and self.err_lines and self.procs and self.procs[-1].error is not None:
+            text = "\n".join(self.err_lines)[:2000]
+            self.procs[-1] = dataclasses.replace(self.procs[-1], error=text)
+        self.err_lines = []
+
+    def failure(self, line: str) -> None:
+        self.end_error()
+        self.close_thread()
+        found = classify_pyspy_error(line, None)
+        msg = found.message if found is not None else line.strip()
+        self.err_lines = [msg]
+        if self.proc is None or self.proc.threads:
+            self.close_process()
+            self.procs.append(ProcessDump("pyspy", (), None, error=msg))
+        else:
+            self.procs.append(ProcessDump("pyspy", (), self.proc.pid, self.proc.command.strip(),
+                                          error=msg))
+            self.proc = None
+        self.in_error = True
+
+
+_HEADERS = re.compile(r"^(?:Python v\S|Parent Process \d+|Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+)"
+                      r" \(|-{20,}\s*$)")
 
 
 def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
-    """Parse ``py-spy dump`` text (any of --native/--locals/--subprocesses).
+    """Parse ``py-spy dump`` text (0.1-0.4; --native, --locals, --subprocesses).
 
-    Text that is only a py-spy failure gives one ProcessDump with ``error`` set.
+    Frames before the first Thread line (text cut at the top) form a thread ``?``; frame
+    lines without a location are kept as bare frames. Text that is only a py-spy failure
+    gives one ProcessDump with ``error`` set.
     """
     if not text.strip():
         return ()
-    procs: list[ProcessDump] = []
-    proc: _ProcessBuilder | None = None
-    thread: _ThreadBuilder | None = None
-    in_error = False
-
-    def close_thread() -> None:
-        nonlocal thread
-        if thread is not None and proc is not None:
-            proc.threads.append(thread.build())
-        thread = None
-
-    def close_process() -> None:
-        nonlocal proc
-        close_thread()
-        if proc is not None:
-            procs.append(proc.build())
-        proc = None
-
-    frame_lines: dict[str, Frame] = {}  # raw frame line -> Frame: the hot path of big dumps
-    lines = text.splitlines()
-    # text cut mid-line (a byte cap, a killed py-spy): its last line may be half a frame
-    cut_at = len(lines) if not text.endswith(("\n", "\r")) else 0
-    truncated = False
-    for lineno, raw in enumerate(lines, 1):
-        hit = frame_lines.get(raw)
-        if hit is not None and thread is not None and not in_error:
-            if thread.vars:
-                thread.flush_vars()
-            thread.frames.append(hit)
-            continue
-        line = raw.rstrip("\r")
-        if not line.strip():
-            continue
-        if line.startswith("    "):
-            if in_error:
-                continue
-            if thread is None:
-                raise ParseError("py-spy frame outside a thread", line, lineno)
-            if line.startswith("            "):
-                m = _VAR.match(line[12:])
-                if m is None:  # a continuation of a long repr: append to the last value
-                    if thread.vars:
-                        name, val = thread.vars[-1]
-                        thread.vars[-1] = (name, val + "\n" + line.strip())
-                    continue
-                thread.vars.append((m.group(1), m.group(2)))
-                continue
-            if line.startswith("        "):
-                word = line.strip()
-                if word in ("Arguments:", "Locals:"):
-                    thread.section = word
-                    continue
-                raise ParseError("unexpected line in py-spy frame locals", line, lineno)
-            frame = _parse_frame(line[4:].strip())
-            if frame is None and lineno == cut_at:
-                truncated = True
-                break
-            if frame is None:
-                raise ParseError("unreadable py-spy frame", line, lineno)
-            frame_lines[raw] = frame
-            thread.flush_vars()
-            thread.frames.append(frame)
-            continue
-        m = _THREAD.match(line)
-        if m is not None:
-            in_error = False
-            close_thread()
-            if proc is None:
-                proc = _ProcessBuilder(None, "")
-            thread = _ThreadBuilder(m.group(1), m.group(2), m.group(3))
-            continue
-        m = _PROCESS.match(line)
-        if m is not None:
-            in_error = False
-            close_process()
-            proc = _ProcessBuilder(int(m.group(1)), m.group(2).strip())
-            continue
-        m = _PARENT.match(line)
-        if m is not None and proc is not None:
-            proc.ppid, proc.pcmd = int(m.group(1)), m.group(2).strip()
-            continue
-        m = _PYVER.match(line)
-        if m is not None and proc is not None:
-            proc.pyver = m.group(1)
-            continue
-        if _SEPARATOR.match(line):
-            close_process()
-            continue
-        if in_error:
-            continue
-        failure = classify_pyspy_error(line, None)
-        if failure is not None or line.startswith(("Error:", "Caused by:", "Stack backtrace:")):
-            close_thread()
-            msg = failure.message if failure is not None else line.strip()
-            if proc is None or proc.threads:
-                close_process()
-                procs.append(ProcessDump("pyspy", (), None, error=msg))
-            elif not in_error:
-                procs.append(ProcessDump("pyspy", (), proc.pid, proc.command, error=msg))
-                proc = None
-            in_error = True
-            continue
-        if lineno == cut_at:
-            truncated = True
-            break
-        raise ParseError("unexpected line in py-spy dump", line, lineno)
-    close_process()
-    if truncated and procs:
-        procs[-1] = dataclasses.replace(procs[-1], truncated=True)
-    return tuple(procs)
+    return _TextParser(text).run()
 
 
 def _json_frame(obj: object, cache: dict[tuple[object, ...], Frame]) -> Frame:
@@ -264,62 +356,12 @@ def parse_pyspy_json(text: str) -> tuple[ProcessDump, ...]:
     return tuple(ProcessDump("pyspy-json", tuple(ts), pid) for pid, ts in by_pid.items())
 
 
-_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"py-spy: (?:command )?not found|No such file or directory.*py-spy|"
-                r"py-spy: No such file|failed to run command .py-spy", re.I),
-     "not_installed",
-     "py-spy is not installed on the host: pip install py-spy (opt in with the install flag)"),
-    (re.compile(r"Permission Denied|Operation not permitted|EPERM|ptrace.*denied", re.I),
-     "permission",
-     "run py-spy as root (sudo) or grant CAP_SYS_PTRACE (docker: --cap-add SYS_PTRACE); "
-     "check /proc/sys/kernel/yama/ptrace_scope (0 or 1 with root)"),
-    (re.compile(r"Failed to suspend process", re.I),
-     "suspend_failed",
-     "the process is in D or T state or being traced: read /proc/PID/status and "
-     "/proc/PID/stack first, then retry with py-spy dump --nonblocking"),
-    (re.compile(r"Failed to find python version|Failed to find a python interpreter|"
-                r"Failed to get python version|not a python process|"
-                r"Failed to find python interpreter", re.I),
-     "not_python",
-     "the pid is not a Python process (or a static/unsupported interpreter): dump the "
-     "scheduler/worker pid instead, or use --native"),
-    (re.compile(r"Failed to get process executable name|No such process|"
-                r"process .* not found|Error: No such file or directory|"
-                r"Failed to open process", re.I),
-     "no_process",
-     "the process is gone: re-run discovery (ps) and dump the current pid"),
-    (re.compile(r"timed out|Timeout|deadline exceeded", re.I),
-     "timeout",
-     "py-spy hung (often waitpid on a D-state thread): use --nonblocking and a shorter timeout"),
-)
-
-
-def classify_pyspy_error(stderr: str, exit_status: int | None) -> PyspyFailure | None:
-    """Classify why a py-spy run failed; None when it did not fail (or says nothing known)."""
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for pattern, reason, fix in _FAILURES:
-        for ln in lines:
-            if pattern.search(ln):
-                return PyspyFailure(reason, ln[:300], fix)
-    if exit_status in (126, 127):
-        return PyspyFailure("not_installed", lines[0][:300] if lines else f"exit {exit_status}",
-                            _FAILURES[0][2])
-    if exit_status in (124, 137):
-        return PyspyFailure("timeout", lines[0][:300] if lines else f"exit {exit_status}",
-                            _FAILURES[-1][2])
-    if exit_status not in (0, None):
-        err = next((ln for ln in lines if ln.startswith("Error:")), lines[0] if lines else "")
-        return PyspyFailure("unknown", err[:300] or f"exit {exit_status}",
-                            "read the py-spy message; check py-spy --version supports this Python")
-    return None
-
-
 # --- SGLang watchdog logs -------------------------------------------------------------
 
 _LOG_PREFIX = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<ranks>(?: [A-Z]{2}\d+)*)\] "
 )
-_PYSPY_HEAD = re.compile(r"Pyspy dump for PID (\d+):\s*(.*)$")
+_PYSPY_HEAD = re.compile(r"Pyspy dump for PID (\d+)(?: \([^)]*\))?:\s*(.*)$")
 _PYSPY_FAIL = re.compile(r"Pyspy failed to dump PID (\d+)\.? ?(?:Error: )?(.*)$")
 _COMPOSE = re.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")

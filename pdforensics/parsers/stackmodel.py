@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-DumpKind = Literal["pyspy", "pyspy-json", "watchdog", "faulthandler", "goroutines"]
+DumpKind = Literal["pyspy", "pyspy-json", "watchdog", "faulthandler", "goroutines", "pystack",
+                   "traceback"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,6 @@ class ProcessDump:
 class PyspyFailure:
     """Why py-spy did not produce a dump, and what fixes it."""
 
-    reason: str  # not_installed|permission|no_process|not_python|suspend_failed|timeout|...
+    reason: str  # not_installed|permission|no_such_process|not_python|suspend_failed|timeout|...
     message: str  # the line of py-spy output that says so
     fix: str

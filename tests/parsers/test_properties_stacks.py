@@ -29,7 +29,8 @@ from pdforensics.parsers.stackmodel import ProcessDump, ThreadStack
 pytestmark = pytest.mark.property
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-REASONS = {"not_installed", "permission", "suspend_failed", "not_python", "no_process", "timeout",
+REASONS = {"not_installed", "permission", "suspend_failed", "not_python", "no_such_process", "timeout",
+           "native_unsupported", "unsupported_python", "file_not_found",
            "unknown"}
 
 
@@ -172,7 +173,8 @@ def test_faulthandler(text: str) -> None:
 @given(_inputs("pyspy_*", "go_pprof_debug1*", "faulthandler_*", "watchdog_dp*"))
 def test_sniff_and_dispatch(text: str) -> None:
     fmt = sniff_format(text)
-    assert fmt in (None, "pyspy-json", "watchdog", "goroutines", "faulthandler", "pyspy")
+    assert fmt in (None, "pyspy-json", "watchdog", "goroutines", "faulthandler", "pyspy", "pystack",
+                   "traceback")
     dumps = _run(lambda: parse_stack_text(text))
     if dumps is not None:
         assert fmt is not None or not dumps

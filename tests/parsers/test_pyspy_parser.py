@@ -139,7 +139,7 @@ def test_json_with_subprocesses_holds_only_the_parent() -> None:
 
 
 @pytest.mark.parametrize("name, reason, message", [
-    ("pyspy_err_nopid.txt", "no_process", "Error: Failed to get process executable name."),
+    ("pyspy_err_nopid.txt", "no_such_process", "Error: Failed to get process executable name."),
     ("pyspy_err_notpython.txt", "not_python", "Error: Failed to find python version from target process"),
     ("pyspy_err_permission.txt", "permission", "Permission Denied: Try running again"),
 ])

@@ -1,0 +1,62 @@
+"""Plain Python tracebacks: chained, exception groups, pytest-timeout thread stacks, cut ones."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pdforensics.errors import ParseError
+from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
+
+#: "Traceback (most recent call last):" anywhere in a line (after a log prefix or a "| " gutter)
+HEAD = re.compile(r"Traceback \(most recent call last\):\s*$")
+#: pytest-timeout: "~~~~~ Stack of Thread-4 (139924397356608) ~~~~~"
+STACK_OF = re.compile(r"^~+ Stack of (?P<name>.+?) \((?P<tid>\d+)\) ~+\s*$")
+#: '  File "x.py", line 3, in f' (a "|" gutter in exception groups)
+FRAME = re.compile(r"^[\s|]*File \"(?P<file>[^\"]*)\", line (?P<line>\d+), in (?P<func>.+?)\s*$")
+#: a source line, caret line or gutter under a frame (indented further than "  File")
+CODE = re.compile(r"^(?:\s{4,}|[\s|]*[\^~]+\s*$|\s*\|)")
+#: the lines between the tracebacks of one chain
+CHAIN = re.compile(r"^\s*(?:During handling of the above exception|The above exception was the "
+                   r"direct cause)")
+
+
+def parse_traceback_block(lines: Sequence[str], index: int = 0) -> ThreadStack | None:
+    """One traceback (header optional: a paste may start at its frames) -> leaf-first stack."""
+    name: str | None = None
+    tid = f"traceback-{index + 1}"
+    frames: list[Frame] = []
+    for line in lines:
+        sm = STACK_OF.match(line)
+        if sm is not None:
+            name, tid = sm.group("name"), sm.group("tid")
+            continue
+        fm = FRAME.match(line)
+        if fm is not None:
+            frames.append(Frame(fm.group("func"), fm.group("file"), int(fm.group("line"))))
+    if not frames and name is None:
+        return None
+    return ThreadStack(tid, name, "", tuple(reversed(frames)))
+
+
+def split_tracebacks(lines: Sequence[str]) -> list[list[str]]:
+    """Cut text into one block per traceback (each header, or frames before the first one)."""
+    blocks: list[list[str]] = [[]]
+    for line in lines:
+        if HEAD.search(line) or STACK_OF.match(line):
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    return [b for b in blocks if any(FRAME.match(ln) or STACK_OF.match(ln) for ln in b)]
+
+
+def parse_tracebacks(text: str) -> ProcessDump | None:
+    """Every traceback in ``text`` as one stack each; None for empty input."""
+    if not text.strip():
+        return None
+    blocks = split_tracebacks(text.splitlines())
+    threads = [t for i, b in enumerate(blocks) if (t := parse_traceback_block(b, i)) is not None]
+    if not threads:
+        first = next(ln for ln in text.splitlines() if ln.strip())
+        raise ParseError("no Python traceback frame", first, 1)
+    return ProcessDump("traceback", tuple(threads))

@@ -264,24 +264,32 @@ def _replace(result: CommandResult, **changes: Any) -> CommandResult:
 
 
 class _Terminated(BaseException):
-    pass
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# SIGHUP is a dropped bastion/SSH session: handled like SIGTERM, the partial bundle is kept.
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def _sigterm_as_exception() -> Iterator[None]:
-    """SIGTERM ends a capture like Ctrl-C does: partial bundle written, then exit 143."""
+    """SIGTERM or SIGHUP ends a capture like Ctrl-C does: partial bundle written, then exit
+    128 + the signal number."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated()
+        raise _Terminated(signum)
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = {sig: signal.signal(sig, handler) for sig in _ENDING_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 def run_capture(cluster: ClusterSpec, options: CaptureOptions,
@@ -310,8 +318,8 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
                     run.thread.join(timeout=0.2)
         except KeyboardInterrupt:
             interrupted = signal.SIGINT
-        except _Terminated:
-            interrupted = signal.SIGTERM
+        except _Terminated as exc:
+            interrupted = exc.signum
     stop.set()
     for run in runs:
         run.close()

@@ -12,9 +12,11 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics import __version__
+from pdforensics.cli_recover import recover
 from pdforensics.cli_report import capture_report, report
 from pdforensics.cli_store import STORE_COMMANDS
 from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, PdforensicsError
+from pdforensics.terminal import field
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,7 +32,7 @@ def handles_errors(fn: F) -> F:
         except PdforensicsError as exc:
             if ctx.find_root().params.get("traceback"):
                 raise
-            click.echo(f"pdforensics: error: {exc}", err=True)
+            click.echo(f"pdforensics: error: {field(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("pdforensics: interrupted", err=True)
@@ -53,6 +55,9 @@ def main(traceback: bool) -> None:
 
     capture during a wedge, analyze/report a bundle, lab to rehearse.
     """
+    from pdforensics.terminal import install
+
+    install()  # host text never reaches the terminal with its control characters
 
 
 # -- capture ----------------------------------------------------------------------------------
@@ -106,6 +111,10 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
+    from pdforensics.recover import unfinished_notice
+
+    if (notice := unfinished_notice(Path(out_dir))) is not None:
+        click.echo(notice, err=True)
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact else None,
                           sidecars=sidecars_for(prometheus, history))
     doc = outcome_json(outcome)
@@ -161,7 +170,7 @@ def _file_in_store(cluster: Any, bundle: Path) -> dict[str, Any] | None:
 
 
 def _progress(host: str, text: str) -> None:
-    click.echo(f"  {host}: {text}", err=True)
+    click.echo(f"  {field(host)}: {field(text)}", err=True)
 
 
 def _print_outcome(doc: dict[str, Any]) -> None:
@@ -172,16 +181,17 @@ def _print_outcome(doc: dict[str, Any]) -> None:
     if doc.get("stored"):
         click.echo(f"store: {doc['stored'].get('path') or doc['stored'].get('error')}")
     for reason in doc["partial_reasons"]:
-        click.echo(f"  partial: {reason}")
+        click.echo(f"  partial: {field(reason)}")
     if doc.get("verdict"):
         click.echo(f"verdict: {doc['verdict']}")
         for f in doc["findings"][:5]:
-            click.echo(f"  [{f['severity']}] {f['key']}: {f['title']}")
+            click.echo(f"  [{f['severity']}] {f['key']}: {field(f['title'])}")
     gaps = doc["gaps"]
     if gaps:
         click.echo(f"gaps: {len(gaps)}")
         for g in gaps[:15]:
-            click.echo(f"  {g['host']} {g['key']}: {g['error']}" + (f" ({g['stderr']})" if g["stderr"] else ""))
+            click.echo(f"  {field(g['host'])} {field(g['key'])}: {field(g['error'])}"
+                       + (f" ({field(g['stderr'])})" if g["stderr"] else ""))
         if len(gaps) > 15:
             click.echo(f"  ... {len(gaps) - 15} more in manifest.json")
 
@@ -198,7 +208,9 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.loaded import load_capture
+    from pdforensics.recover import refuse_unfinished
 
+    refuse_unfinished(bundle)
     result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
     click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
 
@@ -329,6 +341,7 @@ def catalog_build(src: str, out: str | None) -> None:
 for _command in STORE_COMMANDS:
     main.add_command(_command)
 main.add_command(report)
+main.add_command(recover)
 
 from pdforensics.cli_watch import watch  # noqa: E402
 

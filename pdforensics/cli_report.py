@@ -41,8 +41,10 @@ def report(bundle: str, out: str | None, baseline: str | None) -> None:
     The verdict is re-derived from the bundle's files. Links to raw evidence are relative,
     so keep the report next to (or inside) its bundle.
     """
+    from pdforensics.recover import refuse_unfinished
     from pdforensics.report import write_report
 
+    refuse_unfinished(bundle)
     changes, base, notes = _changes(Path(bundle), Path(baseline) if baseline else None)
     click.echo(str(write_report(bundle, out, changes=changes, baseline=base, change_notes=notes)))
 

@@ -47,11 +47,11 @@ class ParseError(PdforensicsError):
 
 
 class Interrupted(PdforensicsError):
-    """SIGINT or SIGTERM arrived; the partial bundle was still written."""
+    """SIGINT, SIGTERM or SIGHUP arrived; the partial bundle was still written."""
 
     def __init__(self, signum: int, bundle: str | None = None):
         self.signum = signum
         self.bundle = bundle
-        self.exit_code = EXIT_INTERRUPTED if signum == 2 else EXIT_TERMINATED
+        self.exit_code = 128 + signum  # 130 SIGINT, 143 SIGTERM, 129 SIGHUP
         where = f"; partial bundle: {bundle}" if bundle else ""
         super().__init__(f"interrupted by signal {signum}{where}")

@@ -20,6 +20,7 @@ from pdforensics.parsed import BackgroundParser
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.redact import Redactor
 from pdforensics.transport import open_transport
+from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
 from pdforensics.transport.base import Transport
 
 # A stock sshd allows 10 sessions per connection, and a closed session lingers there until
@@ -97,6 +98,7 @@ class HostRun:
         self.lost = False  # the connection dropped mid-capture
         self._retried: set[str] = set()
         self._said_curl = False
+        self.banner = b""  # what the login shell prints before every command
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -124,6 +126,7 @@ class HostRun:
             budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
             self.transport.connect(max(1.0, budget))
             self.reachable = True
+            self._probe_banner()
         except PdforensicsError as exc:
             self.error = str(exc)
         except Exception as exc:  # paramiko can raise odd things on hostile peers
@@ -145,6 +148,14 @@ class HostRun:
             w.join()
         self._say(f"done: {self.jobs_run} results" +
                   (f", {len(self._pending)} not run" if self._pending else ""))
+
+    def _probe_banner(self) -> None:
+        from pdforensics.transport.ssh import SshTransport
+
+        if isinstance(self.transport, SshTransport):
+            self.banner = probe_banner(self.transport)
+            if self.banner:
+                self.planner.notes.append(banner_note(self.banner))
 
     # -- scheduling -----------------------------------------------------------------------
     def _next_job(self) -> Job | None:
@@ -191,7 +202,8 @@ class HostRun:
                 job = _with_timeout(self.host, job, timeout)
             result = self._fetch(job, timeout) if job.url else None
             if result is None:
-                result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
+                result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
+                                                         job.source.max_bytes), self.banner)
             if result.error == "connection lost":
                 self.lost = True
             if self._retry(job, result):

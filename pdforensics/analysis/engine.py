@@ -74,6 +74,12 @@ def missing_evidence(ctx: Context) -> list[str]:
     cap = ctx.capture
     out = [f"host {h.name} unreachable: {h.error or 'no connection'}"
            for h in cap.hosts if not h.reachable]
+    from pdforensics.analysis.rules.processes import ps_failed
+
+    for h in cap.hosts:
+        if h.reachable and (why := ps_failed(ctx, h.name)):
+            out.append(f"process table of {h.name} (ps failed: {why}): its server processes "
+                       "were not checked")
     if not ctx.servers():
         out.append("no SGLang server found in the capture")
     for svc in ctx.servers():

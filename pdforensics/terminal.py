@@ -5,9 +5,10 @@ paths, log lines, finding evidence, names from a cluster file). A host is untrus
 could clear the screen (ESC [2J), write the clipboard (OSC 52), plant links (OSC 8), retitle
 the window, overwrite a line with CR or backspace, or reorder it with bidi overrides.
 
-`neutralise` shows every such character visibly instead: C0 controls and DEL as ``\\x1b``,
-C1 controls and bidi/invisible-format characters as ``\\u009b`` / ``\\u202e``. Both forms are
-valid inside a JSON string, so `--json` output stays valid JSON after the stream filter.
+`neutralise` shows every such character visibly instead: C0 controls as ``\\x1b``, DEL, C1
+controls and bidi/invisible-format characters as ``\\u007f`` / ``\\u009b`` / ``\\u202e``.
+json.dumps escapes every C0 control itself and the ``\\uXXXX`` form is a valid JSON escape, so
+`--json` output (even with ensure_ascii=False) stays valid, identical JSON after the filter.
 
 `install` wraps sys.stdout and sys.stderr so that *every* write of the process passes through
 `neutralise` (newline and tab kept): no echo site can forget it. The tool's own control
@@ -28,7 +29,7 @@ _FIELD_UNSAFE = re.compile(f"[\x00-\x1f\x7f\x80-\x9f{_BIDI}]")
 
 def _show(m: re.Match[str]) -> str:
     c = ord(m.group())
-    if c < 0x20 or c == 0x7F:
+    if c < 0x20:
         return {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}.get(c, f"\\x{c:02x}")
     return f"\\u{c:04x}"
 

@@ -17,6 +17,7 @@ sequences (the watch status line) go through `write_control`, which bypasses the
 
 from __future__ import annotations
 
+import errno
 import re
 import sys
 from typing import Any, TextIO
@@ -52,10 +53,23 @@ class SafeStream:
         self.raw = raw
 
     def write(self, text: str) -> int:
-        if isinstance(text, str):
+        if not isinstance(text, str):
+            return self.raw.write(text)
+        try:
             self.raw.write(neutralise(text))
-            return len(text)
-        return self.raw.write(text)
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            # a hung-up terminal (dropped SSH/bastion session): the capture still finishes
+            # its bundle, so what it would have printed is dropped, not raised
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.raw.flush()
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
 
     def writelines(self, lines: Any) -> None:
         for line in lines:

@@ -119,6 +119,30 @@ def test_sigkill_then_recover(lab: Path, cluster: dict[str, Any], tmp_path: Path
                fk.wait_no_strays(markers(lab), lab_pids(lab)))
 
 
+def test_terminal_closed_mid_capture(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    """The operator's SSH session to the bastion drops: the capture's terminal hangs up
+    (the kernel sends SIGHUP) and later writes to it fail; the partial bundle is still made."""
+    cfile = fk.write_cluster(cluster, tmp_path / "c.toml")
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    rc, before = run_on_pty([*fk.CLI, "capture", "-c", str(cfile), "-o", str(out), "--deadline", "30"],
+                            hang_up_after=2.5)
+    wall = time.monotonic() - t0
+    bundle = fk.newest_bundle(out)
+    assert rc == 128 + signal.SIGHUP and bundle is not None, (rc, before)
+    assert b"found" in before  # the progress lines were on that terminal
+    m = json.loads((bundle / "manifest.json").read_text())
+    assert m["status"] == "partial" and m["interrupted"], m["partial_reasons"]
+    assert "interrupted by SIGHUP" in m["partial_reasons"]
+    assert any(r["exit_status"] == 0 for r in m["results"])
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
+    run = fk.Run(rc, "", "", wall, bundle)
+    MATRIX.add("operator's terminal closed mid-capture (dropped bastion session: SIGHUP, then EIO)", run,
+               "nothing (the terminal is gone); exit 129",
+               f"everything gathered so far ({len(m['results'])} results); manifest partial, "
+               "interrupted by SIGHUP", common_checks(run, lab))
+
+
 # -- honest absences ---------------------------------------------------------------------------
 @contextmanager
 def wrapped_host(lab: Path, cluster: dict[str, Any], tmp_path: Path, wrapper_body: str) -> Iterator[Path]:  # noqa: F811

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import subprocess
+import termios
 import time
 from collections.abc import Sequence
 
@@ -14,16 +16,30 @@ FORBIDDEN = (b"\x1b", b"\x07", b"\x08", b"\x7f", b"\xe2\x80\xae", b"\xe2\x80\xad
              *(bytes([0xC2, c]) for c in range(0x80, 0xA0)))
 
 
-def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | None = None) -> tuple[int, bytes]:
-    """(exit status, bytes written to the terminal): stdin, stdout and stderr are the pty."""
+def _controlling_tty() -> None:
+    """In the child: a new session whose controlling terminal is the pty (stdin), so closing
+    the pty's master sends it SIGHUP, as a dropped SSH session does."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | None = None,
+               hang_up_after: float | None = None) -> tuple[int, bytes]:
+    """(exit status, bytes written to the terminal): stdin, stdout and stderr are the pty.
+    hang_up_after: close the terminal after that many seconds (the kernel sends SIGHUP)."""
     master, slave = os.openpty()
-    proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, preexec_fn=_controlling_tty,
                             env={**os.environ, "TERM": "xterm-256color", **(env or {})})
     os.close(slave)
     received = bytearray()
     end = time.monotonic() + timeout
+    hang_up_at = None if hang_up_after is None else time.monotonic() + hang_up_after
     try:
         while time.monotonic() < end:
+            if hang_up_at is not None and time.monotonic() >= hang_up_at:
+                os.close(master)
+                master = -1
+                return proc.wait(timeout=max(1.0, end - time.monotonic())), bytes(received)
             ready, _, _ = select.select([master], [], [], 0.2)
             if ready:
                 try:
@@ -39,7 +55,8 @@ def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | 
             proc.kill()
             raise AssertionError(f"{argv} still running after {timeout}s:\n{bytes(received)!r}")
     finally:
-        os.close(master)
+        if master >= 0:
+            os.close(master)
     return proc.wait(timeout=10), bytes(received)
 
 

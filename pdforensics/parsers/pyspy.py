@@ -82,6 +82,18 @@ class _ProcessBuilder:
                            self.ppid, self.pcmd)
 
 
+# a login shell's banner (an rc file's echo) may precede the dump when the transport did not
+# cut it: lines before the dump's first line are a preamble, not part of the dump
+_DUMP_START = re.compile(r"^Process \d+: ", re.M)
+_JSON_START = re.compile(r"^\s*\[", re.M)
+
+
+def _after_preamble(text: str, start: re.Pattern[str]) -> str:
+    """TEXT from its first dump line on, when other lines come before it."""
+    m = start.search(text)
+    return text[m.start():] if m is not None and m.start() > 0 else text
+
+
 def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
     """Parse ``py-spy dump`` text (any of --native/--locals/--subprocesses).
 
@@ -89,6 +101,7 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
     """
     if not text.strip():
         return ()
+    text = _after_preamble(text, _DUMP_START)
     procs: list[ProcessDump] = []
     proc: _ProcessBuilder | None = None
     thread: _ThreadBuilder | None = None
@@ -230,6 +243,7 @@ def parse_pyspy_json(text: str) -> tuple[ProcessDump, ...]:
     """Parse ``py-spy dump --json`` (a list of thread objects); one ProcessDump per pid."""
     if not text.strip():
         return ()
+    text = _after_preamble(text, _JSON_START)
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pdforensics.bundle import verify_bundle
+from pdforensics.terminal import field
 from tests.e2e import faultkit as fk
 from tests.e2e.test_fault_matrix import (  # noqa: F401 (lab: the module's fixture)
     BASE,
@@ -131,6 +132,7 @@ def test_terminal_closed_mid_capture(lab: Path, cluster: dict[str, Any], tmp_pat
     bundle = fk.newest_bundle(out)
     assert rc == 128 + signal.SIGHUP and bundle is not None, (rc, before)
     assert b"found" in before  # the progress lines were on that terminal
+    last_line = [ln for ln in before.decode(errors="replace").splitlines() if ln.strip()][-1].strip()
     m = json.loads((bundle / "manifest.json").read_text())
     assert m["status"] == "partial" and m["interrupted"], m["partial_reasons"]
     assert "interrupted by SIGHUP" in m["partial_reasons"]
@@ -138,7 +140,7 @@ def test_terminal_closed_mid_capture(lab: Path, cluster: dict[str, Any], tmp_pat
     assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
     run = fk.Run(rc, "", "", wall, bundle)
     MATRIX.add("operator's terminal closed mid-capture (dropped bastion session: SIGHUP, then EIO)", run,
-               "nothing (the terminal is gone); exit 129",
+               f"until the hang-up: {field(last_line)}; after it nothing (the terminal is gone)",
                f"everything gathered so far ({len(m['results'])} results); manifest partial, "
                "interrupted by SIGHUP", common_checks(run, lab))
 

@@ -20,6 +20,7 @@ from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.readings import BackgroundParser
 from pdforensics.redact import Redactor
 from pdforensics.transport import open_transport
+from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
 from pdforensics.transport.base import Transport
 
 # A stock sshd allows 10 sessions per connection, and a closed session lingers there until
@@ -97,6 +98,7 @@ class HostRun:
         self.lost = False  # the connection dropped mid-capture
         self._retried: set[str] = set()
         self._said_curl = False
+        self.banner = b""  # what the login shell prints before every command
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -125,6 +127,7 @@ class HostRun:
             budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
             self.transport.connect(max(1.0, budget))
             self.reachable = True
+            self._probe_banner()
         except PdforensicsError as exc:
             self.error = str(exc)
         except Exception as exc:  # paramiko can raise odd things on hostile peers
@@ -146,6 +149,14 @@ class HostRun:
             w.join()
         self._say(f"done: {self.jobs_run} results" +
                   (f", {len(self._pending)} not run" if self._pending else ""))
+
+    def _probe_banner(self) -> None:
+        from pdforensics.transport.ssh import SshTransport
+
+        if isinstance(self.transport, SshTransport):
+            self.banner = probe_banner(self.transport)
+            if self.banner:
+                self.planner.notes.append(banner_note(self.banner))
 
     # -- scheduling -----------------------------------------------------------------------
     def _next_job(self) -> Job | None:
@@ -197,7 +208,8 @@ class HostRun:
                 job = _with_timeout(self.host, job, timeout)
             result = self._fetch(job, timeout) if job.url else None
             if result is None:
-                result = self.transport.run(job.source.name, job.argv, timeout, job.source.max_bytes)
+                result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
+                                                         job.source.max_bytes), self.banner)
             if result.error == "connection lost":
                 self.lost = True
             if self._retry(job, result):
@@ -272,24 +284,32 @@ def _replace(result: CommandResult, **changes: Any) -> CommandResult:
 
 
 class _Terminated(BaseException):
-    pass
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# SIGHUP is a dropped bastion/SSH session: handled like SIGTERM, the partial bundle is kept.
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def _sigterm_as_exception() -> Iterator[None]:
-    """SIGTERM ends a capture like Ctrl-C does: partial bundle written, then exit 143."""
+    """SIGTERM or SIGHUP ends a capture like Ctrl-C does: partial bundle written, then exit
+    128 + the signal number."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated()
+        raise _Terminated(signum)
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = {sig: signal.signal(sig, handler) for sig in _ENDING_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 def run_capture(cluster: ClusterSpec, options: CaptureOptions,
@@ -318,8 +338,8 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
                     run.thread.join(timeout=0.2)
         except KeyboardInterrupt:
             interrupted = signal.SIGINT
-        except _Terminated:
-            interrupted = signal.SIGTERM
+        except _Terminated as exc:
+            interrupted = exc.signum
     stop.set()
     for run in runs:
         run.close()

@@ -15,11 +15,14 @@ class ExitStatus(IntEnum):
     PARTIAL = 3  # done, but some evidence or some input files are missing
     NOT_HEALTHY = 4  # snapshot: the cluster's verdict is not HEALTHY
     BUSY = 5  # another snapshot holds the store's lock
+    HANGUP = 128 + signal.SIGHUP  # the terminal went away; the partial bundle was still written
     INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C; the partial bundle was still written
     TERMINATED = 128 + signal.SIGTERM  # SIGTERM; the partial bundle was still written
 
     @classmethod
     def for_signal(cls, signum: int) -> ExitStatus:
+        if signum == signal.SIGHUP:
+            return cls.HANGUP
         return cls.INTERRUPTED if signum == signal.SIGINT else cls.TERMINATED
 
 
@@ -60,7 +63,7 @@ class ParseError(PdforensicsError):
 
 
 class Interrupted(PdforensicsError):
-    """SIGINT or SIGTERM arrived; the partial bundle was still written."""
+    """SIGINT, SIGTERM or SIGHUP arrived; the partial bundle was still written."""
 
     def __init__(self, signum: int, bundle: str | None = None):
         self.signum = signum

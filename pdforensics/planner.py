@@ -61,6 +61,7 @@ class HostPlanner:
         self.options = options
         self.discovery: Discovery | None = None
         self.discovered_at: float | None = None
+        self.tools_failed: list[str] = []  # discovery tools that did not run (ps, ss)
         self._ps_text: str | None = None
         self._listen_text: str | None = None
         self._units_planned: set[str] = set()
@@ -101,9 +102,14 @@ class HostPlanner:
         if name == "ps":
             self._ps_text = result.stdout.decode("utf-8", "replace")
             if not result.ok:
-                self.notes.append(f"ps failed: {result.error or result.stderr.strip()[:200]}")
+                self.tools_failed.append("ps")
+                self.notes.append(f"ps failed: {_failure(result)}: the process table is unknown, "
+                                  "so no declared service is judged absent")
         elif name == "ss_listen":
             self._listen_text = result.stdout.decode("utf-8", "replace") if result.ok else ""
+            if not result.ok:
+                self.tools_failed.append("ss")
+                self.notes.append(f"ss failed: {_failure(result)}: listening sockets are unknown")
         elif name == "cgroup" and result.ok and job.target.process is not None:
             unit = parse_cgroup_unit(result.stdout.decode("utf-8", "replace"))
             svc = self._service_of(job.target.process.pid)
@@ -133,8 +139,9 @@ class HostPlanner:
     def discovery_json(self) -> dict[str, Any]:
         d = self.discovery
         if d is None:
-            return {"discovered": False, "notes": self.notes}
+            return {"discovered": False, "notes": self.notes, "tools_failed": self.tools_failed}
         return {"discovered": True, "at": self.discovered_at, "notes": self.notes,
+                "tools_failed": self.tools_failed,
                 "missing": list(d.missing),
                 "services": [asdict(s) for s in d.services],
                 "processes": [asdict(p) for p in d.processes]}
@@ -149,8 +156,10 @@ class HostPlanner:
                                       _listen_pids(parse_listening(self._listen_text or "")), now=now)
         self.discovered_at = now
         for missing in d.missing:
-            self.notes.append(f"declared service {missing}: no SGLang process found on the host")
-        if not d.services:
+            self.notes.append(f"declared service {missing}: " + (
+                "not checked (ps failed)" if "ps" in self.tools_failed
+                else "no SGLang process found on the host"))
+        if not d.services and "ps" not in self.tools_failed:
             self.notes.append("no SGLang server or router process found")
         o = self.options
         jobs: list[Job] = [make_job(self.host, sockets.SS_ESTABLISHED, Target())]
@@ -256,3 +265,9 @@ def target_json(target: Target) -> dict[str, Any]:
     if target.sample is not None:
         out["sample"] = target.sample
     return out
+
+
+def _failure(result: CommandResult) -> str:
+    """Why a command failed, in one line: its error, its last stderr line, or its status."""
+    lines = result.stderr.strip().splitlines()
+    return result.error or (lines[-1][:200] if lines else f"exit status {result.exit_status}")

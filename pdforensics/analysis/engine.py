@@ -71,6 +71,12 @@ def missing_evidence(ctx: Context) -> list[str]:
     cap = ctx.capture
     out = [f"host {h.name} unreachable: {h.error or 'no connection'}"
            for h in cap.hosts if not h.reachable]
+    from pdforensics.analysis.rules.processes import ps_failed
+
+    for h in cap.hosts:
+        if h.reachable and (why := ps_failed(ctx, h.name)):
+            out.append(f"process table of {h.name} (ps failed: {why}): its server processes "
+                       "were not checked")
     if not ctx.servers():
         out.append("no SGLang server found in the capture")
     for svc in ctx.servers():
@@ -159,18 +165,20 @@ def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),
 
 def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:
     """Terminal rendering: verdict, findings with evidence and next step, missing, skipped."""
-    lines = [f"VERDICT: {a.verdict}", a.summary, ""]
+    from pdforensics.terminal import field  # host text: one line each, controls shown
+
+    lines = [f"VERDICT: {a.verdict}", field(a.summary), ""]
     for f in a.findings:
-        lines.append(f"[{f.severity.upper()}] {f.key}: {f.title}")
+        lines.append(f"[{f.severity.upper()}] {f.key}: {field(f.title)}")
         for e in f.evidence[:max_evidence]:
-            lines.append(f"    - {e}")
+            lines.append(f"    - {field(e)}")
         if len(f.evidence) > max_evidence:
             lines.append(f"    ... {len(f.evidence) - max_evidence} more")
-        lines.append(f"    next: {f.next_step}")
+        lines.append(f"    next: {field(f.next_step)}")
     if a.missing:
         lines.append("")
         lines.append("Missing evidence:")
-        lines.extend(f"  - {m}" for m in a.missing)
+        lines.extend(f"  - {field(m)}" for m in a.missing)
     if a.skipped:
         lines.append("")
         lines.append("Skipped rules:")

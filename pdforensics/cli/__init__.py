@@ -13,6 +13,7 @@ from pdforensics.cli.analysis import analyze, stacks, triage, verify
 from pdforensics.cli.capture import capture
 from pdforensics.cli.catalog import catalog
 from pdforensics.cli.lab import lab
+from pdforensics.cli.recover import recover
 from pdforensics.cli.report import report
 from pdforensics.cli.store import STORE_COMMANDS
 from pdforensics.cli.watch import watch
@@ -26,10 +27,14 @@ def main(traceback: bool) -> None:
 
     capture during a wedge, analyze/report a bundle, lab to rehearse.
     """
+    from pdforensics.terminal import install
+
+    install()  # host text never reaches the terminal with its control characters
 
 
 
-for _command in (capture, analyze, triage, verify, stacks, lab, catalog, report, watch, *STORE_COMMANDS):
+for _command in (capture, analyze, triage, verify, stacks, lab, catalog, report, recover, watch,
+                 *STORE_COMMANDS):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -23,7 +23,9 @@ def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.loaded import load_capture
+    from pdforensics.recover import refuse_unfinished
 
+    refuse_unfinished(bundle)
     result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
     click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
 

@@ -11,6 +11,7 @@ import click
 
 from pdforensics.cli.errors import handles_errors
 from pdforensics.errors import ExitStatus
+from pdforensics.terminal import field
 
 
 @click.command()
@@ -69,6 +70,10 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
+    from pdforensics.recover import unfinished_notice
+
+    if (notice := unfinished_notice(Path(out_dir))) is not None:
+        click.echo(notice, err=True)
     outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact
                           else Redactor(allow=Allowlist.with_extra(keep_env)),
                           sidecars=[*sidecars_for(prometheus, history), *client_dump_sidecars(client_dumps)])
@@ -108,7 +113,7 @@ def resolve_cluster(hosts: tuple[str, ...], cluster_file: str | None, local: boo
 
 
 def _progress(host: str, text: str) -> None:
-    click.echo(f"  {host}: {text}", err=True)
+    click.echo(f"  {field(host)}: {field(text)}", err=True)
 
 
 def _print_outcome(doc: dict[str, Any]) -> None:
@@ -119,16 +124,17 @@ def _print_outcome(doc: dict[str, Any]) -> None:
     if doc.get("stored"):
         click.echo(f"store: {doc['stored'].get('path') or doc['stored'].get('error')}")
     for reason in doc["partial_reasons"]:
-        click.echo(f"  partial: {reason}")
+        click.echo(f"  partial: {field(reason)}")
     if doc.get("verdict"):
         click.echo(f"verdict: {doc['verdict']}")
         for f in doc["findings"][:5]:
-            click.echo(f"  [{f['severity']}] {f['key']}: {f['title']}")
+            click.echo(f"  [{f['severity']}] {f['key']}: {field(f['title'])}")
     gaps = doc["gaps"]
     if gaps:
         click.echo(f"gaps: {len(gaps)}")
         for g in gaps[:15]:
-            click.echo(f"  {g['host']} {g['key']}: {g['error']}" + (f" ({g['stderr']})" if g["stderr"] else ""))
+            click.echo(f"  {field(g['host'])} {field(g['key'])}: {field(g['error'])}"
+                       + (f" ({field(g['stderr'])})" if g["stderr"] else ""))
         if len(gaps) > 15:
             click.echo(f"  ... {len(gaps) - 15} more in manifest.json")
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics.errors import ExitStatus, PdforensicsError
+from pdforensics.terminal import field
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +25,7 @@ def handles_errors(fn: F) -> F:
         except PdforensicsError as exc:
             if ctx.find_root().params.get("traceback"):
                 raise
-            click.echo(f"pdforensics: error: {exc}", err=True)
+            click.echo(f"pdforensics: error: {field(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("pdforensics: interrupted", err=True)

@@ -28,9 +28,11 @@ def report(bundle: str, out: str | None, baseline: str | None) -> None:
     The verdict is re-derived from the bundle's files. Links to raw evidence are relative,
     so keep the report next to (or inside) its bundle.
     """
+    from pdforensics.recover import refuse_unfinished
     from pdforensics.report import write_report
     from pdforensics.report.baseline import changes_since
 
+    refuse_unfinished(bundle)
     since = changes_since(Path(bundle), Path(baseline) if baseline else None)
     click.echo(str(write_report(bundle, out, changes=since.changes, baseline=since.baseline,
                                 change_notes=since.notes)))

@@ -318,10 +318,16 @@ def _json_frame(obj: object, cache: dict[tuple[object, ...], Frame]) -> Frame:
     return hit
 
 
+_JSON_START = re.compile(r"^\s*\[", re.M)
+
+
 def parse_pyspy_json(text: str) -> tuple[ProcessDump, ...]:
     """Parse ``py-spy dump --json`` (a list of thread objects); one ProcessDump per pid."""
     if not text.strip():
         return ()
+    start = _JSON_START.search(text)  # a login banner may precede the JSON: a preamble
+    if start is not None and start.start() > 0:
+        text = text[start.start():]
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

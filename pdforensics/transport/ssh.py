@@ -89,6 +89,12 @@ class SshTransport:
                 raise TransportError(
                     f"{label}: SSH handshake timed out: no SSH banner within {timeout_s:.0f}s "
                     "(the port accepts TCP but does not answer SSH)") from None
+            if transport.session_id is None:  # banner came, key exchange never finished
+                client.close()
+                raise TransportError(
+                    f"{label}: SSH handshake stalled after the banner ({transport.remote_version}): "
+                    f"no key exchange within {timeout_s:.0f}s (sshd overloaded, MaxStartups, or "
+                    "a middlebox holding the connection)") from None
             raise TransportError(f"{label}: SSH failed: {text or type(exc).__name__}") from None
         except TimeoutError:
             raise TransportError(f"{label}: connection timed out after {timeout_s:.0f}s") from None

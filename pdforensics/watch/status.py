@@ -9,6 +9,8 @@ import time
 from datetime import datetime
 from typing import Any, TextIO
 
+from pdforensics.terminal import write_control
+
 
 def status_text(cluster: str, f: dict[str, Any], captures: int) -> str:
     """``lab | poll 12 4/4 ok 0.03s | armed | suspected decode-0 decode:30001 ...``."""
@@ -62,7 +64,7 @@ class Reporter:
         if event == "poll":
             line = status_text(self.cluster, fields, self.captures)
             if self.mode == "tty":
-                self._write("\r\x1b[K" + line[:200])
+                self._write(line[:200], control="\r\x1b[K")
                 self._line = True
                 return
             key = json.dumps([fields["state"], fields.get("note"), fields.get("errors"),
@@ -75,8 +77,10 @@ class Reporter:
         stamp = datetime.now().strftime("%H:%M:%S")
         prefix = "\r\x1b[K" if self._line else ""
         self._line = False
-        self._write(f"{prefix}{stamp} {event_text(event, fields)}\n")
+        self._write(f"{stamp} {event_text(event, fields)}\n", control=prefix)
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, control: str = "") -> None:
+        if control:  # the tool's own sequence: past the filter that neutralises host text
+            write_control(self.out, control)
         self.out.write(text)
         self.out.flush()

@@ -234,8 +234,17 @@ class Matrix:
                           "sees": sees, "holds": holds, "strays_gone_s": strays_s})
 
     def write(self, path: Path) -> None:
+        """Merge into the artifact: a row replaces the earlier row of its fault, new faults are
+        appended, so the matrix modules can run one at a time (short locked runs)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.rows, indent=1))
+        try:
+            rows = json.loads(path.read_text())
+        except (OSError, ValueError):
+            rows = []
+        mine = {r["fault"]: r for r in self.rows}
+        merged = [mine.pop(r["fault"], r) for r in rows if isinstance(r, dict) and "fault" in r]
+        merged += [r for r in self.rows if r["fault"] in mine]
+        path.write_text(json.dumps(merged, indent=1))
 
 
 def kill_tree(pid: int) -> None:

@@ -9,6 +9,7 @@ in docs/reliability.md).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -348,7 +349,8 @@ def test_malformed_metrics(lab: Path, cluster: dict[str, Any], tmp_path: Path) -
 
 
 def test_truncated_pyspy_output(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:
-    real = fk.host(cluster, "decode-0")["py_spy"]
+    # the cluster file names py-spy only when it is not on PATH
+    real = fk.host(cluster, "decode-0").get("py_spy") or shutil.which("py-spy") or "py-spy"
     fk.host(cluster, "decode-0")["py_spy"] = fk.script(tmp_path / "py-spy", f'"{real}" "$@" | head -c 300')
     run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     dumps = run.results(host="decode-0", source="pyspy")
@@ -366,7 +368,7 @@ def test_truncated_pyspy_output(lab: Path, cluster: dict[str, Any], tmp_path: Pa
 
 
 # -- the tool itself interrupted or starved ----------------------------------------------------
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_signal_mid_capture(lab: Path, cluster: dict[str, Any], tmp_path: Path, sig: int, code: int) -> None:
     run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out",
                      "--deadline", "30", signal_after=(sig, 2.5))

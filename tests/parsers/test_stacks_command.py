@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from pdforensics.analysis.stacks_load import parse_stack_text
 from pdforensics.cli import main
-from pdforensics.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL
+from pdforensics.errors import ExitStatus
 from pdforensics.parsers.stackscan import scan_text
 
 FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
@@ -26,32 +26,32 @@ def test_a_file_without_threads_is_an_error_naming_it(tmp_path: Path) -> None:
     junk = tmp_path / "notes.txt"
     junk.write_text("the server was slow today\nrestarted it at noon\n")
     code, out, err = _run(str(junk))
-    assert code == EXIT_ERROR and "notes.txt" in err and out == ""
+    assert code == ExitStatus.ERROR and "notes.txt" in err and out == ""
     empty = tmp_path / "empty.log"
     empty.write_text("")
     code, out, err = _run(str(empty))
-    assert code == EXIT_ERROR and "empty.log" in err and "0 threads" not in out
+    assert code == ExitStatus.ERROR and "empty.log" in err and "0 threads" not in out
 
 
 def test_several_files_skip_the_bad_ones_and_say_so(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_text("\n\n")
     code, out, err = _run(str(GOOD), str(empty), str(tmp_path / "missing.txt"))
-    assert code == EXIT_PARTIAL
+    assert code == ExitStatus.PARTIAL
     assert "skipped" in err and "empty.log" in err and "missing.txt" in err
     assert out.startswith("1 threads in 1 processes")
     code, _, err = _run(str(empty), str(tmp_path / "missing.txt"))
-    assert code == EXIT_ERROR and "no file held a stack dump" in err
+    assert code == ExitStatus.ERROR and "no file held a stack dump" in err
 
 
 def test_stdin() -> None:
     code, out, _ = _run("-", stdin=GOOD.read_text())
-    assert code == EXIT_OK and "<stdin>" in out and "poll" in out
+    assert code == ExitStatus.OK and "<stdin>" in out and "poll" in out
 
 
 def test_pyspy_failure_alone_gives_cause_and_fix() -> None:
     code, out, err = _run(str(FAILED))
-    assert code == EXIT_ERROR and "suspend_failed" in out and "fix: " in out
+    assert code == ExitStatus.ERROR and "suspend_failed" in out and "fix: " in out
     assert "--nonblocking" in out and str(FAILED) in err
 
 
@@ -66,7 +66,7 @@ def test_log_lines_that_say_timed_out_are_not_pyspy_failures() -> None:
 
 def test_goroutines_waiting_for_minutes_are_never_hidden() -> None:
     code, out, _ = _run(str(FIELD / "go" / "kube-batch-406-persistconn-minutes.txt"))
-    assert code == EXIT_OK
+    assert code == ExitStatus.OK
     assert "4 goroutines have waited >= 1 minute, 4 of them filtered as noise" in out
     assert "Filtered as noise, yet waiting >= 1 minute:" in out
     assert "2 x [select] go keep-alive loop, waiting 3~5 min: net/http.(*persistConn).readLoop" in out

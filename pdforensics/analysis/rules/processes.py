@@ -36,7 +36,7 @@ def process_state(ctx: Context) -> Iterator[Finding]:
                                                    "NCCL_ERROR", "OUT_OF_MEMORY") and h.samples]
         progress_ev = ([f"{svc.label} progress frozen: {p.text()}"] if frozen else [])
         if svc.root_pid is None or svc.root is None:
-            if svc.declared:
+            if svc.declared and not ps_failed(ctx, svc.host):  # no table: a gap, not a verdict
                 yield Finding(
                     "PROCESS_STATE", "critical",
                     f"{svc.label}: no server process found for this declared service",
@@ -74,6 +74,17 @@ def process_state(ctx: Context) -> Iterator[Finding]:
                 "and Xid events; a stopped one was SIGSTOPped or is traced; a zombie has "
                 "exited and its parent did not reap it.",
                 section="processes", wedge=bad and frozen)
+
+
+def ps_failed(ctx: Context, host: str) -> str | None:
+    """Why the host's process table is unknown (ps missing, failed, timed out), or None."""
+    rows = [r for r in ctx.capture.results if r.host == host and r.source == "ps"]
+    if not rows or any(r.ok for r in rows):
+        return None
+    r = rows[-1]
+    lines = r.stderr.strip().splitlines()
+    return r.error or ("timed out" if r.timed_out else lines[-1][:200] if lines
+                       else f"exit status {r.exit_status}")
 
 
 def _started(svc: ServiceView) -> tuple[float | None, str, int | None]:

@@ -174,8 +174,13 @@ _PLUMBING_FILE = re.compile(r"^(?:.*/)?(?:libc|libpthread|ld-linux|libstdc\+\+)[
 def blocked_frame(thread: ThreadStack) -> Frame | None:
     """The innermost frame that says where a thread waits: bare addresses, libc/pthread
     primitives and interpreter internals (``--native`` dumps) are skipped."""
-    for f in thread.frames:
-        if f.function.startswith("0x") or _PLUMBING_FILE.search(f.file):
-            continue
-        return f
-    return thread.leaf
+    return blocked_in(thread.frames) or thread.leaf
+
+
+def blocked_in(frames: Sequence[Frame]) -> Frame | None:
+    """blocked_frame over a bucket's frames (innermost first); the innermost when every
+    frame is plumbing, None for no frames."""
+    for f in frames:
+        if not (f.function.startswith("0x") or _PLUMBING_FILE.search(f.file)):
+            return f
+    return frames[0] if frames else None

@@ -62,7 +62,13 @@ def sniff_format(text: str) -> str | None:
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:
     """Parse text in the given format, or find every dump in it (any format, any log prefix)."""
     if fmt is not None:
-        return _parse_as(text, fmt)
+        try:
+            return _parse_as(text, fmt)
+        except ParseError:  # not bare: a paste with Markdown or log prefixes around it
+            found = scan_text(text)
+            if found.dumps:
+                return found.dumps
+            raise
     if sniff_format(text) is None and sniff_format(_unprefixed(text)) is None:
         first = next((ln for ln in text.splitlines() if ln.strip()), "")
         raise ParseError("unrecognised stack dump format", first, 1)

@@ -56,6 +56,19 @@ class Artifact:
         return self.kind is not None and self.error is None
 
     @property
+    def kinds(self) -> frozenset[str]:
+        """Every kind of evidence the file gave: a watchdog log is a log and holds stacks or
+        py-spy failures too; `kind` is the one the file is shown as."""
+        found = {self.kind} if self.kind else set()
+        if self.log_text and looks_like_log(self.log_text, bool(self.log_hits)):
+            found.add("log")
+        if self.threads:
+            found.add("stacks")
+        if self.pyspy_failure is not None or any(d.error for d in self.dumps):
+            found.add("pyspy_error")
+        return frozenset(found)
+
+    @property
     def threads(self) -> int:
         return sum(t.count for d in self.dumps for t in d.threads)
 

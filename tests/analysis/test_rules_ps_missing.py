@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pdforensics.analysis.engine import analyze, format_analysis_text
 from pdforensics.loaded import load_capture
-from tests.analysis.conftest import T0, BundleBuilder
+from tests.support.builder import BundleBuilder
+from tests.support.bundles import T0
 
 PS_ERROR = "timeout: failed to run command 'ps': No such file or directory"
 

@@ -28,14 +28,7 @@ METRICS = _artifacts("metrics")
 SERVER_INFO = _artifacts("server_info")
 
 # Real lines the shipped table does not match yet; each stays a strict xfail until it does.
-KNOWN_MISSES = {
-    "sglang-25960-prefill-batch-column-cut.log": (
-        "BATCH_STATS: 'Prefill batch' lines cut by a narrow terminal lose the fields the pattern needs"
-    ),
-    "slurmv4-smg-pd-router-decode-500.log": (
-        "DECODE_STREAM_ERROR: smg pd_router 'Decode server returned error status' is not in the table"
-    ),
-}
+KNOWN_MISSES: dict[str, str] = {}  # artifact name -> why the table misses it (strict xfail)
 
 
 def _params(items: list[tuple[Path, dict[str, object]]]) -> list[object]:

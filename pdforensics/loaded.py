@@ -263,7 +263,7 @@ class _Loader:
     def _host(self, meta: dict[str, Any]) -> HostView:
         name = str(meta.get("name"))
         entries = self.by_host.get(name, [])
-        disc = self.bundle.parsed(f"{name}/discovery.json") or {}
+        disc = self.bundle.discovery(name)
 
         def first(source: str) -> ResultEntry | None:
             return next((e for e in entries if e.source == source), None)

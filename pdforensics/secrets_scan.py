@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdforensics.bundle_read import read_inside
 from pdforensics.errors import BundleError
 from pdforensics.redact import find_secrets
 
@@ -60,7 +61,7 @@ def scan_bundle(path: str | Path) -> tuple[list[SecretHit], int]:
                 continue
             rel = f.relative_to(root).as_posix()
             try:
-                data = f.read_bytes()
+                data = read_inside(root, rel, rel)
             except OSError as exc:
                 raise BundleError(f"{rel}: cannot read: {exc.strerror or exc}") from None
             scanned += 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.analysis.engine import ANALYSIS_FILE, analysis_json, analyze
+from pdforensics.bundle_read import read_json_inside
+from pdforensics.bundle_schema import validate_analysis
 from pdforensics.diff.compare import Change
 from pdforensics.errors import BundleError
 from pdforensics.loaded import LoadedCapture, load_capture
@@ -25,13 +26,10 @@ def bundle_analysis(capture: LoadedCapture) -> tuple[dict[str, Any] | None, str 
         return analysis_json(analyze(capture)), None
     except Exception as exc:  # a rules bug must not cost the report
         why = f"the analysis failed ({type(exc).__name__}: {exc})"
-    try:
-        doc = json.loads((capture.path / ANALYSIS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    doc = read_json_inside(capture.path, ANALYSIS_FILE, ANALYSIS_FILE)
+    if doc is None:
         return None, why
-    if isinstance(doc, dict):
-        return doc, None
-    return None, why
+    return validate_analysis(doc, ANALYSIS_FILE), None
 
 
 def raw_prefix(bundle: Path, out: Path) -> str:

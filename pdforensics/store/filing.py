@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.bundle_read import read_json_inside, tree_problems
+from pdforensics.bundle_schema import validate_analysis
 from pdforensics.errors import BundleError, PdforensicsError
 from pdforensics.model import ClusterSpec
 from pdforensics.store.index import Index, Snapshot, StoreError, open_index
@@ -28,8 +29,10 @@ class Verdict:
 
 def verdict_for(bundle: Path) -> Verdict:
     """The bundle's analysis.json, else a fresh analysis (which writes analysis.json)."""
-    doc = _read_json(bundle / "analysis.json")
-    if doc is None:
+    doc = read_json_inside(bundle, "analysis.json", f"{bundle.name}/analysis.json")
+    if doc is not None:
+        validate_analysis(doc, f"{bundle.name}/analysis.json")
+    else:
         try:
             from pdforensics.analysis.engine import analyze_path
         except ImportError:
@@ -43,13 +46,6 @@ def verdict_for(bundle: Path) -> Verdict:
     if isinstance(verdict, str) and verdict.upper() in VERDICTS:
         return Verdict(verdict.upper(), summary if isinstance(summary, str) else None, None)
     return Verdict(None, None, f"analysis gave no verdict ({verdict!r})")
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def configured_store(cluster: ClusterSpec | None) -> Path | None:
@@ -114,9 +110,13 @@ def _copy_in(bundle: Path, dest_dir: Path) -> Path:
     while dest.exists():
         n += 1
         dest = dest_dir / f"{bundle.name}-{n}"
+    refused = tree_problems(bundle)
+    if refused:  # a link or special file would copy what lies outside the bundle
+        raise BundleError(f"{bundle}: not filed: {refused[0]}"
+                          + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
     tmp = dest_dir / f".{dest.name}.{os.getpid()}.tmp"
     try:
-        shutil.copytree(bundle, tmp)
+        shutil.copytree(bundle, tmp, symlinks=True)
         os.rename(tmp, dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -231,5 +231,6 @@ def tree_problems(root: Path, cap: int = MAX_FILE_BYTES) -> list[str]:
             continue
         size = os.lstat(root / rel).st_size
         if size > cap:
-            problems.append(f"{rel}: {size} bytes, over the {cap}-byte cap of the bundle reader")
+            problems.append(f"{rel}: {size} bytes, refused: over the {cap}-byte cap of the "
+                            "bundle reader")
     return problems

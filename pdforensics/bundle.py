@@ -366,9 +366,9 @@ def load_bundle(path: str | Path) -> Bundle:
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"{path} is not a bundle directory")
-    manifest = read_json_inside(path, MANIFEST, f"{path / MANIFEST}")
-    if manifest is not None:
-        validate_manifest(manifest, MANIFEST)
+    data = read_optional(path, MANIFEST, MANIFEST, MAX_JSON_BYTES)
+    if data is not None:
+        manifest = validate_manifest(parse_json(data, MANIFEST), MANIFEST)
         rows = manifest.get("results", [])
     else:
         log = read_optional(path, RESULTS_LOG, RESULTS_LOG, MAX_JSON_BYTES)

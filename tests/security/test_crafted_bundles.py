@@ -4,6 +4,7 @@ report.html, and nothing hangs (a FIFO, a device)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def test_timeline_skips_crafted_snapshot(tmp_path: Path, trick: str) -> None:
 def test_symlinked_json_documents_are_refused(tmp_path: Path, rel: str, command: str) -> None:
     bundle = make_bundle(tmp_path / "bundles")
     outside = tmp_path / "outside.json"
-    outside.write_text('{"cluster": "%s", "notes": ["%s"], "format": 1}' % (MARKER, MARKER))
+    outside.write_text(json.dumps({"cluster": MARKER, "notes": [MARKER], "format": 1}))
     (bundle / rel).parent.mkdir(parents=True, exist_ok=True)
     (bundle / rel).unlink(missing_ok=True)
     (bundle / rel).symlink_to(outside)
@@ -115,7 +116,7 @@ def test_symlinked_history_costs_only_its_section(tmp_path: Path) -> None:
     said in the page, and the rest of the report renders."""
     bundle = make_bundle(tmp_path / "bundles")
     outside = tmp_path / "outside.json"
-    outside.write_text('{"format": 1, "prometheus": "%s"}' % MARKER)
+    outside.write_text(json.dumps({"format": 1, "prometheus": MARKER}))
     (bundle / "parsed" / "prometheus").mkdir()
     (bundle / "parsed" / "prometheus" / "history.json").symlink_to(outside)
     res = _run("report", str(bundle))
@@ -129,7 +130,7 @@ def test_symlinked_analysis_json_is_refused_by_the_store(tmp_path: Path) -> None
     """`baseline set` files a bundle and reads its analysis.json: a link is refused."""
     bundle = make_bundle(tmp_path / "bundles")
     outside = tmp_path / "outside.json"
-    outside.write_text('{"verdict": "HEALTHY", "summary": "%s"}' % MARKER)
+    outside.write_text(json.dumps({"verdict": "HEALTHY", "summary": MARKER}))
     (bundle / "analysis.json").symlink_to(outside)
     res = _run("baseline", "set", str(bundle), "--store", str(tmp_path / "store"))
     assert res.exit_code == 1 and "refused" in res.output and MARKER not in res.output, res.output

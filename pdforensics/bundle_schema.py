@@ -10,6 +10,7 @@ a reader. Keys not listed are allowed (newer tools add some); listed keys must h
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ Check = Callable[[Any, str], None]
 MAX_EPOCH = 1e11  # year 5138: anything later is not a time this tool wrote
 MAX_NUMBER = 1e15
 MAX_INT = 2**53
+_ROOT = re.compile(r"(\.jsonl?|line \d+)$")  # a document's name, before any key
 
 
 class SchemaError(BundleError):
@@ -30,6 +32,11 @@ def _fail(where: str, want: str, value: Any) -> SchemaError:
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return SchemaError(f"{where}: expected {want}, got {type(value).__name__} {shown}")
+
+
+def _at(where: str, key: str) -> str:
+    """`manifest.json: results[3].bytes`: the document, then the key path."""
+    return f"{where}: {key}" if _ROOT.search(where) else f"{where}.{key}"
 
 
 def string(v: Any, where: str) -> None:
@@ -103,7 +110,7 @@ def dict_of(key: Check, value: Check) -> Check:
             raise _fail(where, "an object", v)
         for k, item in v.items():
             key(k, f"{where} key {str(k)[:60]!r}")
-            value(item, f"{where}.{str(k)[:60]}")
+            value(item, _at(where, str(k)[:60]))
     return run
 
 
@@ -114,10 +121,10 @@ def obj(required: dict[str, Check], opt: dict[str, Check] | None = None) -> Chec
         for k, check in required.items():
             if k not in v:
                 raise SchemaError(f"{where}: missing key {k!r}")
-            check(v[k], f"{where}.{k}")
+            check(v[k], _at(where, k))
         for k, check in (opt or {}).items():
             if k in v:
-                check(v[k], f"{where}.{k}")
+                check(v[k], _at(where, k))
     return run
 
 

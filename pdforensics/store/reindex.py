@@ -59,11 +59,11 @@ def _move_aside(store: Path) -> Path | None:
     index = store / INDEX
     if not index.exists() and not index.is_symlink():
         return None
-    dest = store / f"{INDEX}.broken-{utc_stamp(time.time())}"
+    dest = store / f"{INDEX}.before-reindex-{utc_stamp(time.time())}"
     n = 1
     while dest.exists():
         n += 1
-        dest = store / f"{INDEX}.broken-{utc_stamp(time.time())}-{n}"
+        dest = store / f"{INDEX}.before-reindex-{utc_stamp(time.time())}-{n}"
     os.replace(index, dest)
     for suffix in ("-journal", "-wal", "-shm"):
         side = store / f"{INDEX}{suffix}"
@@ -116,6 +116,9 @@ def format_reindex_text(o: ReindexOutcome) -> str:
              + (f", {len(o.skipped)} skipped" if o.skipped else "")]
     if o.old_index is not None:
         lines.append(f"previous index kept as {o.old_index}")
+    if o.old_index is None and o.indexed:
+        lines.append("note: there was no previous index: explicit baselines and pins, if any "
+                     "were set, are not known; set them again with `pdforensics baseline set`")
     if o.salvage.error:
         lines.append(f"note: the previous index could not be read ({o.salvage.error}): explicit "
                      "baselines and pins are lost; set them again with `pdforensics baseline set`")

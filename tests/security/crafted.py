@@ -32,9 +32,18 @@ def _result(source: str, out: bytes, at: float) -> CommandResult:
                          stdout=out, stderr="", duration_s=0.05, started_at=at)
 
 
-def make_bundle(out: Path, cluster: str = "crafted", at: float = T0, port_flag: str = "30001") -> Path:
-    """A small, intact bundle: one decode server, its cmdline, environ, log and uname."""
+def make_bundle(out: Path, cluster: str = "crafted", at: float = T0, port_flag: str = "30001",
+                server_info: bytes | None = None) -> Path:
+    """A small, intact bundle: one decode server, its cmdline, environ, log and uname
+    (and a /server_info answer with this body, when given)."""
     w = BundleWriter(out, cluster, Redactor(b"k"), at)
+    if server_info is not None:
+        head = f"HTTP/1.1 200 OK\r\ncontent-length: {len(server_info)}\r\n\r\n".encode()
+        w.add(CommandResult(host="h1", source="server_info", argv=("curl",), exit_status=0,
+                            stdout=head + server_info, stderr="", duration_s=0.05, started_at=at),
+              key="server_info.decode.30001", url="http://127.0.0.1:30001/server_info",
+              target={"role": "decode", "port": 30001, "service_kind": "server",
+                      "address": "127.0.0.1"})
     proc = {"pid": PID, "kind": "server", "role": "decode", "port": 30001, "rank": None,
             "state": "S", "root_pid": PID}
     svc = {"role": "decode", "port": 30001, "service_kind": "server", "address": "127.0.0.1"}

@@ -152,3 +152,17 @@ def test_report_never_embeds_the_responders_environment(tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
     assert "/proc/self/environ" in res.output and "absolute" in res.output
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1, res.output
+
+
+@pytest.mark.parametrize("command", ["analyze", "report", "diff"])
+def test_a_host_body_nested_to_crash_the_reader(tmp_path: Path, command: str) -> None:
+    """A raw /server_info body is host text, not a bundle document: JSON nested 100,000 deep
+    is read as "not JSON", never a RecursionError traceback."""
+    body = b"[" * 100_000 + b"]" * 100_000
+    b = make_bundle(tmp_path / "b", server_info=body)
+    clean = make_bundle(tmp_path / "clean", port_flag="30002", server_info=b'{"version": "0.5.9"}')
+    args = [command, str(b)] if command != "diff" else ["diff", str(clean), str(b)]
+    res = CliRunner().invoke(main, args)
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output

@@ -166,3 +166,19 @@ def test_a_host_body_nested_to_crash_the_reader(tmp_path: Path, command: str) ->
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code == 0, res.output
     assert "Traceback" not in res.output
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("trick", ["symlink", "fifo"])
+def test_catalog_build_from_a_crafted_bundle(tmp_path: Path, trick: str) -> None:
+    """`catalog build --from BUNDLE` reads the sglang source copy through the same reader."""
+    bundle = make_bundle(tmp_path / "bundles")
+    copy = bundle / "raw" / "h1" / "sglang_source.decode.30001.jsonl"
+    if trick == "symlink":
+        copy.symlink_to(outside_file(tmp_path))
+    else:
+        os.mkfifo(copy)
+    res = _run("catalog", "build", "--from", str(bundle), "-o", str(tmp_path / "cat.json"))
+    assert res.exit_code == 1, res.output
+    assert "refused" in res.output and copy.name in res.output and MARKER not in res.output
+    assert not (tmp_path / "cat.json").exists()

@@ -15,7 +15,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pdforensics.errors import BundleError
@@ -23,7 +23,6 @@ from pdforensics.errors import BundleError
 MAX_FILE_BYTES = 256 << 20  # a raw result: logs are cut at 8 MiB on the host, metrics at less
 MAX_JSON_BYTES = 64 << 20  # manifest.json, results.jsonl, parsed/*.json, analysis.json
 MAX_PATH_CHARS = 1024
-MAX_JSON_DEPTH = 64
 _CHUNK = 1 << 20
 
 
@@ -46,7 +45,7 @@ def check_rel(rel: object, entry: str) -> str:
     if any(p in ("", ".", "..") for p in parts):
         raise UnsafePath(f"{entry}: path {shown} refused: empty, '.' or '..' component "
                          "(must stay inside the bundle)")
-    return PurePosixPath(rel).as_posix()
+    return rel
 
 
 def check_name(name: object, entry: str) -> str:
@@ -160,13 +159,12 @@ def sha256_inside(root: Path, rel: str, entry: str, cap: int = MAX_FILE_BYTES) -
 
 
 def parse_json(data: bytes, entry: str) -> Any:
-    """JSON from bundle bytes: strict UTF-8, finite numbers, bounded nesting; else BundleError."""
+    """JSON from bundle bytes: strict UTF-8, finite numbers; nesting past the interpreter's
+    recursion limit is caught (RecursionError) like any other bad JSON; else BundleError."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BundleError(f"{entry}: not UTF-8 (byte {exc.start})") from None
-    if _depth_exceeds(text, MAX_JSON_DEPTH):
-        raise BundleError(f"{entry}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
@@ -175,30 +173,6 @@ def parse_json(data: bytes, entry: str) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
-
-
-def _depth_exceeds(text: str, limit: int) -> bool:
-    """Bracket depth outside strings passes `limit` (checked before json recurses)."""
-    depth, in_str, esc = 0, False, False
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
 
 
 def read_json_inside(root: Path, rel: str, entry: str) -> Any:

@@ -9,127 +9,130 @@ a reader. Keys not listed are allowed (newer tools add some); listed keys must h
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from typing import Any
 
 from pdforensics.bundle_read import UnsafePath, check_name, check_rel
 from pdforensics.errors import BundleError
 
-Check = Callable[[Any, str], None]
+Where = tuple[str | int, ...]  # ("manifest.json", "results", 3, "bytes"), formatted on failure
+Check = Callable[[Any, Where], None]
 MAX_EPOCH = 1e11  # year 5138: anything later is not a time this tool wrote
 MAX_NUMBER = 1e15
 MAX_INT = 2**53
-_ROOT = re.compile(r"(\.jsonl?|line \d+)$")  # a document's name, before any key
 
 
 class SchemaError(BundleError):
     """A bundle document does not have the shape its readers rely on."""
 
 
-def _fail(where: str, want: str, value: Any) -> SchemaError:
+def where_text(where: Where) -> str:
+    """`manifest.json: results[3].bytes`: the document, then the key path."""
+    doc, *keys = where
+    path = ""
+    for k in keys:
+        path += f"[{k}]" if isinstance(k, int) else (f".{k}" if path else str(k))
+    return f"{doc}: {path}" if path else str(doc)
+
+
+def _fail(where: Where, want: str, value: Any) -> SchemaError:
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return SchemaError(f"{where}: expected {want}, got {type(value).__name__} {shown}")
+    return SchemaError(f"{where_text(where)}: expected {want}, got {type(value).__name__} {shown}")
 
 
-def _at(where: str, key: str) -> str:
-    """`manifest.json: results[3].bytes`: the document, then the key path."""
-    return f"{where}: {key}" if _ROOT.search(where) else f"{where}.{key}"
-
-
-def string(v: Any, where: str) -> None:
-    if not isinstance(v, str):
+def string(v: Any, where: Where) -> None:
+    if type(v) is not str:
         raise _fail(where, "a string", v)
 
 
-def boolean(v: Any, where: str) -> None:
-    if not isinstance(v, bool):
+def boolean(v: Any, where: Where) -> None:
+    if type(v) is not bool:
         raise _fail(where, "true or false", v)
 
 
-def integer(v: Any, where: str) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or abs(v) > MAX_INT:
+def integer(v: Any, where: Where) -> None:
+    if type(v) is not int or not -MAX_INT <= v <= MAX_INT:
         raise _fail(where, "an integer within ±2^53", v)
 
 
-def count(v: Any, where: str) -> None:
-    integer(v, where)
-    if v < 0:
+def count(v: Any, where: Where) -> None:
+    if type(v) is not int or not 0 <= v <= MAX_INT:
         raise _fail(where, "a non-negative integer", v)
 
 
-def number(v: Any, where: str) -> None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-            or abs(v) > MAX_NUMBER:
+def number(v: Any, where: Where) -> None:
+    if type(v) is int and -MAX_INT <= v <= MAX_INT:
+        return
+    if type(v) is not float or not -MAX_NUMBER <= v <= MAX_NUMBER:  # NaN fails both tests
         raise _fail(where, "a finite number", v)
 
 
-def epoch(v: Any, where: str) -> None:
-    number(v, where)
-    if not 0 <= v <= MAX_EPOCH:
+def epoch(v: Any, where: Where) -> None:
+    if type(v) not in (int, float) or not 0 <= v <= MAX_EPOCH:
         raise _fail(where, "a Unix time (seconds, 0 to 1e11)", v)
 
 
-def rel_path(v: Any, where: str) -> None:
+def rel_path(v: Any, where: Where) -> None:
     string(v, where)
     try:
-        check_rel(v, where)
-    except UnsafePath as exc:
-        raise SchemaError(str(exc)) from None
+        check_rel(v, "")
+    except UnsafePath as exc:  # its text starts ": path ...": put the key path in front
+        raise SchemaError(where_text(where) + str(exc)) from None
 
 
-def name(v: Any, where: str) -> None:
+def name(v: Any, where: Where) -> None:
     string(v, where)
     try:
-        check_name(v, where)
-    except UnsafePath as exc:
-        raise SchemaError(str(exc)) from None
+        check_name(v, "")
+    except UnsafePath as exc:  # its text starts ": path ...": put the key path in front
+        raise SchemaError(where_text(where) + str(exc)) from None
 
 
 def optional(check: Check) -> Check:
-    def run(v: Any, where: str) -> None:
+    def run(v: Any, where: Where) -> None:
         if v is not None:
             check(v, where)
     return run
 
 
 def list_of(check: Check) -> Check:
-    def run(v: Any, where: str) -> None:
-        if not isinstance(v, list):
+    def run(v: Any, where: Where) -> None:
+        if type(v) is not list:
             raise _fail(where, "a list", v)
         for i, item in enumerate(v):
-            check(item, f"{where}[{i}]")
+            check(item, (*where, i))
     return run
 
 
 def dict_of(key: Check, value: Check) -> Check:
-    def run(v: Any, where: str) -> None:
-        if not isinstance(v, dict):
+    def run(v: Any, where: Where) -> None:
+        if type(v) is not dict:
             raise _fail(where, "an object", v)
         for k, item in v.items():
-            key(k, f"{where} key {str(k)[:60]!r}")
-            value(item, _at(where, str(k)[:60]))
+            key(k, (*where, f"key {str(k)[:60]!r}"))
+            value(item, (*where, str(k)[:60]))
     return run
 
 
 def obj(required: dict[str, Check], opt: dict[str, Check] | None = None) -> Check:
-    def run(v: Any, where: str) -> None:
-        if not isinstance(v, dict):
+    req, extra = tuple(required.items()), tuple((opt or {}).items())
+
+    def run(v: Any, where: Where) -> None:
+        if type(v) is not dict:
             raise _fail(where, "an object", v)
-        for k, check in required.items():
+        for k, check in req:
             if k not in v:
-                raise SchemaError(f"{where}: missing key {k!r}")
-            check(v[k], _at(where, k))
-        for k, check in (opt or {}).items():
+                raise SchemaError(f"{where_text(where)}: missing key {k!r}")
+            check(v[k], (*where, k))
+        for k, check in extra:
             if k in v:
-                check(v[k], _at(where, k))
+                check(v[k], (*where, k))
     return run
 
 
 def one_of(*checks: Check) -> Check:
-    def run(v: Any, where: str) -> None:
+    def run(v: Any, where: Where) -> None:
         errors = []
         for check in checks:
             try:
@@ -142,7 +145,18 @@ def one_of(*checks: Check) -> Check:
 
 
 OPT_STR, OPT_INT = optional(string), optional(integer)
-SCALAR = optional(one_of(string, boolean, number))
+
+
+def scalar(v: Any, where: Where) -> None:
+    """A string, a boolean, a finite number or null (a manifest row's `target` values)."""
+    if v is None or type(v) in (str, bool):
+        return
+    if type(v) not in (int, float):
+        raise _fail(where, "a string, number, boolean or null", v)
+    number(v, where)
+
+
+SCALAR = scalar
 STRINGS = list_of(string)
 
 RESULT_ROW = obj(
@@ -195,7 +209,7 @@ ANALYSIS = obj(required={}, opt={
 
 def validate(doc: Any, check: Check, where: str) -> Any:
     """`doc` unchanged when it has the shape, else SchemaError naming `where` and the key."""
-    check(doc, where)
+    check(doc, (where,))
     return doc
 
 

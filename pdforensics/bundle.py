@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tarfile
 import threading
 import time
@@ -20,6 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics import __version__
+from pdforensics.bundle_read import (
+    MAX_JSON_BYTES,
+    UnsafePath,
+    check_name,
+    parse_json,
+    read_inside,
+    read_json_inside,
+    read_optional,
+    sha256_inside,
+    tree_problems,
+    walk_inside,
+)
+from pdforensics.bundle_schema import SchemaError, validate_discovery, validate_manifest, validate_row
 from pdforensics.errors import BundleError
 from pdforensics.model import CommandResult
 from pdforensics.redact import Redactor
@@ -315,10 +329,14 @@ class Bundle:
         return str(self.manifest.get("status", "unknown"))
 
     def read(self, entry: ResultEntry) -> bytes:
+        """The entry's bytes through the safe reader (b"" when absent); a path that leaves
+        the bundle, a link, a special or an oversize file raises BundleError naming it."""
         if entry.path is None:
             return b""
         try:
-            return (self.path / entry.path).read_bytes()
+            return read_inside(self.path, entry.path, f"manifest entry {entry.host}/{entry.key}")
+        except UnsafePath:
+            raise
         except OSError:
             return b""
 
@@ -330,66 +348,75 @@ class Bundle:
                 if (host is None or r.host == host) and (source is None or r.source == source)]
 
     def parsed(self, rel: str) -> Any:
-        path = self.path / "parsed" / rel
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
+        """parsed/REL as JSON, None when absent; refused or malformed raises BundleError."""
+        where = f"parsed/{rel[:200]}"
+        return read_json_inside(self.path, f"parsed/{rel}", where)
+
+    def discovery(self, host: str) -> dict[str, Any]:
+        """parsed/HOST/discovery.json, validated ({} when absent)."""
+        where = f"parsed/{host[:200]}/discovery.json"
+        doc = self.parsed(f"{check_name(host, 'host name')}/discovery.json")
+        return {} if doc is None else validate_discovery(doc, where)
 
 
 def load_bundle(path: str | Path) -> Bundle:
-    """Read a bundle; a bundle without manifest (crashed capture) is read from results.jsonl."""
+    """Read and validate a bundle; one without manifest (crashed capture) is read from
+    results.jsonl. Every shape or path problem is one BundleError line."""
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"{path} is not a bundle directory")
-    mpath = path / MANIFEST
-    if mpath.exists():
-        try:
-            manifest = json.loads(mpath.read_text())
-        except (OSError, ValueError) as exc:
-            raise BundleError(f"{mpath}: unreadable manifest: {exc}") from None
+    data = read_optional(path, MANIFEST, MANIFEST, MAX_JSON_BYTES)
+    if data is not None:
+        manifest = validate_manifest(parse_json(data, MANIFEST), MANIFEST)
         rows = manifest.get("results", [])
-    elif (path / RESULTS_LOG).exists():
+    else:
+        log = read_optional(path, RESULTS_LOG, RESULTS_LOG, MAX_JSON_BYTES)
+        if log is None:
+            raise BundleError(f"{path}: no {MANIFEST}; not a pdforensics bundle")
         manifest = {"status": "partial", "partial_reasons": ["capture did not finish"]}
         rows = []
-        for line in (path / RESULTS_LOG).read_text(errors="replace").splitlines():
+        for n, line in enumerate(log.splitlines(), 1):
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                rows.append(validate_row(parse_json(line, RESULTS_LOG), f"{RESULTS_LOG} line {n}"))
+            except SchemaError:
+                raise
+            except BundleError:  # a line cut by the crash: the rows before it stand
                 continue
-    else:
-        raise BundleError(f"{path}: no {MANIFEST}; not a pdforensics bundle")
-    try:
-        results = tuple(ResultEntry.from_json(r) for r in rows)
-    except TypeError as exc:
-        raise BundleError(f"{mpath}: malformed result row: {exc}") from None
+    results = tuple(ResultEntry.from_json(r) for r in rows)
     return Bundle(path, manifest, results)
 
 
 def verify_bundle(path: str | Path) -> list[str]:
     """Every problem found re-checking the manifest: a changed (sha256), missing or extra
-    file; empty means the bundle is intact. analysis.json and report.html are derived after
-    the capture and not hashed; older bundles (no "files" table) leave parsed/ unchecked."""
+    file, a link or special file; empty means the bundle is intact. analysis.json and
+    report.html are derived after the capture and not hashed; older bundles (no "files"
+    table) leave parsed/ unchecked."""
     bundle = load_bundle(path)
-    problems = []
+    problems = tree_problems(bundle.path)
+    refused = {p.split(": ", 1)[0] for p in problems}
     others = bundle.manifest.get("files")
     expected: dict[str, str | None] = {r.path: r.sha256 for r in bundle.results if r.path is not None}
     if isinstance(others, dict):
         expected.update({str(k): str(v) for k, v in others.items()})
     for rel, want in sorted(expected.items()):
-        f = bundle.path / rel
-        if not f.is_file():
+        if rel in refused:
+            continue
+        try:
+            digest = sha256_inside(bundle.path, rel, rel)
+        except UnsafePath as exc:
+            problems.append(str(exc))
+            continue
+        except OSError:
             problems.append(f"{rel}: missing")
             continue
-        digest = sha256_file(f)
         if digest != want:
             problems.append(f"{rel}: sha256 mismatch (manifest {want}, file {digest})")
-    for dirpath, _dirs, files in os.walk(bundle.path):
-        for name in files:
-            rel = (Path(dirpath) / name).relative_to(bundle.path).as_posix()
-            if rel in expected or rel == MANIFEST or rel in DERIVED_FILES:
-                continue
-            if not isinstance(others, dict) and (rel == RESULTS_LOG or rel.startswith("parsed/")):
-                continue
-            problems.append(f"{rel}: extra file, not in the manifest")
+    for rel, mode in walk_inside(bundle.path):
+        if stat.S_ISDIR(mode) or rel in refused:
+            continue
+        if rel in expected or rel == MANIFEST or rel in DERIVED_FILES:
+            continue
+        if not isinstance(others, dict) and (rel == RESULTS_LOG or rel.startswith("parsed/")):
+            continue
+        problems.append(f"{rel}: extra file, not in the manifest")
     return problems

@@ -97,7 +97,7 @@ class Fetch:
             return None
         try:
             return json.loads(self.response.body)
-        except ValueError:
+        except (ValueError, RecursionError):  # a host's body, even one nested to crash a reader
             return None
 
 

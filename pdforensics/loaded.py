@@ -221,7 +221,7 @@ class _Loader:
     def _host(self, meta: dict[str, Any]) -> HostView:
         name = str(meta.get("name"))
         entries = self.by_host.get(name, [])
-        disc = self.bundle.parsed(f"{name}/discovery.json") or {}
+        disc = self.bundle.discovery(name)
         procs_by_pid = {p["pid"]: self._process(entries, p) for p in disc.get("processes", [])}
         services = tuple(self._service(name, entries, s, procs_by_pid)
                          for s in disc.get("services", []))

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdforensics.bundle_read import read_inside
 from pdforensics.errors import BundleError
 from pdforensics.redact import find_secrets
 from pdforensics.redact_entropy import random_tokens
@@ -66,7 +67,7 @@ def scan_bundle(path: str | Path) -> tuple[list[SecretHit], int]:
                 continue
             rel = f.relative_to(root).as_posix()
             try:
-                data = f.read_bytes()
+                data = read_inside(root, rel, rel)
             except OSError as exc:
                 raise BundleError(f"{rel}: cannot read: {exc.strerror or exc}") from None
             scanned += 1

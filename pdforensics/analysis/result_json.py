@@ -27,7 +27,6 @@ from pdforensics.errors import BundleError
 
 ANALYSIS_FILE = "analysis.json"
 VERDICTS: tuple[Verdict, ...] = ("WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN")
-MAX_ANALYSIS_BYTES = 64 * 1024 * 1024
 
 
 def _evidence_json(e: Evidence | str) -> dict[str, Any]:
@@ -141,19 +140,13 @@ def write_analysis(bundle: Path, analysis: Analysis) -> Path:
 
 
 def read_analysis(bundle: Path) -> Analysis | None:
-    """BUNDLE/analysis.json as an Analysis; None when there is none, BundleError when bad."""
-    path = Path(bundle) / ANALYSIS_FILE
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_ANALYSIS_BYTES + 1)
-    except FileNotFoundError:
+    """BUNDLE/analysis.json as an Analysis; None when there is none, BundleError when it is
+    refused (a link, a special file, too big), not JSON, or of the wrong shape."""
+    from pdforensics.bundle_read import read_json_inside
+    from pdforensics.bundle_schema import validate_analysis
+
+    where = f"{Path(bundle).name}/{ANALYSIS_FILE}"
+    doc = read_json_inside(Path(bundle), ANALYSIS_FILE, where)
+    if doc is None:
         return None
-    except OSError as exc:
-        raise BundleError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    if len(data) > MAX_ANALYSIS_BYTES:
-        raise BundleError(f"{path}: larger than {MAX_ANALYSIS_BYTES} bytes")
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        raise BundleError(f"{path}: not valid JSON") from None
-    return analysis_from_json(doc, str(path))
+    return analysis_from_json(validate_analysis(doc, where), where)

@@ -131,12 +131,20 @@ def _open_dir(path: Path) -> SourceTree:
     return SourceTree(f"{pkg.resolve()}", files, _dist_info_version(pkg), _root=pkg)
 
 
-def _open_archive(path: Path) -> SourceTree:
+def _read_bundle_file(bundle: Path, path: Path) -> str:
+    """A file of a bundle through the safe reader (no links, FIFOs, devices, oversize)."""
+    from pdforensics.bundle_read import read_inside
+
+    rel = path.relative_to(bundle).as_posix()
+    return read_inside(bundle, rel, rel).decode("utf-8", "replace")
+
+
+def _open_archive(path: Path, text: str | None = None) -> SourceTree:
     """The JSON-lines copy `capture --with-sglang-source` keeps of a server's sglang files."""
     from pdforensics.catalog.archive import parse_sglang_source
 
     try:
-        src = parse_sglang_source(path.read_text("utf-8", "replace"))
+        src = parse_sglang_source(text if text is not None else path.read_text("utf-8", "replace"))
     except (OSError, PdforensicsError) as exc:
         raise PdforensicsError(f"unreadable sglang source copy {path}: {exc}") from None
     if not src.files:
@@ -155,7 +163,7 @@ def _bundle_archive(bundle: Path) -> Path:
         raise PdforensicsError(f"{bundle} holds no sglang source: capture it with --with-sglang-source")
     versions = {}
     for c in copies:
-        head = c.read_text("utf-8", "replace").split("\n", 2)
+        head = _read_bundle_file(bundle, c).split("\n", 2)
         versions[c] = parse_sglang_source("\n".join(head[:2])).version
     if len(set(versions.values())) > 1:
         listing = ", ".join(f"{c.parent.name}: {v}" for c, v in versions.items())
@@ -170,7 +178,8 @@ def open_source(path: Path) -> SourceTree:
     if not path.exists():
         raise PdforensicsError(f"path not found: {path}")
     if path.is_dir() and (path / "manifest.json").is_file():
-        return _open_archive(_bundle_archive(path))
+        copy = _bundle_archive(path)
+        return _open_archive(copy, _read_bundle_file(path, copy))
     if path.is_dir():
         return _open_dir(path)
     if path.suffix == ".jsonl":

@@ -243,4 +243,28 @@ def timeline(cluster_file: str | None, store: str | None, cluster_name: str | No
         click.echo(format_timeline_text(t), nl=False)
 
 
-STORE_COMMANDS = (snapshot, baseline, diff, timeline)
+# -- store maintenance ------------------------------------------------------------------------
+@click.group("store")
+def store_group() -> None:
+    """Maintain the snapshot store."""
+
+
+@store_group.command("reindex")
+@cluster_option
+@store_option
+@handles_errors
+def store_reindex(cluster_file: str | None, store: str | None) -> None:
+    """Rebuild the store's index from the bundles on disk (after it was lost or corrupted).
+
+    The old index is kept beside the new one; baselines and pins it still holds are carried
+    over. Exit 1 when no bundle could be indexed.
+    """
+    from pdforensics.store.reindex import format_reindex_text, reindex
+
+    outcome = reindex(_store(_cluster(cluster_file), store))
+    click.echo(format_reindex_text(outcome), nl=False)
+    if outcome.skipped and not outcome.indexed:
+        sys.exit(ExitStatus.ERROR)
+
+
+STORE_COMMANDS = (snapshot, baseline, diff, timeline, store_group)

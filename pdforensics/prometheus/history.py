@@ -7,7 +7,6 @@ normalised into ``parsed/prometheus/history.json`` (format in docs/watch.md).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -318,12 +317,16 @@ def history_from_json(doc: Any) -> History | None:
 
 def load_history(bundle: str | Path) -> History | None:
     """The Prometheus history of a bundle, or None when it was captured without one."""
-    path = Path(bundle) / HISTORY_FILE
+    from pdforensics.bundle_read import UnsafePath, read_json_inside
+    from pdforensics.errors import BundleError
+
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return history_from_json(doc)
+        doc = read_json_inside(Path(bundle), HISTORY_FILE, HISTORY_FILE)
+    except UnsafePath:
+        raise  # a link or special file in place of the history: refused, said so
+    except BundleError:
+        return None  # unreadable JSON: the report goes on without the chart
+    return None if doc is None else history_from_json(doc)
 
 
 def sidecars_for(prometheus: str | None, history: str | float

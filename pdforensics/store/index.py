@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.bundle_read import check_name
 from pdforensics.errors import PdforensicsError
 
 INDEX = "index.sqlite"
@@ -37,6 +38,10 @@ CREATE TABLE IF NOT EXISTS pins (name TEXT NOT NULL, reason TEXT NOT NULL,
 
 class StoreError(PdforensicsError):
     """The store cannot be opened, read or written."""
+
+
+def rebuild_hint(store: Path) -> str:
+    return f"rebuild it from the bundles on disk with `pdforensics store reindex --store {store}`"
 
 
 @dataclass(frozen=True)
@@ -83,11 +88,20 @@ class Index:
         return self.store / BUNDLES
 
     def _row(self, r: sqlite3.Row) -> Snapshot:
-        return Snapshot(id=r["id"], name=r["name"], path=self.bundles / r["name"],
-                        cluster=r["cluster"], taken_at=r["taken_at"], verdict=r["verdict"],
-                        status=r["status"], origin=r["origin"],
-                        hosts=tuple(json.loads(r["hosts"])),
-                        fingerprints=dict(json.loads(r["fingerprints"])))
+        try:
+            name = check_name(r["name"], "index row")
+            hosts = json.loads(r["hosts"])
+            prints = json.loads(r["fingerprints"])
+            if not isinstance(hosts, list) or not isinstance(prints, dict):
+                raise ValueError("hosts or fingerprints of the wrong type")
+            return Snapshot(id=int(r["id"]), name=name, path=self.bundles / name,
+                            cluster=str(r["cluster"]), taken_at=float(r["taken_at"]),
+                            verdict=r["verdict"], status=str(r["status"]),
+                            origin=str(r["origin"]), hosts=tuple(str(h) for h in hosts),
+                            fingerprints={str(k): str(v) for k, v in prints.items()})
+        except (ValueError, TypeError, PdforensicsError) as exc:
+            raise StoreError(f"index of store {self.store} is corrupt (row {r['id']!r}: "
+                             f"{str(exc)[:120]}); {rebuild_hint(self.store)}") from None
 
     def add(self, name: str, cluster: str, taken_at: float, verdict: str | None, status: str,
             origin: str, hosts: list[str], fingerprints: dict[str, str]) -> Snapshot:
@@ -169,6 +183,9 @@ def open_index(store: str | Path, create: bool = True) -> Iterator[Index]:
     """Open the store directory and its index; create them unless `create` is False."""
     store = Path(store).expanduser()
     if not create and not (store / INDEX).is_file():
+        if _has_bundles(store / BUNDLES):
+            raise StoreError(f"store {store} has bundles but its index {INDEX} is lost; "
+                             f"{rebuild_hint(store)}")
         raise StoreError(f"no store at {store} (take a snapshot first, or give --store DIR)")
     try:
         (store / BUNDLES).mkdir(parents=True, exist_ok=True)
@@ -176,11 +193,28 @@ def open_index(store: str | Path, create: bool = True) -> Iterator[Index]:
         conn.row_factory = sqlite3.Row
         conn.executescript(SCHEMA)
     except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot open store {store}: {exc}") from None
+        raise _store_error(store, exc, "cannot open store") from None
     index = Index(store, conn)
     try:
         yield index
     except sqlite3.Error as exc:
-        raise StoreError(f"store {store}: {exc}") from None
+        raise _store_error(store, exc, "store") from None
     finally:
         index.close()
+
+
+def _store_error(store: Path, exc: BaseException, what: str) -> StoreError:
+    """A corrupt index (not a database, malformed image) says how to rebuild it."""
+    code = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "not a database" in text or "malformed" in text:
+        return StoreError(f"index of store {store} is corrupt ({text}); {rebuild_hint(store)}")
+    return StoreError(f"{what} {store}: {text}")
+
+
+def _has_bundles(bundles: Path) -> bool:
+    try:
+        return any((d / "manifest.json").is_file() for d in bundles.iterdir()
+                   if not d.name.startswith("."))
+    except OSError:
+        return False

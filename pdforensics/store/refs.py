@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,10 +43,9 @@ def pick_cluster(index: Index, wanted: str | None) -> str:
 
 def bundle_cluster(path: Path) -> str:
     """The cluster name in a bundle's manifest."""
-    try:
-        return str(json.loads((path / "manifest.json").read_text()).get("cluster", ""))
-    except (OSError, ValueError) as exc:
-        raise BundleError(f"{path}: unreadable manifest: {exc}") from None
+    from pdforensics.bundle import load_bundle
+
+    return str(load_bundle(path).manifest.get("cluster", ""))
 
 
 def is_bundle(ref: str) -> bool:

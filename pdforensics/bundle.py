@@ -199,9 +199,10 @@ class BundleWriter:
         through json's C encoder (indent makes json fall back to its pure-Python encoder,
         which was half of a 32-host capture's finalise); non-ASCII stays UTF-8, as in raw/."""
         path = self.tmp / rel
-        text = (json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
-                if compact else json.dumps(obj, indent=1, sort_keys=True, default=str))
-        data = self.redactor.text(text.encode("utf-8", "replace"))
+        clean = self._redact_strings(json.loads(json.dumps(obj, default=str)))
+        text = (json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                if compact else json.dumps(clean, indent=1, sort_keys=True))
+        data = text.encode("utf-8", "replace")
         try:
             _private_dir(path.parent)
             write_private(path, data)
@@ -209,6 +210,17 @@ class BundleWriter:
             path.unlink(missing_ok=True)
             with self._lock:
                 self.write_errors.append(f"cannot write {rel}: {exc.strerror or exc}")
+
+    def _redact_strings(self, value: Any) -> Any:
+        """Every string of a JSON-able value redacted as the text it is: redacting the JSON
+        text instead would see escaped quotes (`api_key=\\"V\\"`) and could cut through them."""
+        if isinstance(value, str):
+            return self.redactor.text(value.encode("utf-8", "surrogatepass")).decode("utf-8", "replace")
+        if isinstance(value, dict):
+            return {self._redact_strings(k): self._redact_strings(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._redact_strings(v) for v in value]
+        return value
 
     def entries(self) -> list[ResultEntry]:
         with self._lock:

@@ -19,7 +19,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pdforensics.collectors import REGISTRY
-from pdforensics.errors import ParseError
+from pdforensics.errors import BundleError, ParseError
 from pdforensics.jsoncodec import DecodeError, Decoder, decoder_for, return_type, to_jsonable
 
 if TYPE_CHECKING:
@@ -121,7 +121,11 @@ def read_parsed(bundle: Bundle, entry: ResultEntry, raw: Callable[[ResultEntry],
     spec = parser_of(entry.source)
     if spec is None:
         return Parsed(None)
-    hit = cached_reading(bundle.parsed(parsed_path(entry)), entry, spec)
+    try:
+        cached = bundle.parsed(parsed_path(entry))
+    except BundleError:  # a cache file refused or not JSON: the raw bytes are the evidence
+        cached = None
+    hit = cached_reading(cached, entry, spec)
     if hit is not None:
         return hit
     try:

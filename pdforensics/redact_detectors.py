@@ -111,7 +111,9 @@ def _pem_body_before_end(data: bytes) -> Iterator[tuple[int, int]]:
 # words every secret-looking name contains (lower case), for the name-driven detectors
 _NAME_WORDS = (b"token", b"key", b"secret", b"pass", b"pwd", b"credential", b"auth", b"cookie",
                b"session", b"private", b"dsn", b"connection")
-_BARE = rb"[^\s\x00\"'&,;)}\]]+"
+_BARE = rb"[^\s\x00\"'&,;)}\]\\][^\s\x00\"'&,;)}\]]*"  # never begins with a backslash:
+# inside JSON text a value is quoted with escaped quotes (`api_key=\"V\"`), taken whole here
+_ESC_QUOTED = rb'\\"(?:[^"\\\r\n\x00]|\\[^"\r\n\x00])*\\"'
 _QUOTED = rb"'[^'\r\n\x00]*'|\"(?:[^\"\\\r\n\x00]|\\.)*\""
 _ESCAPED = rb"[^\"\\\x00]*(?:\\.[^\"\\\x00]*)*"
 _PY_STR = rb"b?'(?:[^'\\\r\n\x00]|\\.)*'|b?\"(?:[^\"\\\r\n\x00]|\\.)*\""
@@ -205,12 +207,13 @@ DETECTORS: tuple[Detector, ...] = (
     _named("colon-field", rb"(?<=[ \t{,(])(" + _NAME + rb")[ \t]*:[ \t]+" + _NO_SCHEME
            + rb"(?=(" + _M + rb"|" + _QUOTED + rb"|" + _INLINE + rb"))"),
     # Environment="HF_TOKEN=a b", 'PASSWORD=x y': a quoted assignment runs to its closing quote
-    Detector("quoted-assignment", re.compile(rb"(?<=([\"']))(" + _NAME + rb")=(?=(" + _M + rb"|[^\"'\r\n\x00]*)\1)"),
+    Detector("quoted-assignment",  # (a value ending in a backslash is an escaped quote's: not this form)
+             re.compile(rb"(?<=([\"']))(" + _NAME + rb")=(?=(" + _M + rb"|[^\"'\r\n\x00]*)(?<!\\)\1)"),
              group=3, name_group=2, needles=_NAME_WORDS, fold=True),
     # NAME=V in env blocks, unit files, logs, URLs (?token=V), Python reprs (api_key='V'),
     # Prometheus labels ({api_key="V"})
     _named("assignment", rb"(?<![A-Za-z0-9_.\-])(" + _NAME + rb")=(?=(" + _M + rb"|" + _QUOTED + rb"|" +
-           _NUL_ARG + rb"|" + _BARE + rb"))"),
+           _ESC_QUOTED + rb"|" + _NUL_ARG + rb"|" + _BARE + rb"))"),
 )
 
 
@@ -255,6 +258,8 @@ def _hit(det: Detector, m: re.Match[bytes], data: bytes) -> Hit | None:
         start, value = start + 1, value[1:]  # b'V' -> 'V'
     if len(value) >= 2 and value[:1] == value[-1:] and value[:1] in (b"'", b'"'):
         start, end, value = start + 1, end - 1, value[1:-1]  # api_key='V' -> V
+    if len(value) >= 4 and value[:2] == value[-2:] == b'\\"':
+        start, end, value = start + 2, end - 2, value[2:-2]  # JSON text: api_key=\"V\" -> V
     if is_clear(value):
         return None
     return Hit(det.kind, start, end)

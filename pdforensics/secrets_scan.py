@@ -43,7 +43,10 @@ def scan_bytes(data: bytes, rel: str) -> list[SecretHit]:
     if rel.endswith((".html", ".htm")):
         data = html.unescape(data.decode("utf-8", "replace")).encode()
     hits = []
-    spans = [(h.kind, h.start, h.end) for h in find_secrets(data)]
+    spans: list[tuple[str, int, int]] = []
+    for h in find_secrets(data):  # one hit per value: the first (most specific) detector names it
+        if not any(h.start < he and hs < h.end for _k, hs, he in spans):
+            spans.append((h.kind, h.start, h.end))
     # the redactor's detectors, plus any random-looking token no detector knows the shape of
     spans += [("high-entropy", s, e) for s, e in random_tokens(data)
               if not any(s < he and hs < e for _k, hs, he in spans)]

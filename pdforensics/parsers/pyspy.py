@@ -290,7 +290,22 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
     """
     if not text.strip():
         return ()
-    return _TextParser(text).run()
+    return _TextParser(_after_banner(text)).run()
+
+
+# a login shell's banner (an rc file's echo, a motd) before the dump: unindented lines that
+# come before the first `Process N:` or `Thread 0x` line, with no frame among them
+_DUMP_START = re.compile(r"^(?:Process \d+: |Thread 0x)", re.M)
+
+
+def _after_banner(text: str) -> str:
+    m = _DUMP_START.search(text)
+    if m is None or m.start() == 0:
+        return text
+    before = text[:m.start()]
+    if any(ln.startswith((" ", "\t")) for ln in before.splitlines()):
+        return text  # frames before the first header: a dump cut at the top, not a banner
+    return text[m.start():]
 
 
 def _json_frame(obj: object, cache: dict[tuple[object, ...], Frame]) -> Frame:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.bundle_read import tree_problems
 from pdforensics.errors import BundleError, PdforensicsError
 from pdforensics.model import ClusterSpec
 from pdforensics.store.index import Index, Snapshot, StoreError, open_index
@@ -26,14 +27,12 @@ class Verdict:
 
 
 def verdict_for(bundle: Path) -> Verdict:
-    """The bundle's analysis.json, else a fresh analysis (which writes analysis.json)."""
+    """The bundle's analysis.json, else a fresh analysis (which writes analysis.json).
+    BundleError when analysis.json is refused or malformed: a crafted bundle is not filed."""
     from pdforensics.analysis.engine import analyze_path
     from pdforensics.analysis.result_json import read_analysis
 
-    try:
-        analysis = read_analysis(bundle)
-    except BundleError as exc:
-        return Verdict(None, None, str(exc))
+    analysis = read_analysis(bundle)  # a refused or malformed analysis.json refuses the bundle
     if analysis is None:
         try:
             analysis = analyze_path(bundle)
@@ -122,9 +121,13 @@ def _copy_in(bundle: Path, dest_dir: Path) -> Path:
     while dest.exists():
         n += 1
         dest = dest_dir / f"{bundle.name}-{n}"
+    refused = tree_problems(bundle)
+    if refused:  # a link or special file would copy what lies outside the bundle
+        raise BundleError(f"{bundle}: not filed: {refused[0]}"
+                          + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
     tmp = dest_dir / f".{dest.name}.{os.getpid()}.tmp"
     try:
-        shutil.copytree(bundle, tmp)
+        shutil.copytree(bundle, tmp, symlinks=True)
         os.rename(tmp, dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -183,8 +183,14 @@ def test_a_row_cut_by_the_crash_is_skipped(tmp_path: Path, good: tuple[Path, Doc
     rows = (b / "results.jsonl").read_bytes()
     (b / "manifest.json").unlink()
     (b / "results.jsonl").write_bytes(rows + b'{"host": "h1", "sou')
+    # the reader keeps every whole row and skips the cut one
+    from pdforensics.bundle import load_bundle
+
+    assert len(load_bundle(b).results) == rows.count(b"\n")
+    # analyze tells the user to recover such a directory (issue 20), in one line
     res = _invoke("analyze", b, good[0])
-    assert res.exit_code == 0, res.output
+    _assert_one_line_error(res)
+    assert "recover" in res.output
 
 
 @pytest.mark.parametrize("analysis", [

@@ -54,8 +54,8 @@ def test_a_capture_changes_nothing_on_the_targets(security_lab: Path, tmp_path: 
     assert any(k.startswith("hosts/") and k.endswith("nvidia-smi") for k in before_lab)
     result = CliRunner().invoke(main, ["capture", "-c", str(security_lab), "-o", str(tmp_path / "out"),
                                        "--json", "--deadline", "45"])
-    doc = json.loads(result.stdout)
     assert result.exit_code in (0, 3), result.output
+    doc = json.loads(result.stdout)
     rows = json.loads((Path(doc["bundle"]) / "manifest.json").read_text())["results"]
     ran = {r["source"] for r in rows if r["exit_status"] == 0}
     assert {"pyspy", "cmdline", "environ", "log_file", "nvidia_smi_query", "metrics", "pip_freeze"} <= ran, ran

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from store_synth import T0, add
 
 from pdforensics.cli import main
 from pdforensics.store.index import INDEX, open_index
+from tests.support.store import T0, add
 
 
 def _run(*args: str) -> Result:

@@ -49,6 +49,7 @@ class Server:
     log: str | None = None
     kind: str = "server"
     gpus: str | None = None  # nvidia-smi --query-gpu csv
+    stack_interval: float = 2.0  # seconds between one rank's py-spy dumps
 
 
 class BundleBuilder:
@@ -108,7 +109,7 @@ class BundleBuilder:
                               "root_pid": root})
                 for i, text in enumerate(s.stacks.get(label, [])):
                     put(s.host, "pyspy", f"pyspy.pid{pid}.s{i + 1}", text.encode(),
-                        T0 + 1 + 2 * i, target={"pid": pid, "kind": "scheduler",
+                        T0 + 1 + s.stack_interval * i, target={"pid": pid, "kind": "scheduler",
                                                 "rank": label, "role": s.role})
                 pid += 1
             h["processes"].extend(procs)

@@ -25,10 +25,17 @@ def py_spy_path() -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules (set to None)
+        return False
+
+
 def missing_requirements(titles: bool = True) -> list[str]:
     """Names of the lab's missing requirements (setproctitle only matters with titles)."""
     missing = []
-    if titles and importlib.util.find_spec("setproctitle") is None:
+    if titles and not _importable("setproctitle"):
         missing.append("setproctitle")
     if py_spy_path() is None:
         missing.append("py-spy")

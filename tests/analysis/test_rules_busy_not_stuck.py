@@ -114,3 +114,33 @@ def test_next_step_for_a_collective_names_the_missing_peer(builder: Any) -> None
 def test_idle_ranks_stay_silent(builder: Any) -> None:
     a = run(builder, {"TP0": RECV, "TP1": RECV}, dumps=3, interval=5.0, samples=[FROZEN] * 3)
     assert not found(a, "ALL_RANKS_STUCK")
+
+
+def saturated(role: str, i: int) -> dict[str, Any]:
+    q = "sglang:num_decode_prealloc_queue_reqs" if role == "decode" else \
+        "sglang:num_prefill_bootstrap_queue_reqs"
+    return {"sglang:generation_tokens_total": 5000 + 800 * i,
+            "sglang:realtime_tokens_total": 9000 + 7000 * i,
+            "sglang:forward_execution_seconds_total": 100 + 1.9 * i,
+            "sglang:num_running_reqs": 126, "sglang:num_queue_reqs": (190, 230, 170)[i],
+            q: (40, 55, 31)[i], "sglang:token_usage": (0.95, 0.96, 0.94)[i]}
+
+
+GPUS_BUSY = "\n".join(f"{g}, GPU-{g}, 98, 80000" for g in range(4))
+
+
+def test_saturated_progressing_pd_cluster_has_no_critical_finding(builder: Any) -> None:
+    """Queues full and moving, KV > 0.9, GPUs busy, every rank in the tp all-reduce at each of
+    3 dumps over 10 s, counters rising: HEALTHY or DEGRADED, never a critical finding."""
+    for role, port in (("prefill", 1), ("decode", 2)):
+        builder.add(host=role[0], role=role, port=port, tp=2,
+                    samples=[saturated(role, i) for i in range(3)],
+                    stacks={r: [dump(20 + port * 2 + n, f"sglang::scheduler_{r}", ALL_REDUCE)] * 3
+                            for n, r in enumerate(("TP0", "TP1"))},
+                    stack_interval=5.0, gpus=GPUS_BUSY)
+    a = analyze(load_capture(builder.write()))
+    assert a.verdict in ("HEALTHY", "DEGRADED"), a.summary
+    assert not [f.key for f in a.findings if f.severity == "critical"], a.summary
+    assert {(f.key, f.severity) for f in found(a, "ALL_RANKS_STUCK")} == {("ALL_RANKS_STUCK", "info")}
+    assert len(found(a, "ALL_RANKS_STUCK")) == 2  # one per role
+    assert "GPU_IDLE_WITH_WORK" not in [f.key for f in a.findings]

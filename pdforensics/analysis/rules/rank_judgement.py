@@ -136,34 +136,35 @@ def next_step_for(cls: str, frame: Frame | None, role: str | None, one_rank: boo
     """The next step that fits the frame the ranks sit in."""
     fn = frame.function if frame else "?"
     who = "that rank" if one_rank else "these ranks"
+    v = "s" if one_rank else ""  # that rank waits / these ranks wait
     if cls == SHUTDOWN:
         return (f"The event loop of {who} has exited and the process waits in interpreter "
                 f"shutdown ({fn}): read the traceback in the server log just before it "
                 "(search 'Traceback', 'Scheduler hit an exception'); the process will not "
                 "serve again: restart the server after saving the log.")
     if cls == COLLECTIVE:
-        return (f"{who.capitalize()} wait in a collective ({fn}) for a peer that never joined: "
+        return (f"{who.capitalize()} wait{v} in a collective ({fn}) for a peer that never joined: "
                 "find the rank of the group that is not in this collective (its stack, "
                 "its host on a multi-node group, a dead or restarted process), then its GPU "
                 "(Xid, nvidia-smi) and log; NCCL_DEBUG=INFO and py-spy dump --native show "
                 "which NCCL call waits.")
     if cls == KV_TRANSFER:
         partner = "the decode side" if role == "prefill" else "the prefill side"
-        return (f"{who.capitalize()} poll a KV transfer ({fn}) that never completes: look at "
+        return (f"{who.capitalize()} poll{v} a KV transfer ({fn}) that never completes: look at "
                 f"{partner} (its transfer queues, stacks and log) and at the transfer backend "
                 "(mooncake / nixl: metadata and bootstrap server, RDMA devices, "
                 "'Lost connection' and 'timed out' log lines).")
     if cls == CUDA_SYNC:
-        return (f"{who.capitalize()} wait for the GPU ({fn}): a kernel that never finished. "
+        return (f"{who.capitalize()} wait{v} for the GPU ({fn}): a kernel that never finished. "
                 "Check the kernel log for Xid errors and nvidia-smi for the GPU's state; "
                 "py-spy dump --native shows the CUDA call.")
     if cls == IO_WAIT:
-        return (f"{who.capitalize()} wait on a socket or file ({fn}): find the peer that "
+        return (f"{who.capitalize()} wait{v} on a socket or file ({fn}): find the peer that "
                 "does not answer (ss -tnp on the host shows the connection).")
     if cls == LOCK_WAIT:
-        return (f"{who.capitalize()} wait on a lock or another thread ({fn}): the holder is "
+        return (f"{who.capitalize()} wait{v} on a lock or another thread ({fn}): the holder is "
                 "in the other threads of the same dump (py-spy dump shows every thread).")
-    return (f"{who.capitalize()} sit in {fn}: compare with the other ranks and the log; "
+    return (f"{who.capitalize()} sit{v} in {fn}: compare with the other ranks and the log; "
             "py-spy dump --native shows the native wait.")
 
 

@@ -71,11 +71,6 @@ def _divergence(a: ThreadStack, b: ThreadStack) -> tuple[Frame | None, Frame | N
     return common, ra[n] if len(ra) > n else None, rb[n] if len(rb) > n else None
 
 
-def _svc_frozen(ctx: Context, svc: ServiceView) -> bool:
-    p = ctx.progress(svc)
-    return p.judged and p.frozen
-
-
 def _frame_name(t: ThreadStack, deciding: Frame | None) -> str:
     return (deciding or t.leaf or Frame("?")).function
 
@@ -201,7 +196,7 @@ def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
                      f"ranks {', '.join(a.ranks)} all in {a.frame} [{a.leaf_class}]"
                      f"{span}, unchanged between dumps ({persist.text()} on the least "
                      "persistent rank)")]
-        ev.extend(f"{s.label} progress {'frozen' if _svc_frozen(ctx, s) else 'judged'}: "
+        ev.extend(f"{s.label} progress {service_state(ctx, s)}: "
                   f"{ctx.progress(s).text()}" for s in svcs if ctx.progress(s).judged)
         ev.append(f"{a.role}: {progress_note(state)}")
         if severity != "info" and persist.shortfall():

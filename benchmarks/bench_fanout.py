@@ -56,6 +56,7 @@ from bench_target_load import tree_cpu, wait_sessions_closed  # noqa: E402
 from fleet import Fleet, fleet  # noqa: E402
 
 from pdforensics.config import load_cluster_file  # noqa: E402
+from pdforensics.planner import STUCK_SPAN_S  # noqa: E402
 from pdforensics.transport import open_transport  # noqa: E402
 
 PDFORENSICS = str(Path(sys.executable).parent / "pdforensics")
@@ -190,8 +191,10 @@ def collector_own_durations(manifest: dict) -> dict[str, float]:
     """Own duration of every collector (host + key without the sample suffix), from the manifest."""
     opts = manifest["options"]
     interval = float(opts["interval_s"])
-    # the planner spaces py-spy dumps by max(2, interval * (samples - 1)) (HostPlanner.dump_spacing_s)
-    dump_gap = max(2.0, interval * max(1, int(opts["samples"]) - 1))
+    # the planner spaces py-spy dumps by max(2, interval * (samples - 1), 10.2 / (dumps - 1))
+    # (HostPlanner.dump_spacing_s)
+    dump_gap = max(2.0, interval * max(1, int(opts["samples"]) - 1),
+                   STUCK_SPAN_S / max(1, int(opts.get("stack_dumps", 2)) - 1))
     chains: dict[str, list[tuple[int, float, str]]] = {}
     for r in manifest["results"]:
         if r["source"] == "connect" or (r.get("error") or "").startswith("not run"):

@@ -15,6 +15,10 @@ SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server")
 ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server")
 ROUTER_BINARIES = ("sgl-model-gateway", "smg", "sglang-router", "sgl-router")
 TITLE = re.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
+#: A child started by multiprocessing's spawn (SGLang spawns its ranks): its python command line.
+SPAWN_CHILD = re.compile(r"from multiprocessing\.spawn import spawn_main|--multiprocessing-fork")
+RESOURCE_TRACKER = "multiprocessing.resource_tracker"
+FORKSERVER = "multiprocessing.forkserver"  # its children are the server's workers
 DEFAULT_SERVER_PORT = 30000
 DEFAULT_ROUTER_METRICS_PORT = 29000
 
@@ -160,11 +164,69 @@ def discover(
 
     processes = []
     for svc in services:
+        inferred = _untitled_ranks(svc, rows, children, kinds)
         for pid in svc.pids:
             row = rows[pid]
-            kind, rank = kinds.get(pid, ("other", None))
+            kind, rank = inferred.get(pid) or kinds.get(pid, ("other", None))
             processes.append(_process(row, kind, rank, svc, now))
     return Discovery(tuple(processes), tuple(services), tuple(missing))
+
+
+def _is_worker(row: PsRow, parent: PsRow) -> bool:
+    """A child started for the server's work: a fork (its parent's command line) or a spawn."""
+    if RESOURCE_TRACKER in row.args or FORKSERVER in row.args and parent.args != row.args:
+        return False
+    return row.args == parent.args or bool(SPAWN_CHILD.search(row.args))
+
+
+def _untitled_ranks(svc: Service, rows: Mapping[int, PsRow], children: Mapping[int, list[int]],
+                    kinds: Mapping[int, tuple[str, str | None]]) -> dict[int, tuple[str, str | None]]:
+    """Scheduler ranks of a server whose processes carry no ``sglang::scheduler_*`` title:
+    the server's worker children (forks or spawns), in start order. SGLang starts its ranks
+    first (under a data-parallel controller when dp > 1) and the detokenizer last, so the
+    last untitled worker is the detokenizer unless a titled one exists. {} when titles exist."""
+    if svc.kind != "server" or svc.root_pid is None or svc.root_pid not in rows:
+        return {}
+    if any(kinds.get(pid, ("",))[0] == "scheduler" for pid in svc.pids):
+        return {}  # titles present: they name the ranks
+    root = rows[svc.root_pid]
+
+    def workers(parent: int) -> list[int]:
+        got: list[int] = []
+        for c in children.get(parent, []):
+            if c not in rows:
+                continue
+            if FORKSERVER in rows[c].args and FORKSERVER not in rows[parent].args:
+                got.extend(workers(c))  # forkserver start method: workers are its children
+            # untitled: a fork copy of the server classifies as "server", a spawn as nothing
+            elif kinds.get(c, ("server", None))[0] == "server" and _is_worker(rows[c], rows[parent]):
+                got.append(c)
+        return sorted(got, key=lambda c: (-rows[c].elapsed_s, c))  # start order
+
+    out: dict[int, tuple[str, str | None]] = {}
+    top = workers(svc.root_pid)
+    controllers = [c for c in top if workers(c)]
+    tokens = root.args.split()
+    tp = _int(flag_value(tokens, "--tp-size") or flag_value(tokens, "--tp"), 1) or 1
+    if controllers:  # dp > 1: data-parallel controller -> dp x tp ranks
+        ranks = [r for c in controllers for r in workers(c)]
+        for c in controllers:
+            out[c] = ("other", None)
+        labels = [f"DP{i // tp}_TP{i % tp}" for i in range(len(ranks))]
+        rest = [c for c in top if c not in controllers]
+    else:
+        nnodes = _int(flag_value(tokens, "--nnodes"), 1) or 1
+        node = _int(flag_value(tokens, "--node-rank"), 0) or 0
+        local = max(1, tp // nnodes)
+        titled_detok = any(kinds.get(pid, ("",))[0] == "detokenizer" for pid in svc.pids)
+        n = min(local, len(top) if titled_detok else max(0, len(top) - 1))
+        ranks, rest = top[:n], top[n:]
+        labels = [f"TP{node * local + i}" for i in range(n)]
+    for pid, label in zip(ranks, labels, strict=False):
+        out[pid] = ("scheduler", label)
+    for pid in rest:
+        out[pid] = ("other", None)
+    return out
 
 
 def _root_for_port(

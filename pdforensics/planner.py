@@ -19,13 +19,16 @@ from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.transport.base import remote_argv
 
+#: Seconds the py-spy dumps of one process should span (see analysis.rules.rank_judgement).
+STUCK_SPAN_S = 10.2
+
 
 @dataclass(frozen=True)
 class PlanOptions:
     samples: int = 3
     interval_s: float = 2.0
     stacks: bool = True
-    stack_dumps: int = 2
+    stack_dumps: int = 3  # 3 dumps spanning >= 10 s: what calling a rank stuck needs
     gpu: bool = True
     versions: bool = True
     logs: bool = True
@@ -65,6 +68,7 @@ class HostPlanner:
         self._ps_text: str | None = None
         self._listen_text: str | None = None
         self._units_planned: set[str] = set()
+        self._first_dump_at: dict[int, float] = {}  # pid -> when its first py-spy dump started
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
 
@@ -83,9 +87,12 @@ class HostPlanner:
 
     @property
     def dump_spacing_s(self) -> float:
-        """Time between one process's py-spy dumps: the span of the /metrics samples."""
+        """Time between one process's py-spy dumps: the span of the /metrics samples, and at
+        least enough for the dumps to span STUCK_SPAN_S (the analysis calls a stack stuck
+        only over >= 3 dumps spanning >= 10 s)."""
         o = self.options
-        return max(2.0, o.interval_s * max(1, o.samples - 1))
+        gaps = max(1, o.stack_dumps - 1)
+        return max(2.0, o.interval_s * max(1, o.samples - 1), STUCK_SPAN_S / gaps)
 
     @property
     def discovered(self) -> bool:
@@ -127,6 +134,11 @@ class HostPlanner:
                 and job.target.sample < max(1, self.options.stack_dumps):
             n = job.target.sample  # dump n+1 keeps its slot, n x the spacing after discovery
             at = (self.discovered_at or result.started_at) + n * self.dump_spacing_s
+            pid = job.target.process.pid
+            if n == 1:
+                self._first_dump_at[pid] = result.started_at
+            if n + 1 == self.options.stack_dumps:  # the last one: span >= STUCK_SPAN_S from the first
+                at = max(at, self._first_dump_at.get(pid, result.started_at) + STUCK_SPAN_S)
             return [make_job(self.host, job.source, Target(process=job.target.process, sample=n + 1),
                              not_before=at)]
         elif name in ("server_info", "model_info") and _http_status(result) == 404:

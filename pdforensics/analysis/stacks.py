@@ -78,7 +78,7 @@ class _Proc:
         self.times: list[float | None] = []
         self.role = ld.role
         self.rank = ld.rank or d.rank or rank_from_title(d.command)
-        self.kind = process_kind(d.command, d.kind)
+        self.kind = ld.kind or process_kind(d.command, d.kind)
         self.host, self.pid, self.source = ld.host, d.pid, ld.source
 
 

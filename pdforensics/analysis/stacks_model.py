@@ -20,6 +20,7 @@ class LabelledDump:
     rank: str | None = None
     taken_at: float | None = None  # epoch seconds
     source: str = ""  # file or collector name
+    kind: str | None = None  # process kind from discovery (ranks without a title)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,8 @@ from pdforensics.terminal import field
 @click.option("--samples", default=3, show_default=True, help="/metrics samples per server.")
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between /metrics samples.")
 @click.option("--no-stacks", is_flag=True, help="Skip py-spy dumps.")
-@click.option("--stack-dumps", default=2, show_default=True, help="py-spy dumps per process (2 shows stuck threads).")
+@click.option("--stack-dumps", default=3, show_default=True,
+              help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy).")
 @click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--prometheus", help="Prometheus URL: also store its history of the key PD series.")

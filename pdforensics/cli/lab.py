@@ -25,15 +25,19 @@ def _lab_dir(path: str | None) -> Path:
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @click.option("--base-port", type=int, help="Shift every lab port (run several labs at once).")
 @click.option("--sudo-user", help="Also allow SSH as this non-root user with passwordless sudo.")
+@click.option("--no-titles", is_flag=True,
+              help="Ranks keep their python command lines (no sglang::scheduler_* titles).")
 @handles_errors
-def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None) -> None:
+def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
+           no_titles: bool) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
     from pdforensics.lab import FAULTS
     from pdforensics.lab import lab_up as up
 
     if fault not in FAULTS:
         raise click.BadParameter(f"choose from {', '.join(FAULTS)}", param_hint="--fault")
-    info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user)
+    info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user,
+              titles=not no_titles)
     click.echo(f"lab up in {info.dir} with fault {info.fault}")
     click.echo(f"cluster file: {info.cluster_file}")
     click.echo(f"capture it:   pdforensics capture -c {info.cluster_file}")

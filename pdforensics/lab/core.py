@@ -27,8 +27,10 @@ from pdforensics.lab.procs import (
     spawn,
     wait_until,
 )
+from pdforensics.lab.requirements import require_lab_tools
 
 READY_TIMEOUT_S = 20.0
+TITLES_ENV = "PDFX_LAB_TITLES"  # "0": no process titles, spawned ranks (see lab_up)
 MODEL_PATH = "/models/DeepSeek-V3"
 MODEL_NAME = "deepseek-v3"
 
@@ -246,6 +248,7 @@ def lab_up(
     extra_env: Mapping[str, Mapping[str, str]] | None = None,
     secret_log: Sequence[str] = (),
     secret_labels: Mapping[str, str] | None = None,
+    titles: bool = True,
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
@@ -254,8 +257,11 @@ def lab_up(
     secret_env, secret_log and secret_labels plant secrets for redaction tests: env vars of
     every server, lines every server and the router log at start, labels of an info gauge
     on every server's /metrics (cmdline flags go through extra_args).
+    titles=False: the ranks keep their python command lines (spawned children, no
+    sglang::scheduler_* titles), as SGLang's do without setproctitle.
     """
     _check_fault(fault)
+    require_lab_tools(titles)
     lab_dir = Path(lab_dir).resolve()
     p = paths(lab_dir)
     old = _read_json(lab_dir)
@@ -301,6 +307,7 @@ def lab_up(
         "hosts": [],
         "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
         "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
+        "titles": titles,
     }
 
     def save() -> None:
@@ -322,7 +329,8 @@ def lab_up(
             host = by_role[role]
             started[role] = spawn(
                 _server_argv(host, ports) + record["extra_args"].get(role, []),
-                {**_server_env(lab_dir, host, secret_env), **record["extra_env"].get(role, {})},
+                {**_server_env(lab_dir, host, secret_env), **({} if titles else {TITLES_ENV: "0"}),
+                 **record["extra_env"].get(role, {})},
                 p["logs"] / f"{role}.log",
                 lab_dir,
             )

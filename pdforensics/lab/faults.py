@@ -10,4 +10,5 @@ FAULTS: tuple[str, ...] = (
     "rank-stuck",
     "hung-endpoint",
     "process-dead",
+    "busy",
 )

@@ -65,7 +65,8 @@ def _dumps(capture: LoadedCapture) -> tuple[list[LabelledDump], list[tuple[str, 
                 for d in st.dumps:
                     dumps.append(LabelledDump(dump=d, host=s.host, role=s.role,
                                               rank=p.info.rank, taken_at=st.taken_at,
-                                              source=st.key))
+                                              source=st.key, kind="scheduler"
+                                              if p.info.kind == "scheduler" else None))
     return dumps, failures
 
 

@@ -39,7 +39,7 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> Analysis
     time.sleep(2.5)
     out = d / f"{fault}-{samples}"
     opts = CaptureOptions(out_dir=out, deadline_s=30,
-                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=2))
+                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=3))
     outcome = run_capture(load_cluster_file(info.cluster_file), opts)
     return analyze(load_capture(outcome.bundle))
 

@@ -26,14 +26,18 @@ BROADCAST = "    broadcast_pyobj (sglang/srt/utils/common.py:10)\n"
 RECV = "    Scheduler.recv_requests (sglang/srt/managers/scheduler.py:50)\n"
 
 
-def build(builder: Any, stacks: dict[str, list[str]], tp: int = 2) -> Any:
-    builder.add(host="d", role="decode", port=2, tp=tp, samples=[FROZEN] * 3, stacks=stacks)
+def build(builder: Any, stacks: dict[str, list[str]], tp: int = 2, interval: float = 2.0,
+          samples: list[dict[str, Any]] | None = None) -> Any:
+    builder.add(host="d", role="decode", port=2, tp=tp,
+                samples=[FROZEN] * 3 if samples is None else samples, stacks=stacks,
+                stack_interval=interval)
     return analyze(load_capture(builder.write()))
 
 
 def test_two_ranks_in_different_collectives_name_the_follower(builder: Any) -> None:
-    a = build(builder, {"TP0": [dump(1, "sglang::scheduler_TP0", BROADCAST)] * 2,
-                        "TP1": [dump(2, "sglang::scheduler_TP1", ALL_REDUCE)] * 2})
+    # 3 dumps spanning 10 s: persistent enough to call it stuck (issue #14)
+    a = build(builder, {"TP0": [dump(1, "sglang::scheduler_TP0", BROADCAST)] * 3,
+                        "TP1": [dump(2, "sglang::scheduler_TP1", ALL_REDUCE)] * 3}, interval=5.0)
     out = [f for f in a.findings if f.key == "RANK_OUTLIER"]
     assert len(out) == 1
     assert "rank TP1" in out[0].title and out[0].severity == "critical" and out[0].wedge
@@ -82,8 +86,8 @@ def test_idle_difference_is_not_an_outlier(builder: Any) -> None:
 
 
 def test_all_ranks_in_one_collective(builder: Any) -> None:
-    a = build(builder, {f"TP{i}": [dump(i + 1, f"sglang::scheduler_TP{i}", ALL_REDUCE)] * 2
-                        for i in range(2)})
+    a = build(builder, {f"TP{i}": [dump(i + 1, f"sglang::scheduler_TP{i}", ALL_REDUCE)] * 3
+                        for i in range(2)}, interval=5.0)
     stuck = [f for f in a.findings if f.key == "ALL_RANKS_STUCK"]
     assert len(stuck) == 1 and "TP0, TP1" in stuck[0].title
     assert "_wait_for_peers" in stuck[0].title and stuck[0].wedge

@@ -24,14 +24,20 @@ def test_dumps_are_chained_in_their_slots() -> None:
     jobs = planner.on_result(initial["ps"], _result("ps", PS)) + planner.on_result(initial["ss_listen"],
                                                                                       _result("ss_listen", ""))
     t0 = planner.discovered_at
-    assert t0 is not None and planner.dump_spacing_s == 4.0
+    # 3 dumps must span >= 10 s (issue #14): the spacing is 10.2 / 2, not the 4 s of the samples
+    assert t0 is not None and planner.dump_spacing_s == 5.1
     dumps = [j for j in jobs if j.source.name == "pyspy"]
     assert sorted(j.target.process.pid for j in dumps if j.target.process) == [4242, 4243, 4244]
     assert {(j.target.sample, j.not_before) for j in dumps} == {(1, t0)}
     server = next(j for j in dumps if j.target.process and j.target.process.pid == 4242)
-    # dump 1 started 5 s late: dump 2 keeps its slot (t0 + 4, already past), so it runs right after
-    second = planner.on_result(server, _result("pyspy", "Process 4242", started_at=t0 + 5))
-    assert [(j.source.name, j.target.sample, j.not_before) for j in second] == [("pyspy", 2, t0 + 4.0)]
-    third = planner.on_result(second[0], _result("pyspy", "Process 4242", started_at=t0 + 6))
-    assert [(j.target.sample, j.not_before) for j in third] == [(3, t0 + 8.0)]
-    assert planner.on_result(third[0], _result("pyspy", "Process 4242", started_at=t0 + 8)) == []
+    # dump 1 started 6 s late: dump 2 keeps its slot (t0 + 5.1, already past), so it runs right after
+    second = planner.on_result(server, _result("pyspy", "Process 4242", started_at=t0 + 6))
+    assert [(j.source.name, j.target.sample, j.not_before) for j in second] == [("pyspy", 2, t0 + 5.1)]
+    third = planner.on_result(second[0], _result("pyspy", "Process 4242", started_at=t0 + 7))
+    # the last dump keeps its slot (t0 + 10.2) unless that would span < 10.2 s from dump 1
+    assert [(j.target.sample, j.not_before) for j in third] == [(3, t0 + 6 + 10.2)]
+    assert planner.on_result(third[0], _result("pyspy", "Process 4242", started_at=t0 + 17)) == []
+    other = next(j for j in dumps if j.target.process and j.target.process.pid == 4243)
+    on_time = planner.on_result(other, _result("pyspy", "Process 4243", started_at=t0))
+    last = planner.on_result(on_time[0], _result("pyspy", "Process 4243", started_at=t0 + 5.1))
+    assert [(j.target.sample, j.not_before) for j in last] == [(3, t0 + 10.2)]  # on time: its slot

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from pdforensics.cli import main
 from pdforensics.lab import set_fault
 from pdforensics.loaded import load_capture
+from pdforensics.planner import PlanOptions
 from tests.e2e.conftest import PLANTED_TOKEN, cluster_as
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +64,7 @@ def assert_every_family(bundle: Path) -> None:
             assert ranks == {"TP0", "TP1"}
             for p in svc.processes:
                 assert p.cmdline, p.info
-                assert len(p.stacks) == 2, p.info
+                assert len(p.stacks) == PlanOptions().stack_dumps == 3, p.info  # the default
                 for dump in p.stacks:
                     assert dump.failure is None and dump.dumps, (p.info, dump)
                     frames = {f.function for d in dump.dumps for t in d.threads for f in t.frames}

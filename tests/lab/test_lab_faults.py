@@ -92,6 +92,27 @@ def test_kv_full(lab):
     assert total(b, "sglang:generation_tokens_total") > total(a, "sglang:generation_tokens_total")
 
 
+def test_busy(lab):
+    """Saturated but progressing: queues full and moving, KV nearly full, counters rising,
+    GPUs busy, and every rank in the forward's all-reduce."""
+    _settle(lab, "busy")
+    a, b = _two_scrapes(lab)
+    c = (time.sleep(1.5), scrape(lab.url("decode")))[1]
+    assert min(values(b, "sglang:token_usage").values()) > 0.9
+    for name in PROGRESS:
+        assert total(a, name) < total(b, name) < total(c, name), name
+    queues = [total(x, "sglang:num_queue_reqs") for x in (a, b, c)]
+    assert min(queues) >= 100 and len(set(queues)) > 1, queues  # full, and moving
+    assert min(values(b, "sglang:num_decode_prealloc_queue_reqs").values()) > 0
+    pre = scrape(lab.url("prefill"))
+    assert min(values(pre, "sglang:token_usage").values()) > 0.9
+    assert min(values(pre, "sglang:num_prefill_bootstrap_queue_reqs").values()) > 0
+    assert min(_gpu_utils(lab, "decode-0")[2:]) >= 95
+    for rank in (0, 1):
+        dump = main_thread(py_spy(rank_pid(lab.pids["decode"], f"sglang::scheduler_TP{rank}")))
+        assert "GroupCoordinator.all_reduce" in dump and "ModelRunner.forward_tp" in dump
+
+
 def test_forgotten_requests(lab):
     _settle(lab, "forgotten-requests")
     a, b = _two_scrapes(lab)

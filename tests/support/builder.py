@@ -49,6 +49,7 @@ class Server:
     log: str | None = None
     kind: str = "server"
     gpus: str | None = None  # nvidia-smi --query-gpu csv
+    stack_interval: float = 2.0  # seconds between one rank's py-spy dumps
 
 
 class BundleBuilder:
@@ -116,7 +117,7 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
                       "args": f"sglang::scheduler_{label}", "kind": "scheduler",
                       "role": s.role, "port": s.port, "rank": label, "root_pid": root})
         for i, text in enumerate(s.stacks.get(label, [])):
-            _put(w, s.host, "pyspy", f"pyspy.pid{pid}.s{i + 1}", text.encode(), T0 + 1 + 2 * i,
+            _put(w, s.host, "pyspy", f"pyspy.pid{pid}.s{i + 1}", text.encode(), T0 + 1 + s.stack_interval * i,
                  target={"pid": pid, "kind": "scheduler", "rank": label, "role": s.role})
         pid += 1
     h["processes"].extend(procs)

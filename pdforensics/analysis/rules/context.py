@@ -60,11 +60,13 @@ class Context:
         out: list[LabelledDump] = []
         for h in self.capture.hosts:
             for p in h.processes:
+                # discovery knows a rank even when its title does not say so
+                kind = "scheduler" if p.info.kind == "scheduler" else None
                 for sd in p.stacks:
                     for d in sd.dumps:
                         out.append(LabelledDump(d, host=h.name, role=p.info.role,
                                                 rank=p.info.rank, taken_at=sd.taken_at,
-                                                source=sd.key))
+                                                source=sd.key, kind=kind))
         return tuple(out)
 
     @cached_property

@@ -7,6 +7,17 @@ from collections.abc import Iterator
 
 from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
 from pdforensics.analysis.rules.context import Context
+from pdforensics.analysis.rules.rank_judgement import (
+    Persistence,
+    frame_persistence,
+    history_persistence,
+    next_step_for,
+    progress_note,
+    role_state,
+    service_state,
+    stuck_severity,
+    weakest,
+)
 from pdforensics.analysis.stacks_classify import (
     COLLECTIVE,
     CUDA_SYNC,
@@ -60,27 +71,16 @@ def _divergence(a: ThreadStack, b: ThreadStack) -> tuple[Frame | None, Frame | N
     return common, ra[n] if len(ra) > n else None, rb[n] if len(rb) > n else None
 
 
-def _unchanged(history: list[tuple[float, ThreadStack, str]]) -> float | None:
-    """Seconds the latest stack stayed identical over the last dumps, or None if it moved."""
-    if len(history) < 2:
-        return None
-    last = _exact(history[-1][1])
-    i = len(history) - 1
-    while i > 0 and _exact(history[i - 1][1]) == last:
-        i -= 1
-    if i == len(history) - 1:
-        return None
-    return history[-1][0] - history[i][0]
-
-
-def _svc_frozen(ctx: Context, svc: ServiceView) -> bool:
-    p = ctx.progress(svc)
-    return p.judged and p.frozen
+def _frame_name(t: ThreadStack, deciding: Frame | None) -> str:
+    return (deciding or t.leaf or Frame("?")).function
 
 
 @rule("RANK_OUTLIER", needs=("stacks",), rank=30)
 def rank_outlier(ctx: Context) -> Iterator[Finding]:
-    """One scheduler rank's stack differs from its peers' (the odd rank out is the suspect)."""
+    """One scheduler rank's stack differs from its peers' (the odd rank out is the suspect).
+
+    Critical only when its stack persisted (>= 3 dumps over >= 10 s) and the server's progress
+    is frozen or cannot be judged; info when the server progresses."""
     compared = 0
     for svc in ctx.servers():
         hist = {p.info.rank: (p, main_threads(p)) for p in svc.ranks if main_threads(p)}
@@ -105,56 +105,79 @@ def rank_outlier(ctx: Context) -> Iterator[Finding]:
                      "tp group, its peers must follow its collectives)")
         ref = reference[0]
         for r in ranks:
-            if r in reference:
-                continue
-            t = latest[r]
-            cls, deciding = classify_stack(t)
-            if cls not in SUSPECT_CLASSES:
-                continue
-            p, h = hist[r]
-            stuck_for = _unchanged(h)
-            if len(h) >= 2 and stuck_for is None:
-                continue  # it moved between dumps: passing through, not stuck
-            if any(_fkey(s) == _fkey(t) for _, s, _ in hist[ref][1]):
-                continue  # the reference rank was seen in that very stack: same loop, other phase
-            rcls, rdec = classify_stack(latest[ref])
-            common, mine, theirs = _divergence(t, latest[ref])
-            where = (f" for >= {stuck_for:.1f} s across {len(h)} dumps" if stuck_for is not None
-                     else " (one dump only: cannot tell stuck from passing through)")
-            ev: list[Evidence | str] = [
-                Evidence(svc.host, f"py-spy {svc.role} {r} pid {p.info.pid}",
-                         f"MainThread in {deciding or t.leaf} [{cls}]{where}; leaf {t.leaf}",
-                         ctx.path_of(svc.host, h[-1][2])),
-                Evidence(svc.host, f"py-spy {svc.role} {ref} pid {hist[ref][0].info.pid}",
-                         f"MainThread in {rdec or latest[ref].leaf} [{rcls}]",
-                         ctx.path_of(svc.host, hist[ref][1][-1][2])),
-                f"compared with {basis}; the stacks part below "
-                f"{common.function if common else 'the root'}: {r} enters "
-                f"{mine.function if mine else '(nothing)'}, {ref} enters "
-                f"{theirs.function if theirs else '(nothing)'}",
-            ]
-            frozen = _svc_frozen(ctx, svc)
-            if frozen:
-                ev.append(f"{svc.label} progress frozen: {ctx.progress(svc).text()}")
-            severe = stuck_for is not None
-            yield Finding(
-                "RANK_OUTLIER", "critical" if severe else "warning",
-                f"{svc.label}: rank {r} sits in {(deciding or t.leaf or Frame('?')).function} "
-                f"[{cls}] while {ref} is in {(rdec or latest[ref].leaf or Frame('?')).function}",
-                tuple(ev),
-                f"Rank {r} is the suspect: a collective that its peers never joined (or a "
-                "kernel that never finished). Check that rank's GPU (Xid, nvidia-smi), its "
-                "log lines and NCCL env; py-spy dump --native on it shows the kernel wait.",
-                section="ranks", wedge=severe and frozen,
-                rank=14 if severe and cls in CAUSE_CLASSES else None,  # one odd rank explains most
-            )
+            if r not in reference:
+                yield from _outlier(ctx, svc, hist, r, ref, basis)
     if not compared:
         raise SkipRule("no server with stacks of 2 or more scheduler ranks")
 
 
+def _outlier(ctx: Context, svc: ServiceView,
+             hist: dict[str | None, tuple[ProcessView, list[tuple[float, ThreadStack, str]]]],
+             r: str | None, ref: str | None, basis: str) -> Iterator[Finding]:
+    p, h = hist[r]
+    t = h[-1][1]
+    cls, deciding = classify_stack(t)
+    if cls not in SUSPECT_CLASSES:
+        return
+    persist = history_persistence(h)
+    if len(h) >= 2 and persist.dumps < 2:
+        return  # it moved between dumps: passing through, not stuck
+    if any(_fkey(s) == _fkey(t) for _, s, _ in hist[ref][1]):
+        return  # the reference rank was seen in that very stack: same loop, other phase
+    ref_t = hist[ref][1][-1][1]
+    rcls, rdec = classify_stack(ref_t)
+    common, mine, theirs = _divergence(t, ref_t)
+    state = service_state(ctx, svc)
+    severity = stuck_severity(persist, state)
+    where = (f" for >= {persist.span_s:.1f} s across {persist.dumps} dumps"
+             if persist.span_s is not None
+             else " (one dump only: cannot tell stuck from passing through)")
+    ev: list[Evidence | str] = [
+        Evidence(svc.host, f"py-spy {svc.role} {r} pid {p.info.pid}",
+                 f"MainThread in {deciding or t.leaf} [{cls}]{where}; leaf {t.leaf}",
+                 ctx.path_of(svc.host, h[-1][2])),
+        Evidence(svc.host, f"py-spy {svc.role} {ref} pid {hist[ref][0].info.pid}",
+                 f"MainThread in {rdec or ref_t.leaf} [{rcls}]",
+                 ctx.path_of(svc.host, hist[ref][1][-1][2])),
+        f"compared with {basis}; the stacks part below "
+        f"{common.function if common else 'the root'}: {r} enters "
+        f"{mine.function if mine else '(nothing)'}, {ref} enters "
+        f"{theirs.function if theirs else '(nothing)'}",
+        f"{svc.label}: {progress_note(state)}"
+        + (f": {ctx.progress(svc).text()}" if state != "unjudged" else ""),
+    ]
+    if severity != "info" and persist.shortfall():
+        ev.append(persist.shortfall())
+    mine_fn, ref_fn = _frame_name(t, deciding), _frame_name(ref_t, rdec)
+    if severity == "info":
+        title = (f"{svc.label}: rank {r} sits in {mine_fn} [{cls}] at every dump while {ref} "
+                 f"is in {ref_fn}, yet the server progresses")
+        step = ("Nothing to do while the counters rise: a rank caught in another phase of "
+                "the same work. Capture again if progress stops.")
+    else:
+        title = f"{svc.label}: rank {r} sits in {mine_fn} [{cls}] while {ref} is in {ref_fn}"
+        step = f"Rank {r} is the suspect. " + next_step_for(cls, deciding, svc.role, True)
+    critical = severity == "critical"
+    yield Finding(
+        "RANK_OUTLIER", severity, title, tuple(ev), step,
+        section="ranks", wedge=critical and state == "frozen",
+        rank=14 if critical and cls in CAUSE_CLASSES else None,  # one odd rank explains most
+    )
+
+
+def _role_processes(ctx: Context, role: str | None, kind: str,
+                    ranks: tuple[str, ...]) -> list[ProcessView]:
+    return [p for h in ctx.capture.hosts for p in h.processes
+            if p.info.role == role and p.info.kind == kind
+            and (p.info.rank or f"pid {p.info.pid}") in ranks]
+
+
 @rule("ALL_RANKS_STUCK", needs=("stacks",), rank=32)
 def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
-    """Every scheduler rank of a role sits unmoved in the same non-idle frame."""
+    """Every scheduler rank of a role sits unmoved in the same non-idle frame.
+
+    Critical only when the stacks persisted (>= 3 dumps over >= 10 s) and the role's progress
+    is frozen or cannot be judged; info ("yet the server progresses") when it moves."""
     report = ctx.stacks
     if report is None:
         raise SkipRule("no stack dumps")
@@ -162,24 +185,39 @@ def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
         if a.kind != "scheduler" or a.leaf_class in IDLE_CLASSES:
             continue
         svcs = ctx.servers(a.role) if a.role else []
-        frozen = any(_svc_frozen(ctx, s) for s in svcs)
+        procs = _role_processes(ctx, a.role, a.kind, a.ranks)
+        persist = (weakest([frame_persistence(p, a.frame) for p in procs]) if procs
+                   else Persistence(0, a.stuck_for_s))
+        state = role_state(ctx, svcs)
+        severity = stuck_severity(persist, state)
         span = f" for >= {a.stuck_for_s:.1f} s" if a.stuck_for_s is not None else ""
         ev: list[Evidence | str] = [
             Evidence(", ".join(sorted({s.host for s in svcs})) or "", "py-spy",
                      f"ranks {', '.join(a.ranks)} all in {a.frame} [{a.leaf_class}]"
-                     f"{span}, unchanged between dumps")]
-        ev.extend(f"{s.label} progress {'frozen' if _svc_frozen(ctx, s) else 'judged'}: "
+                     f"{span}, unchanged between dumps ({persist.text()} on the least "
+                     "persistent rank)")]
+        ev.extend(f"{s.label} progress {service_state(ctx, s)}: "
                   f"{ctx.progress(s).text()}" for s in svcs if ctx.progress(s).judged)
+        ev.append(f"{a.role}: {progress_note(state)}")
+        if severity != "info" and persist.shortfall():
+            ev.append(persist.shortfall())
+        ranks = ", ".join(a.ranks)
+        if severity == "info":
+            title = (f"{a.role} scheduler ranks ({ranks}) sit in {a.frame.function} "
+                     f"[{a.leaf_class}] at every dump, yet the server progresses")
+            step = ("Nothing to do while the counters rise: identical stacks on a server that "
+                    "progresses are SPMD ranks doing the same work. Capture again if progress "
+                    "stops.")
+        else:
+            title = (f"every {a.role} scheduler rank ({ranks}) is stuck in "
+                     f"{a.frame.function} [{a.leaf_class}]")
+            step = ("All ranks wait in the same place, so no single rank is to blame. "
+                    + next_step_for(a.leaf_class, a.frame, a.role, False))
+        critical = severity == "critical"
         yield Finding(
-            "ALL_RANKS_STUCK", "critical",
-            f"every {a.role} scheduler rank ({', '.join(a.ranks)}) is stuck in "
-            f"{a.frame.function} [{a.leaf_class}]",
-            tuple(ev),
-            "All ranks wait in the same place, so no single rank is to blame: look for what "
-            "they wait on (a peer outside this group, a prefill/decode partner, a CUDA graph "
-            "capture, the network). py-spy dump --native shows the native wait.",
-            section="ranks", wedge=frozen,
-            rank=16 if a.leaf_class in CAUSE_CLASSES else None,
+            "ALL_RANKS_STUCK", severity, title, tuple(ev), step,
+            section="ranks", wedge=critical and state == "frozen",
+            rank=16 if critical and a.leaf_class in CAUSE_CLASSES else None,
         )
 
 

@@ -93,3 +93,19 @@ def sleep_until_fault_changes(fault: str, seconds: float) -> bool:
         if current_fault() != fault:
             return True
     return current_fault() != fault
+
+
+def titles_enabled() -> bool:
+    """False when the lab runs as SGLang without setproctitle (lab_up titles=False)."""
+    return os.environ.get("PDFX_LAB_TITLES", "1") != "0"
+
+
+def set_title(title: str) -> None:
+    """setproctitle(title), as SGLang does, unless titles are off or setproctitle is missing."""
+    if not titles_enabled():
+        return
+    try:
+        from setproctitle import setproctitle
+    except ImportError:
+        return
+    setproctitle(title)

@@ -11,7 +11,8 @@ class GroupCoordinator:
         self.world_size = world_size
 
     def all_reduce(self, fault: str, seconds: float) -> None:
-        """A collective whose peer never joins (rank-stuck): blocks until the fault changes."""
+        """A collective: blocks `seconds` (for ever when a peer never joins, rank-stuck), or
+        until the fault changes."""
         self._wait_for_peers(fault, seconds)
 
     def broadcast_object(self, fault: str, seconds: float) -> None:

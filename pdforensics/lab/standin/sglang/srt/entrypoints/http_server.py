@@ -9,7 +9,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from pdfx_lab_runtime import log, log_planted
+from pdfx_lab_runtime import log, log_planted, titles_enabled
 
 import sglang
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
@@ -149,7 +149,9 @@ def _reap(children: list) -> None:
 
 
 def launch_server(args: dict) -> None:
-    ctx = mp.get_context("fork")
+    # SGLang spawns its ranks; the lab forks them (faster) unless titles are off, when the
+    # command lines must look like SGLang's without setproctitle (multiprocessing.spawn)
+    ctx = mp.get_context("fork" if titles_enabled() else "spawn")
     role = args["disaggregation_mode"]
     tp_size = int(args["tp_size"])
     parent_end, child_end = ctx.Pipe()

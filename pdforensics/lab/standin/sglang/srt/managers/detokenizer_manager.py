@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pdfx_lab_runtime import die_with_parent
+from pdfx_lab_runtime import die_with_parent, set_title
 
 
 class DetokenizerManager:
@@ -15,10 +15,5 @@ class DetokenizerManager:
 
 def run_detokenizer_process() -> None:
     die_with_parent()
-    try:
-        from setproctitle import setproctitle
-
-        setproctitle("sglang::detokenizer")
-    except ImportError:
-        pass
+    set_title("sglang::detokenizer")
     DetokenizerManager().event_loop()

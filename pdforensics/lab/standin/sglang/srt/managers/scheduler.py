@@ -8,7 +8,7 @@ import threading
 import time
 import traceback
 
-from pdfx_lab_runtime import current_fault, die_with_parent, log
+from pdfx_lab_runtime import current_fault, die_with_parent, log, set_title
 
 from sglang.srt.disaggregation.decode import DecodePreallocQueue, DecodeTransferQueue
 from sglang.srt.disaggregation.mooncake.conn import MooncakeKVManager
@@ -23,6 +23,7 @@ from sglang.srt.utils import broadcast_pyobj
 from sglang.srt.utils.watchdog import Watchdog
 
 FOREVER = 3600.0
+SATURATED_STEP_S = 0.4  # one busy forward pass (busy fault)
 
 
 class Scheduler(SchedulerMetricsMixin):
@@ -78,6 +79,11 @@ class Scheduler(SchedulerMetricsMixin):
     def run_batch(self, seconds: float) -> float:
         return self.model_runner.forward(seconds)
 
+    def run_saturated_batch(self, fault: str) -> float:
+        """busy: every rank sits in the forward's tp all-reduce nearly all the time, so each
+        py-spy dump finds every rank in the same frame while the counters keep rising."""
+        return self.model_runner.forward_tp(self.tp_group, fault, SATURATED_STEP_S)
+
     def run_failing_batch(self) -> None:
         raise RuntimeError(
             "CUDA error: an illegal memory access was encountered\n"
@@ -128,6 +134,11 @@ class Scheduler(SchedulerMetricsMixin):
                     broadcast_pyobj(fault, FOREVER)
             elif fault == "hung-endpoint":
                 self.tp_group.broadcast_object(fault, FOREVER)
+            elif fault == "busy":
+                self.recv_requests(0.0)
+                self.process_decode_queue(fault)
+                self.run_saturated_batch(fault)
+                self.log_decode_stats(fault, 0.97)
             elif fault == "transfer-stuck":
                 self.recv_requests(0.05)
                 self.process_decode_queue(fault)
@@ -145,6 +156,11 @@ class Scheduler(SchedulerMetricsMixin):
             fault = current_fault()
             if fault == "hung-endpoint":
                 self.tp_group.broadcast_object(fault, FOREVER)
+            elif fault == "busy":
+                self.recv_requests(0.0)
+                self.disagg_prefill_bootstrap_queue.pop_bootstrapped()
+                self.run_saturated_batch(fault)
+                self.log_prefill_stats(fault, 0.95)
             elif fault == "transfer-stuck":
                 self.recv_requests(0.1)
                 process_disagg_prefill_inflight_queue(0.2)
@@ -158,12 +174,7 @@ class Scheduler(SchedulerMetricsMixin):
 
 def run_scheduler_process(role: str, rank: int, tp_size: int, ctrl, server_args: dict) -> None:
     die_with_parent()
-    try:
-        from setproctitle import setproctitle
-
-        setproctitle(f"sglang::scheduler_TP{rank}")
-    except ImportError:
-        pass
+    set_title(f"sglang::scheduler_TP{rank}")
     watchdog = Watchdog(float(server_args.get("watchdog_timeout", 300)))
     threading.Thread(target=watchdog._watchdog_thread, name="watchdog", daemon=True).start()
     manager = MooncakeKVManager()

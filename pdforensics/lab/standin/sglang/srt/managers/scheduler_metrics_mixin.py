@@ -82,6 +82,18 @@ class SchedulerMetricsMixin:
             write_state(self.role, self.rank, self.state)
             self._last_write = now
 
+    def _saturate(self, lo: float, hi: float) -> float:
+        """busy fault: queue full and moving, KV cache nearly full, GPUs busy; the throughput."""
+        s = self.state
+        if s["queue"] < 120:
+            s["queue"] = 180.0
+        self._walk("queue", 120, 260, 25)
+        s["queue"] = float(int(s["queue"]))
+        s["token_usage"] = round(self.rng.uniform(lo, hi), 4)
+        s["retracted"] = 0.0
+        s["gpu_util"] = float(self.rng.randint(95, 100))
+        return self.rng.uniform(700, 900)
+
     def log_decode_stats(self, fault: str, busy: float) -> None:
         dt = self._tick()
         s = self.state
@@ -95,6 +107,12 @@ class SchedulerMetricsMixin:
             tput = self.rng.uniform(120, 180)
             s["running"] = float(self.rng.randint(118, 128))
             s["gpu_util"] = float(self.rng.randint(96, 100))
+        elif fault == "busy":
+            tput = self._saturate(0.93, 0.975)
+            s["running"] = float(self.rng.randint(124, 128))
+            s["decode_prealloc_q"] = float(self.rng.randint(30, 60))
+            s["decode_transfer_q"] = float(self.rng.randint(8, 24))
+            s["pending_prealloc_token_usage"] = round(self.rng.uniform(0.05, 0.15), 4)
         else:
             self._walk("running", 12, 40, 3)
             self._walk("queue", 0, 3, 1)
@@ -140,13 +158,16 @@ class SchedulerMetricsMixin:
         if fault == "kv-full":
             s["queue"] = min(300.0, s["queue"] + 1)
             s["token_usage"] = round(self.rng.uniform(0.7, 0.8), 4)
+        elif fault == "busy":
+            self._saturate(0.9, 0.95)
         else:
             self._walk("queue", 0, 2, 1)
             s["queue"] = float(int(s["queue"]))
             self._walk("token_usage", 0.05, 0.2, 0.02)
         s["running"] = float(self.rng.randint(0, 4))
-        s["prefill_bootstrap_q"] = float(self.rng.randint(0, 2))
-        s["prefill_inflight_q"] = float(self.rng.randint(0, 3))
+        full = fault == "busy"  # saturated: queues full and moving
+        s["prefill_bootstrap_q"] = float(self.rng.randint(20, 40) if full else self.rng.randint(0, 2))
+        s["prefill_inflight_q"] = float(self.rng.randint(10, 30) if full else self.rng.randint(0, 3))
         s["used_tokens"] = float(int(s["token_usage"] * MAX_TOTAL_NUM_TOKENS))
         s["rt_prefill_compute"] += new_tokens
         s["rt_prefill_cache"] += cached
@@ -155,7 +176,7 @@ class SchedulerMetricsMixin:
         s["num_requests"] += 1 if self.rng.random() < dt * 3 else 0
         s["fwd_extend"] = round(s["fwd_extend"] + dt * busy, 4)
         s["idle_seconds"] = round(s["idle_seconds"] + dt * (1 - busy), 4)
-        s["gpu_util"] = float(self.rng.randint(60, 92))
+        s["gpu_util"] = float(self.rng.randint(95, 100) if full else self.rng.randint(60, 92))
         s["utilization"] = round(s["gpu_util"] / 100.0, 2)
         s["kv_speed"] = round(self.rng.uniform(18, 26), 2)
         s["kv_latency"] = round(self.rng.uniform(3, 9), 2)

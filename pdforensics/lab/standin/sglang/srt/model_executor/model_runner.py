@@ -12,3 +12,8 @@ class ModelRunner:
         while time.perf_counter() < end:
             x += 1
         return seconds
+
+    def forward_tp(self, group, fault: str, seconds: float) -> float:
+        """A saturated forward pass: the ranks spend it in the tp all-reduce, as busy ranks do."""
+        group.all_reduce(fault, seconds)
+        return seconds

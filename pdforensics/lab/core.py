@@ -263,14 +263,42 @@ def lab_up(
     _check_fault(fault)
     require_lab_tools(titles)
     lab_dir = Path(lab_dir).resolve()
-    p = paths(lab_dir)
+    ports = Ports.from_base(base_port)
+    hosts = lab_hosts(ssh)
+    _preflight(lab_dir, hosts, ports, ssh, sudo_user)
+    _prepare_dir(lab_dir, hosts, ports, fault, ssh, secret_log, secret_labels)
+    record: dict[str, Any] = {
+        "dir": str(lab_dir),
+        "fault": fault,
+        "ssh": ssh,
+        "sudo_user": sudo_user,
+        "ports": ports.__dict__,
+        "pids": {},
+        "hosts": [{"name": h.name, "role": h.role, "address": h.address, "bind": h.bind,
+                   "gpus": list(h.gpus)} for h in hosts],
+        "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
+        "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
+        "titles": titles,
+    }
+    try:
+        if sudo_user:  # inside the try: a failed start revokes it again
+            sshd.ensure_sudo_user(sudo_user, lab_dir)
+        _start_processes(lab_dir, hosts, ports, record, secret_env)
+    except BaseException:
+        lab_down(lab_dir)
+        raise
+    _write_atomic(paths(lab_dir)["cluster"], render_cluster(lab_dir, hosts, ports, ssh, sudo_user))
+    return _info(lab_dir, record, hosts, ports, ssh)
+
+
+def _preflight(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, ssh: bool,
+               sudo_user: str | None) -> None:
+    """Refuse to start over a running lab, or on a port someone else holds."""
     old = _read_json(lab_dir)
     if old and any(_alive(pid, ct) for pid, ct in _recorded(old).values()):
         raise PdforensicsError(f"a lab is already running in {lab_dir}; run `pdforensics lab down` first")
     if sudo_user and not ssh:
         raise PdforensicsError("sudo_user needs ssh=True")
-    ports = Ports.from_base(base_port)
-    hosts = lab_hosts(ssh)
     if ssh:
         sshd.require_tools()
     for host in hosts:
@@ -281,6 +309,13 @@ def lab_up(
         }[host.role]
         for port in wanted + ((ports.ssh,) if ssh else ()):
             check_port_free(host.bind, port)
+
+
+def _prepare_dir(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, fault: str, ssh: bool,
+                 secret_log: Sequence[str], secret_labels: Mapping[str, str] | None) -> None:
+    """The lab directory: logs, run state, the fault switch, planted secrets, fake nvidia-smi
+    and (with ssh) each host's sshd configuration."""
+    p = paths(lab_dir)
     for key in ("logs", "run"):
         p[key].mkdir(parents=True, exist_ok=True)
     for stale in p["run"].glob("*/rank*.json"):
@@ -295,59 +330,39 @@ def lab_up(
         _install_nvidia_smi(lab_dir, host)
     if ssh:
         sshd.prepare(lab_dir, hosts, ports.ssh)
+
+
+def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, record: dict[str, Any],
+                     secret_env: dict[str, str] | None) -> None:
+    """sshd per host (with ssh), then prefill, decode and the router; wait until ready.
+    The record (with pids) is saved before the wait, so `lab down` finds them."""
+    p = paths(lab_dir)
     by_role = {h.role: h for h in hosts}
     started: dict[str, psutil.Process] = {}
-    record: dict[str, Any] = {
-        "dir": str(lab_dir),
-        "fault": fault,
-        "ssh": ssh,
-        "sudo_user": sudo_user,
-        "ports": ports.__dict__,
-        "pids": {},
-        "hosts": [],
-        "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
-        "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
-        "titles": titles,
-    }
-
-    def save() -> None:
-        record["pids"] = {k: [v.pid, v.create_time()] for k, v in started.items()}
-        _write_atomic(p["json"], json.dumps(record, indent=2))
-
-    record["hosts"] = [
-        {"name": h.name, "role": h.role, "address": h.address, "bind": h.bind, "gpus": list(h.gpus)} for h in hosts
-    ]
-    try:
-        if sudo_user:  # inside the try: a failed start revokes it again
-            sshd.ensure_sudo_user(sudo_user, lab_dir)
-        if ssh:
-            for host in hosts:
-                started[f"sshd:{host.name}"] = spawn(
-                    sshd.sshd_argv(lab_dir, host), dict(os.environ), p["logs"] / f"sshd-{host.name}.log", lab_dir
-                )
-        for role in ("prefill", "decode"):
-            host = by_role[role]
-            started[role] = spawn(
-                _server_argv(host, ports) + record["extra_args"].get(role, []),
-                {**_server_env(lab_dir, host, secret_env), **({} if titles else {TITLES_ENV: "0"}),
-                 **record["extra_env"].get(role, {})},
-                p["logs"] / f"{role}.log",
-                lab_dir,
+    if record["ssh"]:
+        for host in hosts:
+            started[f"sshd:{host.name}"] = spawn(
+                sshd.sshd_argv(lab_dir, host), dict(os.environ), p["logs"] / f"sshd-{host.name}.log", lab_dir
             )
-        router = by_role["router"]
-        started["router"] = spawn(
-            _router_argv(router, by_role["prefill"], by_role["decode"], ports) + record["extra_args"].get("router", []),
-            {**_server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
-            p["logs"] / "router.log",
+    for role in ("prefill", "decode"):
+        host = by_role[role]
+        started[role] = spawn(
+            _server_argv(host, ports) + record["extra_args"].get(role, []),
+            {**_server_env(lab_dir, host, secret_env), **({} if record["titles"] else {TITLES_ENV: "0"}),
+             **record["extra_env"].get(role, {})},
+            p["logs"] / f"{role}.log",
             lab_dir,
         )
-        save()
-        _wait_ready(lab_dir, by_role, ports, ssh, started)
-    except BaseException:
-        lab_down(lab_dir)
-        raise
-    _write_atomic(p["cluster"], render_cluster(lab_dir, hosts, ports, ssh, sudo_user))
-    return _info(lab_dir, record, hosts, ports, ssh)
+    router = by_role["router"]
+    started["router"] = spawn(
+        _router_argv(router, by_role["prefill"], by_role["decode"], ports) + record["extra_args"].get("router", []),
+        {**_server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
+        p["logs"] / "router.log",
+        lab_dir,
+    )
+    record["pids"] = {k: [v.pid, v.create_time()] for k, v in started.items()}
+    _write_atomic(p["json"], json.dumps(record, indent=2))
+    _wait_ready(lab_dir, by_role, ports, record["ssh"], started)
 
 
 def _alive(pid: int, ctime: float) -> bool:

@@ -21,6 +21,7 @@ from tests.support import ports
 BASE = ports.block()  # lab: prefill BASE, decode BASE+1, router BASE+3, router metrics BASE+4
 _PROXY0 = ports.block()
 PROXY = {"prefill": _PROXY0, "decode": _PROXY0 + 1, "router": _PROXY0 + 3, "router_metrics": _PROXY0 + 4}
+DECODE_KEY = f"decode-0 decode:{PROXY['decode']}"  # the watcher's window of the proxied decode
 
 
 @pytest.fixture(scope="module")
@@ -77,22 +78,22 @@ def test_survives_a_server_disappearing_and_coming_back(proxied: dict[str, Any],
     w = watcher(tmp_path, events)
     for _ in range(2):
         w.poll_once()
-    assert len(w.windows["decode-0 decode:49111"].samples) == 2
+    assert len(w.windows[DECODE_KEY].samples) == 2
     proxied["decode"].stop()  # decode's HTTP port goes away
     for _ in range(3):
         w.poll_once()
     gone = [f for e, f in events if e == "poll"][-3:]
     assert [f["failed"] for f in gone] == [1, 1, 1]
-    assert all("decode-0 decode:49111 metrics" in f["errors"][0] for f in gone)
-    assert len(w.windows["decode-0 decode:49111"].samples) == 0
-    assert w.suspicions["decode-0 decode:49111"] is None
+    assert all(f"{DECODE_KEY} metrics" in f["errors"][0] for f in gone)
+    assert len(w.windows[DECODE_KEY].samples) == 0
+    assert w.suspicions[DECODE_KEY] is None
     assert 'pdforensics_collector_failures_total{source="metrics"} 3.0' in w.metrics.text()
     proxies(PROXY["decode"], f"http://127.0.0.1:{BASE + 1}")  # and comes back
     for _ in range(3):
         d = w.poll_once()
     back = [f for e, f in events if e == "poll"][-3:]
     assert [f["failed"] for f in back] == [0, 0, 0]
-    assert len(w.windows["decode-0 decode:49111"].samples) == 2
+    assert len(w.windows[DECODE_KEY].samples) == 2
     assert d.state == "armed" and not d.capture
     w.poller.close()
 

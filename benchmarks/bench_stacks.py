@@ -24,8 +24,8 @@ from pathlib import Path
 from pdforensics.analysis.stacks import analyze_stacks, load_stack_files, stacks_json
 from pdforensics.analysis.stacks_classify import _frame_noise
 from pdforensics.analysis.stacks_model import LabelledDump
+from pdforensics.parsers.frames import ThreadStack
 from pdforensics.parsers.pyspy import _parse_frame
-from pdforensics.parsers.stackmodel import ThreadStack
 
 PROCESSES = 64
 THREADS = 10_000

@@ -243,7 +243,7 @@ class HostRun:
         assert self.transport is not None and job.url is not None
         result = self.transport.fetch(job.source.name, job.url, max(1.0, timeout - 2.0),
                                       job.source.max_bytes)
-        if result is None and getattr(self.transport, "forwarding_refused", False) \
+        if result is None and self.transport.forwarding_refused \
                 and not self._said_curl:
             self._said_curl = True
             self.planner.notes.append("sshd refused port forwarding (AllowTcpForwarding?): HTTP "

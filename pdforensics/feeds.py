@@ -18,10 +18,10 @@ from typing import Any
 
 from pdforensics.bundle import ResultEntry
 from pdforensics.errors import ParseError
+from pdforensics.parsers.frames import ProcessDump, PyspyFailure
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.prometheus import MetricsSnapshot, parse_metrics
 from pdforensics.parsers.pyspy import classify_pyspy_error
-from pdforensics.parsers.stackmodel import ProcessDump, PyspyFailure
 
 LOADED_LEVELS = ("host", "service", "process")
 CAPTURE_LEVEL = "capture"  # read during the capture or by another command, not loaded

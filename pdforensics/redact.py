@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
 import secrets
 import threading
 from collections.abc import Callable, Iterable
@@ -45,9 +44,6 @@ __all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit"
 LOG_TAIL_BYTES = 8 << 20
 # Learned values shorter than this are not hunted everywhere (they would hit ordinary text).
 MIN_LEARNED = 6
-# kept for callers that matched names with it; is_secret_name is the rule
-SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE",
-                         re.IGNORECASE)
 _is_clear = is_clear
 
 
@@ -219,9 +215,6 @@ class Redactor:
         joined = "\0".join(argv)
         return tuple(self.string(joined).split("\0")) if joined else ()
 
-    def _mark(self, value: bytes) -> bytes:
-        return value if MARKER.fullmatch(value) else self.marker(value)
-
     def known_values(self) -> frozenset[bytes]:
         with self._lock:
             return frozenset(self._values)
@@ -256,11 +249,3 @@ class NoRedactor(Redactor):
 
     def text(self, data: bytes) -> bytes:
         return data
-
-
-# compatibility names for callers of the first version
-VALUE_PATTERNS = [d.pattern for d in DETECTORS if d.kind not in ("flag", "json-field", "assignment",
-                                                                   "http-header")]
-FLAG_PATTERN = next(d.pattern for d in DETECTORS if d.kind == "flag")
-HEADER_PATTERN = next(d.pattern for d in DETECTORS if d.kind == "http-header")
-JSON_PATTERN = next(d.pattern for d in DETECTORS if d.kind == "json-field")

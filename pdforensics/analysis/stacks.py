@@ -26,8 +26,8 @@ from pdforensics.analysis.stacks_model import (
     StuckThread,
 )
 from pdforensics.analysis.stacks_tree import find_outliers
+from pdforensics.parsers.frames import Frame, ThreadStack
 from pdforensics.parsers.pyspy import classify_pyspy_error
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
 
 __all__ = [
     "LabelledDump", "StackReport", "analyze_stacks", "stacks_json", "format_stacks_text",

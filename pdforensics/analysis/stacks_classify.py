@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
+from pdforensics.parsers.frames import Frame, ThreadStack
 
 COLLECTIVE = "collective"
 QUEUE_WAIT = "queue_wait"
@@ -157,14 +157,6 @@ def noise_reason(thread: ThreadStack) -> str | None:
         ):
             return "threading Timer"
     return None
-
-
-def signature_frame(frames: Sequence[Frame]) -> Frame | None:
-    """The frame a human should look at: the first non-native frame from the leaf."""
-    for f in frames:
-        if not f.native:
-            return f
-    return frames[0] if frames else None
 
 
 _PLUMBING_FILE = re.compile(r"^(?:.*/)?(?:libc|libpthread|ld-linux|libstdc\+\+)[.-]|libpython"

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.faulthandler import parse_faulthandler
+from pdforensics.parsers.frames import ProcessDump, ThreadStack
 from pdforensics.parsers.goroutines import parse_goroutines
 from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
-from pdforensics.parsers.stackmodel import ProcessDump, ThreadStack
 from pdforensics.parsers.stackscan import scan_text
 from pdforensics.parsers.tracebacks import parse_tracebacks
 

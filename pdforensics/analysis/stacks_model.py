@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, PyspyFailure
+from pdforensics.parsers.frames import Frame, ProcessDump, PyspyFailure
 
 Level = Literal["exact", "any_line", "function"]
 

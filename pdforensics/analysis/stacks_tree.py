@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pdforensics.analysis.stacks_classify import SUSPECT_CLASSES, classify_stack
 from pdforensics.analysis.stacks_model import Member, Outlier
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
+from pdforensics.parsers.frames import Frame, ThreadStack
 
 _END = ("<end of stack>", "")
 

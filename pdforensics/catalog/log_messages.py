@@ -48,9 +48,6 @@ class Message:
         """The message with ``{}`` for every hole."""
         return "".join("{}" if p is None else p for p in self.parts)
 
-    @property
-    def literal_chars(self) -> int:
-        return sum(len(p.strip()) for p in self.parts if p is not None)
 
 
 def _split_printf(text: str) -> list[Part]:

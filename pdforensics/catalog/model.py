@@ -116,9 +116,6 @@ class Catalog:
         key = self._env_index.get(name.strip().split("=", 1)[0])
         return self.env_vars[key] if key is not None else None
 
-    def knows_env(self, name: str) -> bool:
-        return self.env(name) is not None
-
     def metric(self, name: str) -> MetricInfo | None:
         """The family for a family or sample name, through the alias table, or None."""
         for candidate in (name, canonical_metric(name)):

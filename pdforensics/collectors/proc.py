@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, Source, Target, register
 from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok
-from pdforensics.model import HostSpec
 from pdforensics.parsers.proc import PS_ARGV
 
 
@@ -43,5 +42,3 @@ CGROUP = register(Source(
 ))
 
 
-def host_sources(host: HostSpec) -> tuple[Source, ...]:
-    return (PS,)

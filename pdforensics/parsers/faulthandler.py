@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
+from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 _HEAD = re.compile(
     r"^(?P<cur>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
+from pdforensics.parsers.frames import Frame, ThreadStack
 
 _HEAD = re.compile(r"^goroutine (\d+)(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:\s*$")
 _CREATED = re.compile(r"^created by (.+?)(?: in goroutine (\d+))?\s*$")

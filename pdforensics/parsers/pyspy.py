@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from pdforensics.errors import ParseError
+from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error as classify_pyspy_error
 from pdforensics.parsers.pyspy_errors import is_failure_line
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
 
 _PROCESS = re.compile(r"^Process (\d+): ?(.*)$")
 _PARENT = re.compile(r"^Parent Process (\d+): ?(.*)$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pdforensics.parsers.stackmodel import PyspyFailure
+from pdforensics.parsers.frames import PyspyFailure
 
 # A line py-spy (or SGLang's wrapper around it) prints when it fails. Only such lines are
 # classified: a log line that merely says "timed out" is not a py-spy failure.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
+from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 HEAD = re.compile(
     r"^Traceback for thread (?P<tid>\d+)(?: \((?P<name>[^)]*)\))? \[(?P<status>[^\]]*)\]"

@@ -17,11 +17,11 @@ from pdforensics.errors import ParseError
 from pdforensics.parsers import faulthandler as fh
 from pdforensics.parsers import pystack as ps
 from pdforensics.parsers import tracebacks as tb
+from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.goroutines import parse_goroutines
 from pdforensics.parsers.logprefix import LogLine, unwrap_log
 from pdforensics.parsers.pyspy import _frame_body, _parse_frame, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
-from pdforensics.parsers.stackmodel import ProcessDump
 
 _WD_HEAD = re.compile(r"Pyspy dump for PID (\d+)(?: \([^)]*\))?:\s*(.*)$")
 _WD_FAIL = re.compile(r"Pyspy failed to dump PID (\d+)\.? ?(?:Error: )?(.*)$")

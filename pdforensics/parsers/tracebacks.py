@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import Frame, ProcessDump, ThreadStack
+from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 #: "Traceback (most recent call last):" anywhere in a line (after a log prefix or a "| " gutter)
 HEAD = re.compile(r"Traceback \(most recent call last\):\s*$")

@@ -20,7 +20,7 @@ from pdforensics.loaded import LoadedCapture
 from pdforensics.report.changes import Baseline, build_changes
 from pdforensics.report.collection import build_collection
 from pdforensics.report.common import SECTIONS, Section, guarded, utc
-from pdforensics.report.config import build_config
+from pdforensics.report.config_section import build_config
 from pdforensics.report.gpus import build_gpus
 from pdforensics.report.metrics import build_metrics
 from pdforensics.report.stacks import build_stacks

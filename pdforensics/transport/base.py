@@ -15,6 +15,8 @@ class Transport(Protocol):
     """Runs single-statement commands on one host; safe to call from many threads."""
 
     host: HostSpec
+    #: the host refused endpoint fetches through the connection (then curl runs there)
+    forwarding_refused: bool
 
     def connect(self, timeout_s: float) -> None:
         """Open the connection; raises TransportError with a one-line reason."""

@@ -17,6 +17,8 @@ from pdforensics.transport.base import STDERR_CAP, local_wait_s
 class LocalTransport:
     """Runs commands as child processes in their own session, killed on timeout."""
 
+    forwarding_refused = False  # nothing to forward: local endpoints are fetched by curl
+
     def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
         """Local endpoints are fetched by their curl command."""
         return None

@@ -10,9 +10,9 @@ from typing import Any
 
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
 from pdforensics.errors import ParseError
+from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
 from pdforensics.parsers.journal import SignatureHit, scan_log_signatures
 from pdforensics.parsers.pyspy import classify_pyspy_error
-from pdforensics.parsers.stackmodel import ProcessDump, PyspyFailure, ThreadStack
 from pdforensics.triage.logs import looks_like_log, split_by_writer
 from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
 from pdforensics.triage.unwrap import unwrap

@@ -16,9 +16,9 @@ from typing import Any
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_classify import blocked_frame, blocked_in
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
+from pdforensics.parsers.frames import Frame, ProcessDump
 from pdforensics.parsers.journal import match_log_signatures
 from pdforensics.parsers.pyspy import classify_pyspy_error
-from pdforensics.parsers.stackmodel import Frame, ProcessDump
 from pdforensics.triage.read import Artifact, read_path
 
 _ANALYSIS_KEYS = ("verdict", "findings", "not_findings", "no_critical")

@@ -26,11 +26,11 @@ from pdforensics.loaded import (
     StackDump,
 )
 from pdforensics.model import ProcessInfo
+from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.journal import SignatureHit, parse_log_timestamp, scan_log_signatures
 from pdforensics.parsers.prometheus import MetricsSnapshot
 from pdforensics.parsers.pyspy import classify_pyspy_error
-from pdforensics.parsers.stackmodel import ProcessDump
 from pdforensics.triage.logs import role_of
 from pdforensics.triage.read import Artifact, log_groups
 

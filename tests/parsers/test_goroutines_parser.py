@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pdforensics.errors import ParseError
+from pdforensics.parsers.frames import ThreadStack
 from pdforensics.parsers.goroutines import parse_goroutines
-from pdforensics.parsers.stackmodel import ThreadStack
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MAIN_GO = "/work/main/tests/data/go_src/main.go"

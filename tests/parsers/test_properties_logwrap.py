@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pdforensics.analysis.stacks_load import parse_stack_text
 from pdforensics.errors import ParseError
-from pdforensics.parsers.stackmodel import ProcessDump
+from pdforensics.parsers.frames import ProcessDump
 
 pytestmark = pytest.mark.property
 

@@ -17,6 +17,7 @@ from pdforensics.analysis.stacks import analyze_stacks, format_stacks_text, stac
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.parsers.faulthandler import parse_faulthandler
+from pdforensics.parsers.frames import ProcessDump, ThreadStack
 from pdforensics.parsers.goroutines import parse_goroutines
 from pdforensics.parsers.pyspy import (
     classify_pyspy_error,
@@ -24,7 +25,6 @@ from pdforensics.parsers.pyspy import (
     parse_pyspy_json,
     parse_pyspy_text,
 )
-from pdforensics.parsers.stackmodel import ProcessDump, ThreadStack
 
 pytestmark = pytest.mark.property
 

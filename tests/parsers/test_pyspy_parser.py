@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from pdforensics.errors import ParseError
+from pdforensics.parsers.frames import ThreadStack
 from pdforensics.parsers.pyspy import (
     classify_pyspy_error,
     extract_watchdog_dumps,
     parse_pyspy_json,
     parse_pyspy_text,
 )
-from pdforensics.parsers.stackmodel import ThreadStack
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 THREADS = ["MainThread", "sleeper", "busy", "queue-waiter", None]

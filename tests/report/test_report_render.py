@@ -18,7 +18,7 @@ from pdforensics.diff.compare import Change
 from pdforensics.loaded import load_capture
 from pdforensics.report import REPORT_FILE, Baseline, render, write_report
 from pdforensics.report.common import SECTIONS, href
-from pdforensics.report.config import HIDDEN, flags_of
+from pdforensics.report.config_section import HIDDEN, flags_of
 from pdforensics.report.write import raw_prefix
 
 SECTION_IDS = [sid for sid, _t in SECTIONS]

@@ -40,6 +40,8 @@ class Replay:
     def close(self) -> None:
         return None
 
+    forwarding_refused = False  # the Transport protocol's attribute
+
     def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
         return None
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
-    config,
     gpus,
     logs,
+    pd_config,
     pd_queues,
     processes,
     progress,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
 from pdforensics.analysis.metrics_view import fmt, short, work_in_flight
 from pdforensics.analysis.rules.context import Context
-from pdforensics.parsers.stackmodel import ThreadStack
+from pdforensics.parsers.frames import ThreadStack
 
 _HTTP_WAIT = re.compile(r"net/http\.\(\*persistConn\)\.roundTrip|net/http\.\(\*Transport\)\."
                         r"roundTrip|net/http\.\(\*Client\)\.(?:do|Do)|net/http\.send$")

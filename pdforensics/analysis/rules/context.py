@@ -10,7 +10,7 @@ from pdforensics.analysis.metrics_view import Progress, progress
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
 from pdforensics.loaded import LoadedCapture, ServiceView
-from pdforensics.parsers.stackmodel import ThreadStack
+from pdforensics.parsers.frames import ThreadStack
 
 SERVER_ROLES = ("prefill", "decode", "unified")
 

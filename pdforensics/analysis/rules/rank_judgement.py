@@ -18,7 +18,7 @@ from pdforensics.analysis.stacks_classify import (
     SHUTDOWN,
 )
 from pdforensics.loaded import ProcessView, ServiceView
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
+from pdforensics.parsers.frames import Frame, ThreadStack
 
 #: A stack is "stuck" (not just busy in that frame) only when it persists this long.
 MIN_STUCK_DUMPS = 3

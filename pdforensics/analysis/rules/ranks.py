@@ -26,7 +26,7 @@ from pdforensics.analysis.stacks_classify import (
     classify_stack,
 )
 from pdforensics.loaded import ProcessView, ServiceView
-from pdforensics.parsers.stackmodel import Frame, ThreadStack
+from pdforensics.parsers.frames import Frame, ThreadStack
 
 #: Classes whose stuck stack explains frozen queues (so it sorts before them).
 CAUSE_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC})

@@ -12,7 +12,7 @@ from pdforensics.redact import MARKER, is_secret_name
 
 #: shown for a secret-named value that the bundle holds unredacted (older or foreign bundle)
 HIDDEN = "<hidden: secret-looking name, not redacted in the bundle>"
-#: flag names whose values the redactor treats as secrets (see redact.FLAG_PATTERN)
+#: flag names whose values the redactor treats as secrets (see redact_detectors)
 ENV_PREFIXES = ("SGLANG_", "NCCL_", "CUDA_", "MC_", "UCX_", "NVSHMEM_", "TORCH_")
 #: Flags and env vars that differ between roles by design: shown, not flagged.
 ROLE_SPECIFIC = frozenset({

@@ -139,3 +139,42 @@ def test_no_redact_keeps_the_secrets_and_warns(security_lab: Path, tmp_path: Pat
         assert not any(n in verify.output for n in ps.NEEDLES), "the scanner printed a secret"
     finally:
         shutil.rmtree(bundle, ignore_errors=True)
+
+
+@pytest.mark.parametrize("redact", [True, False], ids=["redacted", "control-no-redact"])
+def test_sigkill_mid_capture_leaves_no_planted_secret(security_lab: Path, tmp_path: Path,
+                                                      redact: bool) -> None:
+    """A capture killed with SIGKILL while it writes leaves its staging directory behind: no
+    byte of it, nor of $TMPDIR, holds a planted value (redaction happens before each write).
+    The control run with --no-redact finds them, so the search itself can fail."""
+    import os
+    import signal
+    import sys
+    import time
+
+    out, tmpdir = tmp_path / "out", tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    proc = subprocess.Popen([sys.executable, "-m", "pdforensics.cli", "capture", "-c", str(security_lab),
+                             "-o", str(out), "--deadline", "45", *([] if redact else ["--no-redact"])],
+                            env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    written: list[Path] = []
+    end = time.monotonic() + 40
+    while time.monotonic() < end and proc.poll() is None:
+        written = [p for p in out.glob(".*.tmp/raw/*/*") if p.is_file()]
+        if len(written) >= 40:  # mid-way: environ, cmdline, logs and metrics are being written
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the capture ended before it could be killed mid-way"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    staging = list(out.glob(".*.tmp"))
+    assert len(staging) == 1 and not list(out.glob("lab-*")), (staging, list(out.iterdir()))
+    kinds = {p.name.split(".")[0] for p in staging[0].glob("raw/*/*")}
+    assert {"environ", "cmdline"} <= kinds, kinds  # the killed capture had written host text
+    found = _grep(ps.NEEDLES, staging[0], tmpdir)
+    if redact:
+        assert found == "", f"planted secrets found after SIGKILL in: {found}"
+    else:
+        assert "/raw/" in found, "the control run should have written the planted values"

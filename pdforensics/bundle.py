@@ -219,7 +219,10 @@ class BundleWriter:
         if isinstance(value, dict):
             return {self._redact_strings(k): self._redact_strings(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self._redact_strings(v) for v in value]
+            items = [self._redact_strings(v) for v in value]
+            if items and all(isinstance(v, str) and "\0" not in v for v in items):
+                return list(self.redactor.argv(items))  # an argv too: `--api-key`, `V`
+            return items
         return value
 
     def entries(self) -> list[ResultEntry]:

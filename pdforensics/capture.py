@@ -224,6 +224,9 @@ class HostRun:
             except PdforensicsError as exc:
                 follow = []
                 self.planner.notes.append(f"planning after {job.key} failed: {exc}")
+            d = self.planner.discovery
+            if job.priority == DISCOVERY and d is not None and follow:  # said before they run
+                self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
             with self._cond:
                 self.jobs_run += 1
                 self._inflight -= 1
@@ -232,10 +235,6 @@ class HostRun:
                     self._slow_inflight -= 1
                 self._pending.extend(follow)
                 self._cond.notify_all()
-            if job.priority == DISCOVERY and self.planner.discovered and follow:
-                d = self.planner.discovery
-                assert d is not None
-                self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
 
     def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
         """An endpoint through the SSH connection itself (no curl process on the host), within

@@ -196,7 +196,7 @@ DETECTORS: tuple[Detector, ...] = (
     # --api-key V, --api-key "a b", --api-key=V, argv NUL-separated, or a JSON list ["--hf-token", "V"]
     _named("flag", _FLAG + rb"(?:\x00(?=(" + _ARGV_VALUE + rb"))|=(?=(" + _M + rb"|" + _NUL_ARG + rb"|" + _QUOTED
            + rb"|" + _WORDS + rb"))|[ \t]+(?=(" + _FLAG_VALUE + rb"))|\"\s*,\s*\"(?=(" + _M + rb"|" + _ESCAPED
-           + rb")\"))"),
+           + rb")\"(?!\s*:)))"),  # (a JSON object's next key, `"k":`, is no flag value)
     _named("json-field", rb"\"(" + _NAME + rb")\"\s*:\s*\"(?=(" + _M + rb"|" + _ESCAPED + rb")\")"),
     # Python reprs: {'api_key': 'V'}, {'Authorization': 'Bearer V'}, {"password": b'V'}
     _named("dict-field", rb"['\"](" + _NAME + rb")['\"]\s*:\s*(?=(" + _M + rb"|" + _PY_STR + rb"))"),

@@ -14,6 +14,7 @@ import pytest
 
 from pdforensics.analysis.engine import analyze, analyze_path
 from pdforensics.analysis.findings import Analysis
+from pdforensics.analysis.result_json import analysis_json
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.config import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
@@ -54,7 +55,7 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> tuple[An
     cap = load_capture(outcome.bundle)
     assert {h.address for h in cap.hosts} == LAB_HOSTS and all(h.reachable for h in cap.hosts)
     a = analyze(cap)
-    doc = analyze_path(outcome.bundle)  # what `capture` and `analyze BUNDLE` print
+    doc = analysis_json(analyze_path(outcome.bundle))  # what `capture` and `analyze BUNDLE` print
     assert doc["verdict"] == a.verdict and [f["key"] for f in doc["findings"]] == keys(a)
     return a, doc
 

@@ -297,7 +297,8 @@ def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict
         fake.kill()
         fake.wait()
     rows = [r for r in run.manifest()["results"] if f"pid{fake.pid}" in r["key"]]
-    assert rows and all(r["exit_status"] != 0 for r in rows), rows
+    assert rows and all(r["exit_status"] != 0 for r in rows), \
+        [(r["key"], r["exit_status"], (r.get("stderr") or "")[:80]) for r in rows]
     assert run.rc in (0, 3), run.output
     seen = line_naming(run, "router-0", f"pid{fake.pid}")
     MATRIX.add("process exits between discovery and collection", run, seen,
@@ -315,6 +316,7 @@ def _capture_killing(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.P
     def progress(host: str, text: str) -> None:
         if host == "router-0" and text.startswith("found"):
             fake.kill()
+            fake.wait()  # reaped: a zombie's /proc/PID/cgroup would still be readable
 
     t0 = time.monotonic()
     outcome = cap.run_capture(load_cluster_file(cfile), cap.CaptureOptions(out_dir=out, deadline_s=DEADLINE),
@@ -360,7 +362,10 @@ def test_truncated_pyspy_output(lab: Path, cluster: dict[str, Any], tmp_path: Pa
     cut = sorted(str(p) for p in run.bundle.glob("raw/decode-0/pyspy.*")) if run.bundle else []
     assert cut
     stacks = subprocess.run([*fk.CLI, "stacks", *cut], capture_output=True, text=True)
-    assert stacks.returncode == 0 and "Traceback" not in stacks.stderr, stacks.stderr
+    # a dump cut inside its header holds no thread: that file is named and skipped (exit 3),
+    # the others are analysed; with every dump cut after a thread line it is 0
+    assert stacks.returncode in (0, 3) and "Traceback" not in stacks.stderr, stacks.stderr
+    assert stacks.returncode == 0 or "no thread" in stacks.stderr, stacks.stderr
     first = next(ln.strip() for ln in stacks.stdout.splitlines() if ln.strip())
     assert "ends mid-line (cut short)" in stacks.stderr, stacks.stderr
     MATRIX.add("truncated py-spy output", run, f"`stacks`: {first}", "the 300 bytes that came, marked truncated "

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_properties_basic import _FORMATISH, SETTINGS, _check_frozen, _mutated, _run
 
 from pdforensics.analysis.stacks import analyze_stacks, format_stacks_text, stacks_json
-from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
+from pdforensics.analysis.stacks_load import _unprefixed, parse_stack_text, sniff_format
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
@@ -176,6 +176,6 @@ def test_sniff_and_dispatch(text: str) -> None:
     assert fmt in (None, "pyspy-json", "watchdog", "goroutines", "faulthandler", "pyspy", "pystack",
                    "traceback")
     dumps = _run(lambda: parse_stack_text(text))
-    if dumps is not None:
-        assert fmt is not None or not dumps
+    if dumps is not None:  # a dump is found only where a format is (maybe under log prefixes)
+        assert fmt is not None or not dumps or sniff_format(_unprefixed(text)) is not None
         _check_dumps(dumps)

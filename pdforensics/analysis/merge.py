@@ -6,9 +6,9 @@ complete, the prefill bootstrap queue. When several of them fire as critical the
 one frozen hop, so they are folded into the most specific one (the lowest rank): it keeps
 its key, takes every piece of evidence, and lists the keys it absorbed in ``merged``.
 
-Stack findings that corroborate a frozen hop (every decode rank stuck in the KV receiver,
-an outlier rank on the same hosts) are ranked directly after it, so they sit in the top
-three of the report instead of under "N more".
+With the hop as one finding, the stack finding that corroborates it (every decode rank
+stuck in the KV receiver: ALL_RANKS_STUCK, rank 32) comes right after it, in the top three
+of the report, instead of under "N more" behind the hop's other queues.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pdforensics.analysis.findings import RULES, Evidence, Finding, sort_key
+from pdforensics.analysis.findings import Evidence, Finding, sort_key
 
 #: the PD queue rules, with the short name of their queue
 QUEUE_KEYS: dict[str, str] = {
@@ -26,21 +26,9 @@ QUEUE_KEYS: dict[str, str] = {
     "PREFILL_BOOTSTRAP_STUCK": "bootstrap queue",
     "PREFILL_INFLIGHT_STUCK": "inflight queue",
 }
-#: stack findings that corroborate a frozen queue on the same hosts
-STACK_KEYS = frozenset({"ALL_RANKS_STUCK", "RANK_OUTLIER"})
 
 _COUNT = re.compile(r" has (\S+) requests")
 _SPAN = re.compile(r" for (\d+(?:\.\d+)?) s\b")
-
-
-def _rank(f: Finding) -> int:
-    if f.rank is not None:
-        return f.rank
-    return RULES[f.key].rank if f.key in RULES else 100
-
-
-def _hosts(f: Finding) -> set[str]:
-    return {e.host for e in f.evidence if isinstance(e, Evidence) and e.host}
 
 
 def _frozen_queue(f: Finding) -> bool:
@@ -84,21 +72,6 @@ def merge_queue_findings(findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
-def rank_corroboration(findings: Sequence[Finding]) -> list[Finding]:
-    """Critical stack findings on the hosts of a frozen queue sort right after it."""
-    queues = [f for f in findings if _frozen_queue(f)]
-    out = []
-    for f in findings:
-        if f.key in STACK_KEYS and f.severity == "critical":
-            near = [q for q in queues if _hosts(q) & _hosts(f)]
-            if near:
-                after = min(_rank(q) for q in near) + 1
-                if _rank(f) > after:
-                    f = replace(f, rank=after)
-        out.append(f)
-    return out
-
-
 def merge_findings(findings: Sequence[Finding]) -> list[Finding]:
-    """The whole pass, sorted most specific first: merge, then rank corroboration."""
-    return sorted(rank_corroboration(merge_queue_findings(findings)), key=sort_key)
+    """The whole pass, sorted most specific first."""
+    return sorted(merge_queue_findings(findings), key=sort_key)

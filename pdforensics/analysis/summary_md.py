@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 #: entities, tables, strikethrough (a line of ours never starts with host text)
 _PUNCT = re.compile(r"([\\`*_\[\]<>&!|~])")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+#: what would open a block at the start of a line: a heading, a list item, a rule
+_BLOCK_START = re.compile(r"^(\d*)([#+\-=]|(?<=\d)[.)])")
 #: what starts a GFM autolink: a scheme or www, and the @ of an e-mail address
 _AUTOLINK = re.compile(r"(?i)(?<=w)(?=w\.)|(?<=htt)(?=ps?:)|(?<=ft)(?=p:)|(?<=mailt)(?=o:)|(?=@)")
 ZWSP = "\u200b"
@@ -60,7 +62,8 @@ def escape(text: object, limit: int = 600) -> str:
     """Plain Markdown text: every character that starts inline markup backslash-escaped (no
     emphasis, no link, no HTML, no entity), and a zero-width space inside what would start an autolink (`www.`,
     `http:`, `ftp:`, `mailto:`, an e-mail's `@`), so GFM's autolinker sees no link."""
-    return _PUNCT.sub(r"\\\1", _AUTOLINK.sub(ZWSP, one_line(text, limit)))
+    s = _PUNCT.sub(r"\\\1", _AUTOLINK.sub(ZWSP, one_line(text, limit)))
+    return _BLOCK_START.sub(r"\1\\\2", s)  # never a heading, list or rule at a line's start
 
 
 def _finding(i: int, f: Finding, evidence: int) -> list[str]:

@@ -97,7 +97,9 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         click.echo(json.dumps(doc, indent=1))
     else:
         _print_outcome(doc)
-    if markdown_file and done.analysis is not None:
+    if markdown_file and done.analysis is None:
+        click.echo("pdforensics: warning: no analysis, so no Markdown summary", err=True)
+    elif markdown_file and done.analysis is not None:
         from pdforensics.analysis.summary_md import write_markdown
 
         write_markdown(markdown_file, done.analysis, outcome.bundle, done.report)

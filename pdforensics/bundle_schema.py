@@ -200,7 +200,7 @@ EVIDENCE = one_of(string, obj({}, {"host": OPT_STR, "source": OPT_STR, "text": O
 
 FINDING = obj(required={"key": string, "severity": string, "title": string}, opt={
     "evidence": list_of(EVIDENCE), "next_step": OPT_STR, "section": OPT_STR,
-    "wedge": optional(boolean)})
+    "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR})
 
 ANALYSIS = obj(required={}, opt={
     "verdict": OPT_STR, "summary": OPT_STR, "missing": STRINGS, "findings": list_of(FINDING),

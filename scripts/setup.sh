@@ -28,7 +28,15 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+# pip and the setuptools build print hundreds of deprecation lines on success: keep them in
+# a log and show it (without the index-location noise) only when the install fails.
+log=$(mktemp "${TMPDIR:-/tmp}/pdforensics-setup.XXXXXX")
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+if ! .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' >"$log" 2>&1; then
+  grep -v "^WARNING: Location" "$log" >&2 || true
+  echo "setup: pip install -e '.[dev]' failed (the log above; kept in $log)" >&2
+  exit 1
+fi
+rm -f "$log"
 .venv/bin/python -c "import pdforensics, paramiko, setproctitle" \
   || { echo "setup: the virtualenv is incomplete" >&2; exit 1; }

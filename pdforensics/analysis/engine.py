@@ -15,7 +15,6 @@ from pdforensics.analysis.findings import (
     Skipped,
     SkipRule,
     Verdict,
-    sort_key,
 )
 from pdforensics.analysis.result_json import ANALYSIS_FILE, analysis_json, write_analysis
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
@@ -142,8 +141,10 @@ def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analys
 
 def analyze_context(ctx: Context) -> Analysis:
     """Every rule over a prepared context (a capture and its client dumps)."""
-    findings, skipped = run_rules(ctx)
-    findings.sort(key=sort_key)
+    from pdforensics.analysis.merge import merge_findings
+
+    found, skipped = run_rules(ctx)
+    findings = merge_findings(found)  # one symptom seen several ways -> one finding
     verdict, why = decide(ctx, findings)
     missing = missing_evidence(ctx)
     counts = {s: sum(1 for f in findings if f.severity == s)
@@ -174,6 +175,8 @@ def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:
             lines.append(f"    - {field(e)}")
         if len(f.evidence) > max_evidence:
             lines.append(f"    ... {len(f.evidence) - max_evidence} more")
+        if f.merged:
+            lines.append(f"    merged: {', '.join(f.merged)}")
         lines.append(f"    next: {field(f.next_step)}")
     if a.missing:
         lines.append("")

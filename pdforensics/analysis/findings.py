@@ -36,7 +36,9 @@ class Finding:
     ``wedge`` marks a critical finding that rests on evidence across time (frozen counters
     over >= 2 samples, a dead rank with frozen progress, ...): only such findings make the
     verdict WEDGED. ``rank`` overrides the rule's sort rank when one finding is more (or
-    less) specific than its rule usually is.
+    less) specific than its rule usually is. ``merged`` lists the keys of findings that the
+    merge pass (analysis/merge.py) folded into this one: the same symptom seen other ways.
+    ``subject`` names what the finding is about (a service label) where a rule knows it.
     """
 
     key: str
@@ -47,6 +49,8 @@ class Finding:
     section: str | None = None
     wedge: bool = False
     rank: int | None = None
+    merged: tuple[str, ...] = ()
+    subject: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         "findings": [
             {"key": f.key, "severity": f.severity, "title": f.title,
              "evidence": [_evidence_json(e) for e in f.evidence], "next_step": f.next_step,
-             "section": f.section, "wedge": f.wedge, "rank": f.rank}
+             "section": f.section, "wedge": f.wedge, "rank": f.rank,
+             "merged": list(f.merged), "subject": f.subject}
             for f in a.findings
         ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
@@ -96,9 +97,13 @@ def _finding(item: Any, where: str) -> Finding:
         raise BundleError(f"{where}: 'rank' must be a small integer")
     evidence = tuple(_evidence(e, f"{where} evidence {i}")
                      for i, e in enumerate(_list(item, "evidence", where)))
+    merged = tuple(_list(item, "merged", where))
+    if not all(isinstance(k, str) for k in merged):
+        raise BundleError(f"{where}: 'merged' must hold strings")
     return Finding(key=_str(item, "key", where), severity=sev, title=_str(item, "title", where),
                    evidence=evidence, next_step=_str(item, "next_step", where, optional=True) or "",
-                   section=_str(item, "section", where, optional=True), wedge=wedge, rank=rank)
+                   section=_str(item, "section", where, optional=True), wedge=wedge, rank=rank,
+                   merged=merged, subject=_str(item, "subject", where, optional=True))
 
 
 def _skipped(item: Any, where: str) -> Skipped:

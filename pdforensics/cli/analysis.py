@@ -14,20 +14,29 @@ from pdforensics.errors import ExitStatus
 
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the same as --format json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="markdown: a short summary to paste into a ticket or chat.")
 @click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A Go client's goroutine dump to set beside the server's in-flight counts.")
 @handles_errors
-def analyze(bundle: str, as_json: bool, client_dumps: tuple[str, ...]) -> None:
+def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...]) -> None:
     """Verdict and findings with evidence for BUNDLE (no host contact)."""
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
     from pdforensics.analysis.engine import analyze as run_rules
+    from pdforensics.analysis.summary_md import facts_of, markdown_summary
     from pdforensics.loaded import load_capture
     from pdforensics.recover import refuse_unfinished
 
     refuse_unfinished(bundle)
-    result = run_rules(load_capture(bundle), [Path(c) for c in client_dumps])
-    click.echo(json.dumps(analysis_json(result), indent=1) if as_json else format_analysis_text(result))
+    capture = load_capture(bundle)
+    result = run_rules(capture, [Path(c) for c in client_dumps])
+    if as_json or fmt == "json":
+        click.echo(json.dumps(analysis_json(result), indent=1))
+    elif fmt == "markdown":
+        click.echo(markdown_summary(result, facts_of(capture)), nl=False)
+    else:
+        click.echo(format_analysis_text(result))
 
 
 @click.command()

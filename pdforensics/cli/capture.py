@@ -33,6 +33,8 @@ from pdforensics.terminal import field
               help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy).")
 @click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
 @click.option("--prometheus", help="Prometheus URL: also store its history of the key PD series.")
 @click.option("--history", default="2h", show_default=True, help="Window of that history (30m, 2h, ...).")
 @click.option("--with-sglang-source", is_flag=True,
@@ -47,7 +49,8 @@ from pdforensics.terminal import field
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
-            archive: bool, as_json: bool, prometheus: str | None, history: str, with_sglang_source: bool,
+            archive: bool, as_json: bool, markdown_file: str | None, prometheus: str | None,
+            history: str, with_sglang_source: bool,
             client_dumps: tuple[str, ...], no_redact: bool, keep_env: tuple[str, ...]) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
@@ -94,6 +97,12 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         click.echo(json.dumps(doc, indent=1))
     else:
         _print_outcome(doc)
+    if markdown_file and done.analysis is None:
+        click.echo("pdforensics: warning: no analysis, so no Markdown summary", err=True)
+    elif markdown_file and done.analysis is not None:
+        from pdforensics.analysis.summary_md import write_markdown
+
+        write_markdown(markdown_file, done.analysis, outcome.bundle, done.report)
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
     sys.exit(ExitStatus.OK if outcome.status == "complete" else ExitStatus.PARTIAL)

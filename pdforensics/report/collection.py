@@ -36,7 +36,7 @@ class HostLog:
     error: str | None
     rows: tuple[EntryRow, ...]
     failed: int
-    open: bool  # shown unfolded: few hosts, or something failed there
+    open: bool  # shown unfolded: only a host that could not be reached
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,21 @@ def _target(e: ResultEntry) -> str:
     return " ".join(bits)
 
 
+#: nvidia-smi's exit status when the host has no GPU ("No devices were found", NVML not
+#: found) and the shell's when nvidia-smi is not installed: an expected absence, not a failure
+NO_GPU_EXITS = frozenset({6, 127})
+
+
+def no_gpu(e: ResultEntry) -> bool:
+    """An nvidia-smi run that says the host has no GPU (the router's host, a CPU node)."""
+    return (e.source.startswith("nvidia_smi") and not e.timed_out and not e.error
+            and e.exit_status in NO_GPU_EXITS)
+
+
 def _row(e: ResultEntry, prefix: str) -> EntryRow:
-    if e.timed_out:
+    if no_gpu(e):
+        state, status = "absent", "no GPU"
+    elif e.timed_out:
         state, status = "timeout", "timed out"
     elif e.error:
         state, status = "error", "error"
@@ -67,7 +80,7 @@ def _row(e: ResultEntry, prefix: str) -> EntryRow:
     else:
         state, status = "failed", f"exit {e.exit_status}"
     detail = e.error or ""
-    if state != "ok" and e.stderr.strip():
+    if state not in ("ok", "absent") and e.stderr.strip():
         tail = e.stderr.strip().splitlines()[-1]
         detail = f"{detail}; {tail}" if detail else tail
     what = e.url or " ".join(e.argv or ())
@@ -92,17 +105,17 @@ def build_collection(capture: LoadedCapture, prefix: str) -> tuple[CollectionVie
                                                      key=lambda e: e.started_at))
         h = meta.get(name)
         reachable = h.reachable if h else True
-        failed = sum(1 for r in rows if r.state != "ok")
+        failed = sum(1 for r in rows if r.state not in ("ok", "absent"))
         hosts.append(HostLog(host=name, anchor=host_id(name), address=h.address if h else "",
                              reachable=reachable, error=h.error if h else None, rows=rows,
-                             failed=failed, open=len(names) <= 3 or failed > 0 or not reachable))
+                             failed=failed, open=not reachable))
     all_rows = [r for h in hosts for r in h.rows]
     missing = []
     if not all_rows:
         missing.append("the manifest lists no results")
     return CollectionView(
         hosts=tuple(hosts), total=len(all_rows),
-        failed=sum(1 for r in all_rows if r.state != "ok"),
+        failed=sum(1 for r in all_rows if r.state not in ("ok", "absent")),
         timed_out=sum(1 for r in all_rows if r.state == "timeout"),
         bytes=size(sum(r.nbytes for r in all_rows)), parse_errors=capture.parse_errors,
         partial_reasons=capture.partial_reasons), missing

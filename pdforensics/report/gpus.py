@@ -10,6 +10,7 @@ from pdforensics.bundle import ResultEntry
 from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.parsers.nvidia_smi import GpuInfo
 from pdforensics.report import svg
+from pdforensics.report.collection import no_gpu
 from pdforensics.report.common import num, utc
 from pdforensics.report.gpu_health import HealthRow, health_rows
 
@@ -46,6 +47,7 @@ class HostGpus:
     note: str | None
     xid_note: str | None  # why there are no Xid rows
     health: tuple[HealthRow, ...] = ()  # NVLink, row remapper, NVML
+    gpu_less: bool = False  # nvidia-smi says the host has no GPU (a router's host): expected
 
 
 def _frac(a: float | None, b: float | None) -> float | None:
@@ -91,7 +93,8 @@ def _xid_note(h: HostView, kernel: ResultEntry | None) -> str | None:
     return "no Xid events in the kernel log"
 
 
-def _host(h: HostView, owners: dict[int, str], kernel: ResultEntry | None) -> HostGpus:
+def _host(h: HostView, owners: dict[int, str], kernel: ResultEntry | None,
+          gpu_less: bool = False) -> HostGpus:
     apps: dict[str, list[str]] = {}
     for a in h.gpu_apps:
         who = owners.get(a.pid or -1, a.process_name or "?")
@@ -112,11 +115,12 @@ def _host(h: HostView, owners: dict[int, str], kernel: ResultEntry | None) -> Ho
                         pci=x.pci, xid=x.xid, process=f"{x.pid or ''} {x.process or ''}".strip(),
                         message=x.message) for x in h.xids)
     note = None
-    if not h.gpus:
+    if not h.gpus and not gpu_less:
         note = f"no GPU data: {h.gpu_error or 'nvidia-smi returned no GPUs'}"
     return HostGpus(host=h.name, simulated=h.simulated_gpu,
                     chart=chart(h.gpus, h.name) if h.gpus else Markup(""), rows=tuple(rows),
-                    xids=xids, note=note, xid_note=_xid_note(h, kernel), health=health_rows(h))
+                    xids=xids, note=note, xid_note=_xid_note(h, kernel), health=health_rows(h),
+                    gpu_less=gpu_less)
 
 
 def build_gpus(capture: LoadedCapture) -> tuple[tuple[HostGpus, ...], list[str]]:
@@ -133,7 +137,8 @@ def build_gpus(capture: LoadedCapture) -> tuple[tuple[HostGpus, ...], list[str]]
             continue
         kernel = next((e for e in capture.results if e.host == h.name
                        and e.source == "kernel_log"), None)
-        view = _host(h, owners, kernel)
+        smi = [e for e in capture.results if e.host == h.name and e.source.startswith("nvidia_smi")]
+        view = _host(h, owners, kernel, gpu_less=bool(smi) and all(no_gpu(e) for e in smi))
         if view.note:
             missing.append(f"{h.name}: {view.note}")
         out.append(view)

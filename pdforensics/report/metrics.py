@@ -62,6 +62,7 @@ class MetricRow:
     spark: Markup
     frozen: bool  # a counter that did not move across the samples
     rising_bad: bool  # an error counter that rose
+    zero: bool = False  # every sample read 0: folded under the table
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def _row(name: str, kind: str, s: ServiceView) -> MetricRow | None:
         delta=("+" if delta and delta > 0 else "") + num(delta) if delta is not None else "—",
         rate=f"{num(rate)}/s" if rate is not None and is_counter else "—",
         spark=svg.sparkline(vals, frozen=frozen), frozen=frozen,
-        rising_bad=bool(bad and delta is not None and delta > 0))
+        rising_bad=bool(bad and delta is not None and delta > 0),
+        zero=all(v == 0 for v in known))
 
 
 _RANK_LABELS = frozenset({"tp_rank", "dp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.analysis.stacks import analyze_stacks
+from pdforensics.analysis.stacks_classify import IDLE_CLASSES
 from pdforensics.analysis.stacks_model import Bucket, LabelledDump
 from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import dur
@@ -80,6 +81,12 @@ def _bucket(b: Bucket, outlier_keys: set[tuple[str, int | None, str]]) -> Bucket
                       leaf_class=b.leaf_class, suspect=b.suspect, outlier=is_out, roles=roles)
 
 
+def _bucket_order(b: Bucket) -> tuple[bool, bool, int]:
+    """Stuck work before idle threads (a queue wait, the idle loop, a sleep), then the
+    suspect ones, then the largest: the bucket that explains a wedge is never below idle."""
+    return (b.leaf_class in IDLE_CLASSES, not b.suspect, -b.count)
+
+
 def build_stacks(capture: LoadedCapture) -> tuple[StacksView | None, list[str]]:
     dumps, failures = _dumps(capture)
     missing: list[str] = []
@@ -89,7 +96,7 @@ def build_stacks(capture: LoadedCapture) -> tuple[StacksView | None, list[str]]:
         return None, missing
     rep = analyze_stacks(dumps)
     okeys = {(o.member.host, o.member.pid, o.member.thread_id) for o in rep.outliers}
-    ordered = sorted(rep.buckets, key=lambda b: (-b.count, not b.suspect))
+    ordered = sorted(rep.buckets, key=_bucket_order)
     buckets = tuple(_bucket(b, okeys) for b in ordered[:MAX_BUCKETS])
     outliers = tuple(OutlierView(
         member=o.member.label(), group=o.group, diverges_at=str(o.diverges_at or "—"),

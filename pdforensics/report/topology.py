@@ -7,7 +7,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pdforensics.analysis.metrics_view import gauge, progress, work_in_flight
+from pdforensics.analysis.metrics_view import WORK_GAUGES, gauge, progress, work_in_flight
 from pdforensics.loaded import HostView, LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, host_id, num, service_id
@@ -56,6 +56,13 @@ def last_value(s: ServiceView, metric: str) -> float | None:
     return gauge(good[-1].snapshot, metric)
 
 
+def requests_inside(s: ServiceView) -> float | None:
+    """Every request inside a server in the last good sample: running, waiting and in the PD
+    queues (bootstrap, inflight, prealloc, transfer); None when no such gauge was read."""
+    known = [v for v in (last_value(s, m) for m, _what in WORK_GAUGES) if v is not None]
+    return sum(known) if known else None
+
+
 def _stuck(s: ServiceView) -> str | None:
     """Why a server that answers /health is still stuck: work in flight, progress frozen."""
     if s.kind != "server":
@@ -84,7 +91,7 @@ def _node(h: HostView, s: ServiceView) -> NodeView:
         queues: tuple[tuple[str, str], ...] = (
             ("workers", str(len(wl)) if isinstance(wl, list) else "—"),)
     else:
-        in_flight = last_value(s, "sglang:num_running_reqs")
+        in_flight = requests_inside(s)
         queues = tuple((label, num(last_value(s, m))) for label, m in QUEUES.get(s.role, ()))
     notes = []
     stuck = _stuck(s)

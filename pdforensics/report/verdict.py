@@ -41,6 +41,7 @@ class FindingView:
     next_step: str | None
     section: str
     section_title: str
+    merged: tuple[str, ...] = ()  # keys folded into this finding by the merge pass
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def findings_of(analysis: Analysis | None, prefix: str = "") -> tuple[FindingVie
         sid = _section_for(f, ev)
         out.append(FindingView(key=f.key, severity=f.severity, title=f.title or f.key, evidence=ev,
                                next_step=f.next_step or None, section=sid,
-                               section_title=titles[sid]))
+                               section_title=titles[sid], merged=f.merged))
     return tuple(sorted(out, key=lambda x: SEVERITY_ORDER.get(x.severity, 5)))
 
 

@@ -137,14 +137,34 @@ def test_fault_report_in_chromium(lab: tuple[LabInfo, Path], browser: Browser, a
         if fault == "healthy":
             _sorting(page)
             _print_view(page, artifacts)
+        if fault == "transfer-stuck":
+            _triage_above_the_fold(page)
     finally:
         page.close()
 
 
+def _triage_above_the_fold(page: Page) -> None:
+    """The frozen hop is one finding and the KV-receiver stacks sit beside it in the first
+    screen; the collection log is folded, so the page is short (issue 18)."""
+    state = page.eval("""(() => {
+      const seen = [...document.querySelectorAll("#verdict .finding .f-title")]
+        .filter(e => e.checkVisibility() && !e.closest("details:not([open])")
+                     && e.getBoundingClientRect().bottom <= innerHeight)
+        .map(e => e.parentElement.querySelector(".key").innerText);
+      return {seen, open_logs: document.querySelectorAll("details.host-log[open]").length,
+              height: document.documentElement.scrollHeight};
+    })()""")
+    assert state["seen"][:2] == ["DECODE_TRANSFER_STUCK", "ALL_RANKS_STUCK"], state
+    assert "DECODE_PREALLOC_STUCK" not in state["seen"] and state["open_logs"] == 0
+    assert state["height"] < 12_000, state  # 15,580 px before the folding
+
+
 def _sorting(page: Page) -> None:
-    """The inline script sorts a collection table by bytes when its header is clicked."""
+    """The inline script sorts a collection table by bytes when its header is clicked (the
+    host's log unfolded first, as a reader would)."""
     order = page.eval("""(() => {
       const t = document.querySelector("table.collection");
+      t.closest("details").open = true;  // the collection log is folded by default
       const th = [...t.tHead.rows[0].cells].find(c => c.innerText.trim() === "bytes");
       const col = th.cellIndex, read = () => [...t.tBodies[0].rows].map(r => Number(r.cells[col].dataset.sort));
       th.click(); const up = read(); th.click(); const down = read();

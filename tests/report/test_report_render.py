@@ -414,3 +414,57 @@ def test_config_says_when_the_servers_run_another_sglang_than_the_catalog(synth:
 def test_report_file_is_private_even_when_rendered_again(synth: Callable[..., Path]) -> None:
     out = write_report(synth(hosts=1, gpus=2, processes=4, wedged=False))
     assert out.stat().st_mode & 0o777 == 0o600
+
+
+# -- a report that triages (issue 18) -----------------------------------------------------------
+
+def test_the_frozen_hop_is_one_finding_in_the_banner(synth: Callable[..., Path]) -> None:
+    banner = section_html(write_report(synth(hosts=2, gpus=2, processes=4)).read_text(), "verdict")
+    keys = re.findall(r'<code class="key">(\w+)</code>', banner)
+    assert keys.count("DECODE_TRANSFER_STUCK") == 1, keys
+    assert "DECODE_PREALLOC_STUCK" not in keys and "PREFILL_INFLIGHT_STUCK" not in keys
+    hop = re.search(r'<code class="key">DECODE_TRANSFER_STUCK</code>(.*?)<p class="next">', banner, re.S)
+    assert hop, "no hop finding"
+    words = text_of(hop.group(1))
+    assert words.startswith("+ DECODE_PREALLOC_STUCK, PREFILL_INFLIGHT_STUCK KV hop frozen"), words
+    assert "num_prefill_inflight_queue_reqs 9 → 9 → 9" in words  # the prefill side's evidence too
+
+
+def test_in_flight_counts_the_pd_queues(synth: Callable[..., Path]) -> None:
+    """running 12 + waiting 3 + transfer 14 + prealloc 2 on decode; 12 + 3 + inflight 9 on prefill."""
+    topo = section_html(write_report(synth(hosts=2, gpus=2, processes=4)).read_text(), "topology")
+    cells = dict(re.findall(r'<td>(\w+-\d)</td><td>\w+:\d+</td>.*?<td class="num">([^<]*)</td>', topo, re.S))
+    assert cells == {"prefill-0": "24", "decode-0": "31"}, cells
+    assert "in-flight 31" in topo and "in-flight 0" not in topo
+
+
+def test_collection_log_folded_zero_series_folded_stuck_stacks_first(synth: Callable[..., Path]) -> None:
+    text = write_report(synth(hosts=2, gpus=2, processes=4)).read_text()
+    coll = section_html(text, "collection")
+    assert coll.count('<details class="host-log"') == 2 and "open>" not in coll
+    metrics = section_html(text, "metrics")
+    folded = re.search(r'<details class="zero-series"><summary>1 series all zero in every sample</summary>'
+                       r'(.*?)</details>', metrics, re.S)
+    assert folded and "sglang:num_prefill_bootstrap_queue_reqs" in folded.group(1)
+    assert metrics.count("sglang:num_prefill_bootstrap_queue_reqs") == 1  # not in the open table
+    stacks = section_html(text, "stacks")
+    classes = re.findall(r'<details class="bucket[^"]*"[^>]*>\s*<summary>.*?\[(\w+)', stacks, re.S)
+    idle = {"queue_wait", "idle_loop", "sleep"}
+    assert classes and classes[0] not in idle, classes
+    first_idle = next(i for i, c in enumerate(classes) if c in idle)
+    assert all(c in idle for c in classes[first_idle:]), classes
+
+
+def test_a_host_without_gpus_is_not_a_failure(tmp_path: Path) -> None:
+    from tests.support.builder import BundleBuilder
+
+    b = BundleBuilder(tmp_path)
+    b.add(host="d", role="decode", port=2, samples=[{"sglang:generation_tokens_total": i} for i in range(3)])
+    b.no_gpu_hosts.append("router-0")
+    text = write_report(b.write()).read_text()
+    coll = section_html(text, "collection")
+    assert len(re.findall(r'<tr class="run-absent">', coll)) == 3
+    assert '<span class="pill run-absent">no GPU</span>' in coll
+    assert "router-0</b> local · 3 runs</summary>" in coll  # no "not ok" in red
+    gpus = section_html(text, "gpus")
+    assert "No GPU on this host" in gpus and "router-0: no GPU data" not in text

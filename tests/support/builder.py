@@ -62,6 +62,7 @@ class BundleBuilder:
         self.unreachable: list[str] = []
         self.kernel: dict[str, str] = {}
         self.host_outputs: dict[tuple[str, str], tuple[str, str]] = {}  # (host, source) -> (text, ext)
+        self.no_gpu_hosts: list[str] = []  # reachable hosts whose nvidia-smi finds no GPU (exit 6)
 
     def add(self, **kw: Any) -> Server:
         s = Server(**kw)
@@ -81,6 +82,11 @@ class BundleBuilder:
             pid = _write_server(w, s, h, pid)
         for host, text in self.kernel.items():
             _put(w, host, "kernel_log", "kernel_log", text.encode(), T0)
+        for host in self.no_gpu_hosts:  # what nvidia-smi says on a host without a GPU
+            hosts.setdefault(host, {"name": host, "address": "local", "reachable": True,
+                                    "error": None, "processes": [], "services": []})
+            for source in ("nvidia_smi_query", "nvidia_smi_apps", "nvidia_smi"):
+                _put(w, host, source, source, b"No devices were found\n", T0, exit_status=6)
         for (host, source), (text, ext) in self.host_outputs.items():
             _put(w, host, source, source, text.encode(), T0, ext=ext)
         for name, h in hosts.items():

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pdforensics.analysis.findings import Evidence, Finding, Severity, rule
 from pdforensics.analysis.rules.context import Context
+from pdforensics.loaded import ServiceView
+from pdforensics.parsers.journal import SignatureHit
 
 #: A cause seen this long before the capture started still counts as current.
 RECENT_S = 900.0
@@ -18,27 +20,46 @@ def _when(t: float | None) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(t)) + "Z" if t is not None else "?"
 
 
+def same_line_groups(hits: Sequence[SignatureHit]) -> list[list[SignatureHit]]:
+    """Hits grouped by their first sample line: several signatures matching one log line
+    are one event seen several ways (order of first appearance kept)."""
+    groups: dict[str, list[SignatureHit]] = {}
+    for i, h in enumerate(hits):
+        line = h.samples[0] if h.samples else f"\0{i}"  # no sample: a group of its own
+        groups.setdefault(line, []).append(h)
+    return list(groups.values())
+
+
+def _hit_evidence(svc: ServiceView, group: Sequence[SignatureHit], path: str | None) -> Evidence:
+    first = group[0]
+    keys = ", ".join(f"{h.key} x{h.count}" for h in group)
+    kinds = "/".join(dict.fromkeys(h.kind for h in group))
+    starts = [h.first_epoch for h in group if h.first_epoch is not None]
+    ends = [h.last_epoch for h in group if h.last_epoch is not None]
+    ranks = sorted({r for h in group for r in h.ranks})
+    where = f" [{', '.join(ranks)}]" if ranks else ""
+    sample = first.samples[0][:300] if first.samples else ""
+    return Evidence(svc.host, f"{svc.role} {svc.log_source or 'log'}",
+                    f"{keys} ({kinds}), first {_when(min(starts) if starts else None)}, "
+                    f"last {_when(max(ends) if ends else None)}{where}: {sample}", path)
+
+
 @rule("LOG_SIGNATURE", needs=("logs",), rank=80)
 def log_signature(ctx: Context) -> Iterator[Finding]:
-    """Known SGLang / NCCL / CUDA log lines matched, with first/last time and count."""
+    """Known SGLang / NCCL / CUDA log lines matched, with first/last time and count; the
+    signatures that match one line are one piece of evidence."""
     since = (ctx.capture.started_at or time.time()) - RECENT_S
     for svc in ctx.capture.services():
         if not svc.log_hits:
             continue
         path = svc.log_entry.path if svc.log_entry is not None else None
-        ev: list[Evidence | str] = []
-        recent_causes = []
-        for h in svc.log_hits:
-            recent = h.last_epoch is None or h.last_epoch >= since
-            if h.kind == "cause" and recent:
-                recent_causes.append(h.key)
-            ranks = f" [{', '.join(h.ranks)}]" if h.ranks else ""
-            sample = h.samples[0][:300] if h.samples else ""
-            ev.append(Evidence(svc.host, f"{svc.role} {svc.log_source or 'log'}",
-                               f"{h.key} ({h.kind}) x{h.count}, first {_when(h.first_epoch)}, "
-                               f"last {_when(h.last_epoch)}{ranks}: {sample}", path))
+        recent_causes = [h.key for h in svc.log_hits if h.kind == "cause"
+                         and (h.last_epoch is None or h.last_epoch >= since)]
+        groups = same_line_groups(svc.log_hits)
+        ev: list[Evidence | str] = [_hit_evidence(svc, g, path) for g in groups]
         sev: Severity = "warning" if recent_causes else "info"
-        keys = ", ".join(f"{h.key} x{h.count}" for h in svc.log_hits[:5])
+        keys = ", ".join("/".join(h.key for h in g) + f" x{max(h.count for h in g)}"
+                         for g in groups[:5])
         yield Finding(
             "LOG_SIGNATURE", sev,
             f"{svc.label} log: {keys}"
@@ -47,7 +68,7 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
             tuple(ev),
             "Read the first cause line in context (the log file / journal in the bundle): "
             "consequences such as aborts and health-check failures follow it.",
-            section="logs")
+            section="logs", subject=svc.label)
 
 
 @rule("XID_ERRORS", needs=("kernel_log",), rank=12)

@@ -62,7 +62,7 @@ def _queue_rule(ctx: Context, key: str, role: str, metric: str, what: str,
             key, "critical",
             f"{svc.label}: {what} has {fmt(t.last)} requests, {state} for {t.span_s:.1f} s, "
             "and the server makes no progress",
-            tuple(ev), next_step, section="pd_queues", wedge=True,
+            tuple(ev), next_step, section="pd_queues", wedge=True, subject=svc.label,
         )
 
 

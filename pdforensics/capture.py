@@ -98,6 +98,7 @@ class HostRun:
         self.lost = False  # the connection dropped mid-capture
         self._retried: set[str] = set()
         self._said_curl = False
+        self._said_found = False  # "found N services" is said once per host
         self.banner = b""  # what the login shell prints before every command
         self._pending: list[Job] = []
         self._inflight = 0
@@ -232,7 +233,9 @@ class HostRun:
                     self._slow_inflight -= 1
                 self._pending.extend(follow)
                 self._cond.notify_all()
-            if job.priority == DISCOVERY and self.planner.discovered and follow:
+            self._tick(job)
+            if job.priority == DISCOVERY and self.planner.discovered and follow and not self._said_found:
+                self._said_found = True
                 d = self.planner.discovery
                 assert d is not None
                 self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
@@ -267,6 +270,15 @@ class HostRun:
             self._pending.append(job)
             self._cond.notify_all()
         return True
+
+    def _tick(self, job: Job) -> None:
+        """Tell a live progress display (one with a ``tick`` method) what this host is doing."""
+        tick = getattr(self.progress, "tick", None)
+        if tick is not None:
+            with self._cond:
+                planned = self.jobs_run + self._inflight + len(self._pending)
+                phases = [j.priority for j in self._pending] + [job.priority]
+            tick(self.host.name, job.source.name, min(phases), self.jobs_run, planned)
 
     def _say(self, text: str) -> None:
         if self.progress is not None:
@@ -379,6 +391,12 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
         hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
                                  run.jobs_run, len(not_run), disc))
+    from pdforensics.completeness import NOTHING_COLLECTED, collection_reasons
+
+    cut_off = [r.host.name for r in runs if r.error or r.lost]
+    reasons += collection_reasons(writer.entries(), writer.tmp, unreachable=cut_off)
+    if runs and all(r.error for r in runs):
+        reasons.insert(0, NOTHING_COLLECTED)
     parser.drain()  # no parse reads a raw file while the rescrub below rewrites it
     rewritten = writer.rescrub()
     status = "partial" if reasons else "complete"
@@ -409,10 +427,14 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
 
 
 def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
+    from pdforensics.completeness import is_expected_absence
+
     return {"bundle": str(outcome.bundle), "status": outcome.status,
             "partial_reasons": list(outcome.partial_reasons),
             "hosts": [asdict(h) | {"discovery": None} for h in outcome.hosts],
-            "gaps": [_gap(e) for e in outcome.gaps]}
+            "gaps": [_gap(e) for e in outcome.gaps if not is_expected_absence(e, outcome.bundle)],
+            "expected_absent": [f"{e.host} {e.key}" for e in outcome.gaps
+                                if is_expected_absence(e, outcome.bundle)]}
 
 
 def _gap(e: ResultEntry) -> dict[str, Any]:

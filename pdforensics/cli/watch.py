@@ -9,27 +9,8 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
+from pdforensics.cli.options import DURATION, cluster_help
 from pdforensics.errors import PdforensicsError
-
-
-class Duration(click.ParamType):  # type: ignore[type-arg]
-    """30s, 10m, 2h, 1h30m, or seconds."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        from pdforensics.errors import ConfigError
-        from pdforensics.prometheus.api import parse_duration
-
-        try:
-            return parse_duration(str(value))
-        except ConfigError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
 
 
 def _store_dir(cluster: Any, explicit: str | None) -> Path:
@@ -45,7 +26,7 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
 @click.command("watch")
 @click.argument("hosts", nargs=-1)
 @click.option("-c", "--cluster", "cluster_file", type=click.Path(dir_okay=False),
-              help="Cluster file (TOML).")
+              help=cluster_help())
 @click.option("--local", is_flag=True, help="Watch this machine (the default with no hosts).")
 @click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH key for HOST args.")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts for HOST args.")
@@ -68,9 +49,11 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
 @click.option("--prometheus", "prometheus", help="Prometheus URL: captures store its history of the PD series.")
 @click.option("--history", default="2h", show_default=True, type=DURATION,
               help="Window of Prometheus history stored with each capture.")
-@click.option("--deadline", default=60.0, show_default=True, help="Seconds one capture may take.")
+@click.option("--deadline", default="60s", show_default=True, type=DURATION,
+              help="How long one capture may take.")
 @click.option("--samples", default=3, show_default=True, help="/metrics samples per server in a capture.")
-@click.option("--interval", default=2.0, show_default=True, help="Seconds between those samples.")
+@click.option("--interval", default="2s", show_default=True, type=DURATION,
+              help="Time between those samples.")
 @click.option("--no-stacks", is_flag=True, help="Captures skip py-spy dumps.")
 @click.option("--http-timeout", default="5s", show_default=True, type=DURATION,
               help="Timeout of one GET of a poll.")

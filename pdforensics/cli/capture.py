@@ -145,6 +145,9 @@ def resolve_cluster(hosts: tuple[str, ...], cluster_file: str | None, local: boo
     if cluster_file and (hosts or local):
         raise ConfigError("give either -c FILE, HOST arguments or --local, not several")
     if hosts:
+        from pdforensics.config_check import check_host_files
+
+        check_host_files(identity, known_hosts, "--identity/--known-hosts")
         return hosts_from_args(hosts, identity, known_hosts, sudo)
     if local:
         return local_cluster()

@@ -95,13 +95,16 @@ class LiveProgress:
             self._draw(self.render())
 
     def _draw(self, rows: list[str]) -> None:
-        if self._drawn:
-            write_control(self.out, f"\r\x1b[{self._drawn}A")
-        for row in rows:
-            write_control(self.out, "\x1b[2K")
-            self.out.write(row + "\n")
-        self._drawn = len(rows)
-        self.out.flush()
+        try:
+            if self._drawn:
+                write_control(self.out, f"\x1b[{self._drawn}A")  # up to the block's first line
+            for row in rows:
+                write_control(self.out, "\x1b[2K")
+                self.out.write(row + "\n")
+            self._drawn = len(rows)
+            self.out.flush()
+        except OSError:  # the terminal hung up: the capture goes on without a display
+            self._stop.set()
 
     def _loop(self) -> None:
         while not self._stop.wait(REDRAW_S):

@@ -18,7 +18,7 @@ import pytest
 from pdforensics.errors import ExitStatus
 from pdforensics.lab import set_fault
 from tests.e2e import faultkit as fk
-from tests.security.ptyrun import run_on_pty
+from tests.security.ptyrun import run_on_pty, unsafe_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -149,6 +149,7 @@ def test_live_block_on_a_terminal(ssh_lab: Path, tmp_path: Path) -> None:
                           timeout=60)
     text = seen.decode("utf-8", "replace")
     assert rc == 0, text
+    assert unsafe_bytes(seen, own_block=True) == []  # only the block's own sequences
     ups = re.findall(r"\x1b\[(\d+)A", text)
     assert len(ups) >= 3 and set(ups) == {"4"}, ups  # header + 3 hosts, redrawn in place
     frames = text.split("\x1b[4A")

@@ -46,7 +46,8 @@ def failed_to_collect(entry: ResultEntry) -> str | None:
     if entry.error:
         return entry.error
     if entry.exit_status in _NOT_RUNNABLE:
-        return f"could not run (exit status {entry.exit_status})"
+        said = entry.stderr.strip().splitlines()[-1][:160] if entry.stderr.strip() else ""
+        return f"could not run: {said or f'exit status {entry.exit_status}'}"
     if entry.url and entry.exit_status not in (0, None):  # curl on the host: no response
         return f"endpoint failed (exit status {entry.exit_status})"
     return None

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import DURATION, cluster_help
+from pdforensics.cli.options import DURATION, cluster_help, quiet_option
 from pdforensics.errors import PdforensicsError
 
 
@@ -59,6 +59,7 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
               help="Timeout of one GET of a poll.")
 @click.option("--max-polls", type=int, help="Stop after this many polls (rehearsals, tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event on stdout.")
+@quiet_option
 def watch(**kw: Any) -> None:
     """Poll /metrics, router metrics and /workers; capture a wedge once it holds --for.
 
@@ -74,7 +75,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            hold: float, cooldown: float, on_capture: str | None, hook_timeout: float,
            store: str | None, metrics_port: int | None, metrics_addr: str, prometheus: str | None,
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
-           http_timeout: float, max_polls: int | None, as_json: bool) -> None:
+           http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
     from pdforensics.capture import CaptureOptions
     from pdforensics.cli.capture import resolve_cluster
     from pdforensics.planner import PlanOptions
@@ -100,7 +101,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
         except OSError as exc:
             raise PdforensicsError(f"cannot serve metrics on {metrics_addr}:{metrics_port}: "
                                    f"{exc.strerror or exc}") from None
-    mode = "json" if as_json else ("tty" if sys.stdout.isatty() else "plain")
+    mode = "json" if as_json else "quiet" if quiet else ("tty" if sys.stdout.isatty() else "plain")
     reporter = Reporter(cluster.name, mode)
     watcher = Watcher(cluster, options, reporter, metrics)
     reporter("watching", {"cluster": cluster.name, "targets": len(watcher.windows),

@@ -45,7 +45,7 @@ def event_text(event: str, f: dict[str, Any]) -> str:
 
 class Reporter:
     """mode: tty (status line rewritten in place), plain (a line when the state changes),
-    json (every event, one object per line)."""
+    quiet (no poll lines, only events), json (every event, one object per line)."""
 
     def __init__(self, cluster: str, mode: str, out: TextIO | None = None):
         self.cluster = cluster
@@ -62,6 +62,8 @@ class Reporter:
             self._write(json.dumps({"event": event, "at": round(time.time(), 3), **fields},
                                    default=str) + "\n")
             return
+        if event == "poll" and self.mode == "quiet":
+            return  # -q: the events (capture start, captured) only
         if event == "poll":
             line = status_text(self.cluster, fields, self.captures)
             if self.mode == "tty":

@@ -283,3 +283,40 @@ def test_every_cluster_file_key_is_documented() -> None:
     for key in CLUSTER_KEYS | HOST_KEYS | SERVICE_KEYS:
         assert f"| `{key}` |" in doc, key
     assert "PDFORENSICS_CLUSTER" in doc and "/etc/pdforensics/cluster.toml" in doc
+
+
+def test_lab_up_over_a_running_lab_names_the_dir(tmp_path: Path) -> None:
+    import os
+
+    import psutil
+
+    me = psutil.Process(os.getpid())
+    (tmp_path / "lab.json").write_text(json.dumps({"pids": {"router": [me.pid, me.create_time()]}}))
+    res = run("lab", "up", "--dir", str(tmp_path))
+    assert res.exit_code == 1, res.output
+    assert f"`pdforensics lab down --dir {tmp_path}`" in res.output
+    status = json.loads(run("lab", "status", "--dir", str(tmp_path), "--json").output)
+    assert status["running"] and status["processes"] == [{"name": "router", "pid": me.pid, "alive": True}]
+
+
+def test_watch_status_line_fits_and_says_capturing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from pdforensics.watch.status import Reporter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=(80, 24): os.terminal_size((40, 24)))
+    poll = {"poll": 3, "endpoints": 4, "failed": 0, "duration_s": 0.05, "state": "armed",
+            "suspected": {"decode-0 decode:30001": {"keys": ["REQUESTS_FROZEN"], "held_s": 12.0}}}
+    out = io.StringIO()
+    tty = Reporter("a-long-cluster-name", "tty", out)
+    tty("poll", poll)
+    tty("capture_start", {"held_s": 60.0, "targets": ["decode-0"], "trigger": ["REQUESTS_FROZEN"]})
+    lines = out.getvalue().split("\r\x1b[K")
+    assert all(len(seg.split("\n")[-1]) <= 39 for seg in lines), lines  # one line at 40 columns
+    assert "capturing" in lines[-1] and lines[-1].startswith("a-long-cluster-name | capturing")
+    quiet = io.StringIO()
+    q = Reporter("c", "quiet", quiet)
+    q("poll", poll)
+    assert quiet.getvalue() == ""
+    q("capture_start", {"held_s": 60.0, "targets": ["decode-0"], "trigger": ["REQUESTS_FROZEN"]})
+    assert "capturing" in quiet.getvalue() and "\x1b" not in quiet.getvalue()

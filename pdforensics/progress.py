@@ -69,7 +69,7 @@ class LiveProgress:
         line.note = text
         if text.startswith(("done", "unreachable")):
             line.finished = True
-            line.phase = "done" if text.startswith("done") else "unreachable"
+            line.phase, _, line.note = text.partition(": ")  # "done: 31 results" -> done | 31 results
         self.redraw()
 
     def tick(self, host: str, source: str, priority: int, done: int, planned: int) -> None:

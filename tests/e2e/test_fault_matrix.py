@@ -315,6 +315,7 @@ def _capture_killing(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.P
     def progress(host: str, text: str) -> None:
         if host == "router-0" and text.startswith("found"):
             fake.kill()
+            fake.wait()  # reaped, so /proc/PID is gone ("found" is said once now: no later kill() reaps it)
 
     t0 = time.monotonic()
     outcome = cap.run_capture(load_cluster_file(cfile), cap.CaptureOptions(out_dir=out, deadline_s=DEADLINE),

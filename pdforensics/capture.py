@@ -98,6 +98,7 @@ class HostRun:
         self.lost = False  # the connection dropped mid-capture
         self._retried: set[str] = set()
         self._said_curl = False
+        self._said_found = False  # "found N services" is said once per host
         self.banner = b""  # what the login shell prints before every command
         self._pending: list[Job] = []
         self._inflight = 0
@@ -225,7 +226,8 @@ class HostRun:
                 follow = []
                 self.planner.notes.append(f"planning after {job.key} failed: {exc}")
             d = self.planner.discovery
-            if job.priority == DISCOVERY and d is not None and follow:  # said before they run
+            if job.priority == DISCOVERY and d is not None and follow and not self._said_found:
+                self._said_found = True  # said once, and before the follow-up jobs run
                 self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
             with self._cond:
                 self.jobs_run += 1
@@ -235,6 +237,7 @@ class HostRun:
                     self._slow_inflight -= 1
                 self._pending.extend(follow)
                 self._cond.notify_all()
+            self._tick(job)
 
     def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
         """An endpoint through the SSH connection itself (no curl process on the host), within
@@ -266,6 +269,15 @@ class HostRun:
             self._pending.append(job)
             self._cond.notify_all()
         return True
+
+    def _tick(self, job: Job) -> None:
+        """Tell a live progress display (one with a ``tick`` method) what this host is doing."""
+        tick = getattr(self.progress, "tick", None)
+        if tick is not None:
+            with self._cond:
+                planned = self.jobs_run + self._inflight + len(self._pending)
+                phases = [j.priority for j in self._pending] + [job.priority]
+            tick(self.host.name, job.source.name, min(phases), self.jobs_run, planned)
 
     def _say(self, text: str) -> None:
         if self.progress is not None:
@@ -378,6 +390,12 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
         hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
                                  run.jobs_run, len(not_run), disc))
+    from pdforensics.completeness import NOTHING_COLLECTED, collection_reasons
+
+    cut_off = [r.host.name for r in runs if r.error or r.lost]
+    reasons += collection_reasons(writer.entries(), writer.tmp, unreachable=cut_off)
+    if runs and all(r.error for r in runs):
+        reasons.insert(0, NOTHING_COLLECTED)
     parser.drain()  # no parse reads a raw file while the rescrub below rewrites it
     rewritten = writer.rescrub()
     status = "partial" if reasons else "complete"
@@ -408,10 +426,14 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
 
 
 def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
+    from pdforensics.completeness import is_expected_absence
+
     return {"bundle": str(outcome.bundle), "status": outcome.status,
             "partial_reasons": list(outcome.partial_reasons),
             "hosts": [asdict(h) | {"discovery": None} for h in outcome.hosts],
-            "gaps": [_gap(e) for e in outcome.gaps]}
+            "gaps": [_gap(e) for e in outcome.gaps if not is_expected_absence(e, outcome.bundle)],
+            "expected_absent": [f"{e.host} {e.key}" for e in outcome.gaps
+                                if is_expected_absence(e, outcome.bundle)]}
 
 
 def _gap(e: ResultEntry) -> dict[str, Any]:

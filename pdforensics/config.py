@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pdforensics.config_check import CLUSTER_KEYS, HOST_KEYS, SERVICE_KEYS, TOP_KEYS, check_host_files, check_keys
 from pdforensics.errors import ConfigError
 from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
 
@@ -17,9 +18,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROLES = ("router", "prefill", "decode", "unified")
-HOST_KEYS = {"name", "address", "port", "user", "identity", "known_hosts", "sudo", "services",
-             "proxy_jump", "nvidia_smi", "simulated_gpu", "py_spy"}
-SERVICE_KEYS = {"role", "port", "unit", "metrics_port", "log_file"}
 
 
 def load_cluster_file(path: str | Path) -> ClusterSpec:
@@ -37,10 +35,12 @@ def load_cluster_file(path: str | Path) -> ClusterSpec:
 
 
 def cluster_from_dict(data: dict[str, Any], base: Path, origin: str = "cluster") -> ClusterSpec:
-    """Validate a parsed cluster file."""
+    """Validate a parsed cluster file: every key known, every file a host names present."""
+    check_keys(data, TOP_KEYS, origin)
     cluster = data.get("cluster", {})
     if not isinstance(cluster, dict):
         raise ConfigError(f"{origin}: [cluster] must be a table")
+    check_keys(cluster, CLUSTER_KEYS, f"{origin}: [cluster]")
     hosts_raw = data.get("hosts", [])
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise ConfigError(f"{origin}: at least one [[hosts]] entry is needed")
@@ -63,21 +63,21 @@ def _host(raw: Any, index: int, base: Path, origin: str) -> HostSpec:
     where = f"{origin}: hosts[{index}]"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table")
-    unknown = sorted(set(raw) - HOST_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    check_keys(raw, HOST_KEYS, where)
     if "address" not in raw:
         raise ConfigError(f"{where}: 'address' is required (a host, an ssh alias, or \"local\")")
     address = str(raw["address"])
     name = _safe_name(str(raw.get("name", address)), where)
     services = tuple(_service(s, f"{where}.services[{j}]") for j, s in
                      enumerate(raw.get("services", [])))
+    identity, known_hosts = _rel(raw.get("identity"), base), _rel(raw.get("known_hosts"), base)
+    check_host_files(identity, known_hosts, f"{where} ({name})")
     return HostSpec(
         name=name, address=address,
         port=_int(raw.get("port"), f"{where}.port"),
         user=raw.get("user"),
-        identity=_rel(raw.get("identity"), base),
-        known_hosts=_rel(raw.get("known_hosts"), base),
+        identity=identity,
+        known_hosts=known_hosts,
         sudo=bool(raw.get("sudo", False)),
         services=services,
         proxy_jump=raw.get("proxy_jump"),
@@ -90,9 +90,7 @@ def _host(raw: Any, index: int, base: Path, origin: str) -> HostSpec:
 def _service(raw: Any, where: str) -> ServiceSpec:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table")
-    unknown = sorted(set(raw) - SERVICE_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    check_keys(raw, SERVICE_KEYS, where)
     role = raw.get("role")
     if role not in ROLES:
         raise ConfigError(f"{where}: role must be one of {', '.join(ROLES)}, not {role!r}")

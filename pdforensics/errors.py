@@ -13,8 +13,9 @@ class ExitStatus(IntEnum):
     ERROR = 1  # an error; nothing (or nothing usable) was produced
     USAGE = 2  # bad options, cluster file or arguments: nothing was done
     PARTIAL = 3  # done, but some evidence or some input files are missing
-    NOT_HEALTHY = 4  # snapshot: the cluster's verdict is not HEALTHY
+    VERDICT = 4  # --fail-on: the tool worked and the verdict is at or past the given level
     BUSY = 5  # another snapshot holds the store's lock
+    NOTHING_COLLECTED = 6  # capture/snapshot: no host could be reached, no evidence at all
     HANGUP = 128 + signal.SIGHUP  # the terminal went away; the partial bundle was still written
     INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C; the partial bundle was still written
     TERMINATED = 128 + signal.SIGTERM  # SIGTERM; the partial bundle was still written

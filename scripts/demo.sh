@@ -23,7 +23,7 @@ echo
 echo "bundle:  $bundle"
 [ -f "$bundle/report.html" ] && echo "report:  $bundle/report.html"
 [ -f "$PWD/bundles/last-summary.md" ] && echo "summary: $PWD/bundles/last-summary.md (Markdown, to paste)"
-echo "capture exit code: $rc (0 complete, 3 partial)"
+echo "capture exit code: $rc (0 complete, 3 partial, 6 nothing collected; see README, Exit codes)"
 echo
 echo "The lab is still up (fault: $fault). Look around:"
 echo "  $pdfx lab status --dir $lab"

@@ -20,7 +20,7 @@ from pdforensics.cli.watch import watch
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="pdforensics")
+@click.version_option(__version__, "-V", "--version", prog_name="pdforensics")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks on errors (debugging).")
 def main(traceback: bool) -> None:
     """Evidence-first forensics for SGLang prefill-decode clusters.

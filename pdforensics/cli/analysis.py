@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from pdforensics.cli.errors import handles_errors
+from pdforensics.cli.options import fail_on_option, fails
 from pdforensics.errors import ExitStatus
 
 
@@ -19,9 +20,14 @@ from pdforensics.errors import ExitStatus
               show_default=True, help="markdown: a short summary to paste into a ticket or chat.")
 @click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A Go client's goroutine dump to set beside the server's in-flight counts.")
+@fail_on_option
 @handles_errors
-def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...]) -> None:
-    """Verdict and findings with evidence for BUNDLE (no host contact)."""
+def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
+            fail_on: str | None) -> None:
+    """Verdict and findings with evidence for BUNDLE (no host contact).
+
+    Exit 0, or 4 when the verdict reaches --fail-on; 1 on an unreadable bundle.
+    """
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
@@ -37,17 +43,21 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...])
         click.echo(markdown_summary(result, facts_of(capture)), nl=False)
     else:
         click.echo(format_analysis_text(result))
+    if fails(result.verdict, fail_on):
+        sys.exit(ExitStatus.VERDICT)
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
+@fail_on_option
 @handles_errors
-def triage(files: tuple[str, ...], as_json: bool) -> None:
+def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None) -> None:
     """Verdict from loose files: py-spy/faulthandler/Go dumps, /metrics, logs, /server_info.
 
     Each file's kind is read from its content; `-` is stdin. A Go goroutine dump is set
-    beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none.
+    beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none;
+    4: the verdict reached --fail-on.
     """
     from pdforensics.triage.run import format_triage_text, triage_json, triage_paths
 
@@ -56,19 +66,25 @@ def triage(files: tuple[str, ...], as_json: bool) -> None:
     for a in result.artifacts:
         if a.error:
             click.echo(f"pdforensics: skipped {a.path}: {a.error}", err=True)
-    sys.exit(result.exit_code)
+    verdict = result.analysis.verdict if result.analysis is not None else None
+    sys.exit(ExitStatus.VERDICT if fails(verdict, fail_on) else result.exit_code)
 
 
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))
 @click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: bundle, ok, secrets_scanned, problems.")
 @handles_errors
-def verify(bundle: str, secrets: bool) -> None:
+def verify(bundle: str, secrets: bool, as_json: bool) -> None:
     """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
     from pdforensics.bundle import verify_bundle
     from pdforensics.secrets_scan import scan_report
 
     problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
+    if as_json:
+        click.echo(json.dumps({"bundle": bundle, "ok": not problems, "secrets_scanned": secrets,
+                               "problems": problems}, indent=1))
+        sys.exit(ExitStatus.ERROR if problems else ExitStatus.OK)
     for p in problems:
         click.echo(p)
     if problems:

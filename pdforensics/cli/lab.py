@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from pdforensics.cli.errors import handles_errors
+from pdforensics.lab.faults import FAULTS
+from pdforensics.terminal import field
 
 
 @click.group()
@@ -20,7 +22,8 @@ def _lab_dir(path: str | None) -> Path:
 
 
 @lab.command("up")
-@click.option("--fault", default="healthy", show_default=True, help="Fault to start with.")
+@click.option("--fault", default="healthy", show_default=True, type=click.Choice(FAULTS),
+              help="Fault to start with.")
 @click.option("--ssh", is_flag=True, help="Also start one loopback sshd per lab host.")
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @click.option("--base-port", type=int, help="Shift every lab port (run several labs at once).")
@@ -31,11 +34,8 @@ def _lab_dir(path: str | None) -> Path:
 def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
            no_titles: bool) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
-    from pdforensics.lab import FAULTS
     from pdforensics.lab import lab_up as up
 
-    if fault not in FAULTS:
-        raise click.BadParameter(f"choose from {', '.join(FAULTS)}", param_hint="--fault")
     info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user,
               titles=not no_titles)
     click.echo(f"lab up in {info.dir} with fault {info.fault}")
@@ -56,24 +56,32 @@ def lab_down(lab_dir: str | None) -> None:
 
 @lab.command("status")
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: dir, fault, running, processes.")
 @handles_errors
-def lab_status(lab_dir: str | None) -> None:
+def lab_status(lab_dir: str | None, as_json: bool) -> None:
     """Show the lab's processes and fault."""
     from pdforensics.lab import lab_status as status
 
-    click.echo(json.dumps(status(_lab_dir(lab_dir)), indent=1, default=str))
+    st = status(_lab_dir(lab_dir))
+    if as_json:
+        click.echo(json.dumps({"dir": str(st.dir), "fault": st.fault, "running": st.running,
+                               "processes": [{"name": p.name, "pid": p.pid, "alive": p.alive}
+                                             for p in st.processes]}, indent=1))
+        return
+    state = "running" if st.running else "not running"
+    click.echo(f"lab in {st.dir}: {state}" + (f", fault {st.fault}" if st.fault else ""))
+    for p in st.processes:
+        click.echo(f"  {'up  ' if p.alive else 'DOWN'} {p.pid:>7}  {field(p.name)}")
 
 
 @lab.command("fault")
-@click.argument("name")
+@click.argument("name", type=click.Choice(FAULTS))
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @handles_errors
 def lab_fault(name: str, lab_dir: str | None) -> None:
     """Switch the running lab to fault NAME."""
-    from pdforensics.lab import FAULTS, set_fault
+    from pdforensics.lab import set_fault
 
-    if name not in FAULTS:
-        raise click.BadParameter(f"choose from {', '.join(FAULTS)}", param_hint="NAME")
     set_fault(_lab_dir(lab_dir), name)
     click.echo(f"fault: {name}")
 

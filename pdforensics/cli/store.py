@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 import click
 
 from pdforensics.cli.errors import handles_errors
+from pdforensics.cli.options import CLUSTER_ENV, DURATION, cluster_help, configured_cluster_file, fail_on_option
 from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-CLUSTER_ENV = "PDFORENSICS_CLUSTER"
 STORE_ENV = "PDFORENSICS_STORE"
 
 
@@ -25,7 +25,7 @@ STORE_ENV = "PDFORENSICS_STORE"
 def cluster_option(fn: F) -> F:
     return click.option("-c", "--cluster", "cluster_file", envvar=CLUSTER_ENV,
                         type=click.Path(dir_okay=False),
-                        help=f"Cluster file (TOML) [${CLUSTER_ENV}]; gives the store and cluster name.")(fn)
+                        help=cluster_help("Cluster file (TOML), for the store and cluster name"))(fn)
 
 
 def store_option(fn: F) -> F:
@@ -43,7 +43,8 @@ def name_option(fn: F) -> F:
 def _cluster(cluster_file: str | None) -> ClusterSpec | None:
     from pdforensics.config import load_cluster_file
 
-    return load_cluster_file(cluster_file) if cluster_file else None
+    configured = configured_cluster_file(cluster_file)
+    return load_cluster_file(configured) if configured else None
 
 
 def _store(cluster: ClusterSpec | None, store: str | None) -> Path:
@@ -62,23 +63,26 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @store_option
 @click.option("--stacks", is_flag=True, help="Also take one py-spy dump per process.")
 @click.option("--samples", default=2, show_default=True, help="/metrics samples per server.")
-@click.option("--interval", default=1.5, show_default=True, help="Seconds between samples.")
-@click.option("--deadline", default=60.0, show_default=True, help="Seconds the capture may take.")
+@click.option("--interval", default="1.5s", show_default=True, type=DURATION, help="Time between samples.")
+@click.option("--deadline", default="60s", show_default=True, type=DURATION, help="How long the capture may take.")
 @click.option("--keep-last", type=int, help="Retention: keep the newest N [cluster file, else 96].")
 @click.option("--keep-days", type=int, help="Retention: one per day for D days [cluster file, else 30].")
 @click.option("-v", "--verbose", is_flag=True, help="Say what happened even when healthy.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (snapshot, verdict, status).")
+@fail_on_option
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @handles_errors
 def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
-             verbose: bool, keep_env: tuple[str, ...]) -> None:
+             verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...]) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
-    Silent unless something is wrong (or -v). Exit codes: 0 HEALTHY, 4 not healthy
-    (DEGRADED, WEDGED or UNKNOWN; one line says why), 1 failed to snapshot (also when
-    the snapshot has no verdict), 5 another snapshot still holds the store's lock,
-    2 usage or cluster-file error. Without -c it snapshots this machine.
+    Silent while HEALTHY (or -v); one line when not. Exit codes: 0 the snapshot was taken
+    (whatever the verdict), 3 partial, 6 nothing collected, 4 the verdict reached --fail-on,
+    1 failed to snapshot (also when the snapshot has no verdict), 5 another snapshot still
+    holds the store's lock, 2 usage or cluster-file error. Without a cluster file it
+    snapshots this machine.
     """
     from pdforensics.cli.store_text import format_snapshot_text
     from pdforensics.config import local_cluster
@@ -90,10 +94,27 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
     options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks,
                               deadline_s=deadline, retention=policy, keep_env=keep_env)
     outcome = take_snapshot(cluster, _store(cluster, store), options)
-    click.echo(format_snapshot_text(outcome, verbose), nl=False)
+    if as_json:
+        from pdforensics.cli.store_text import snapshot_json
+
+        click.echo(json.dumps(snapshot_json(outcome), indent=1))
+    else:
+        click.echo(format_snapshot_text(outcome, verbose), nl=False)
+    sys.exit(snapshot_exit(outcome, fail_on))
+
+
+def snapshot_exit(outcome: Any, fail_on: str | None) -> ExitStatus:
+    """The capture table (6 nothing collected, 4 --fail-on, 3 partial), 1 when no verdict."""
+    from pdforensics.cli.options import fails
+    from pdforensics.completeness import NOTHING_COLLECTED
+
+    if outcome.partial_reasons[:1] and outcome.partial_reasons[0] == NOTHING_COLLECTED:
+        return ExitStatus.NOTHING_COLLECTED
     if outcome.verdict.verdict is None:
-        sys.exit(ExitStatus.ERROR)
-    sys.exit(ExitStatus.OK if outcome.healthy else ExitStatus.NOT_HEALTHY)
+        return ExitStatus.ERROR
+    if fails(outcome.verdict.verdict, fail_on):
+        return ExitStatus.VERDICT
+    return ExitStatus.OK if outcome.capture_status == "complete" else ExitStatus.PARTIAL
 
 
 # -- baseline ---------------------------------------------------------------------------------

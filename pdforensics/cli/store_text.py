@@ -82,3 +82,12 @@ def _why(o: SnapshotOutcome) -> str:
     text = v.summary or v.why or ""
     prefix = f"{v.verdict}: "
     return text[len(prefix):] if v.verdict and text.startswith(prefix) else text
+
+
+def snapshot_json(o: SnapshotOutcome) -> dict[str, object]:
+    """`snapshot --json`: the filed snapshot, its verdict and how the capture went."""
+    s, v = o.snapshot, o.verdict
+    return {"name": s.name, "cluster": s.cluster, "path": str(s.path), "taken_at": iso(s.taken_at),
+            "verdict": v.verdict, "summary": v.summary, "why": v.why, "healthy": o.healthy,
+            "status": o.capture_status, "partial_reasons": list(o.partial_reasons),
+            "pruned": list(o.pruned), "duration_s": round(o.duration_s, 2)}

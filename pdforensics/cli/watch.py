@@ -9,27 +9,8 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
+from pdforensics.cli.options import DURATION, cluster_help, quiet_option
 from pdforensics.errors import PdforensicsError
-
-
-class Duration(click.ParamType):  # type: ignore[type-arg]
-    """30s, 10m, 2h, 1h30m, or seconds."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        from pdforensics.errors import ConfigError
-        from pdforensics.prometheus.api import parse_duration
-
-        try:
-            return parse_duration(str(value))
-        except ConfigError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
 
 
 def _store_dir(cluster: Any, explicit: str | None) -> Path:
@@ -45,7 +26,7 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
 @click.command("watch")
 @click.argument("hosts", nargs=-1)
 @click.option("-c", "--cluster", "cluster_file", type=click.Path(dir_okay=False),
-              help="Cluster file (TOML).")
+              help=cluster_help())
 @click.option("--local", is_flag=True, help="Watch this machine (the default with no hosts).")
 @click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH key for HOST args.")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts for HOST args.")
@@ -68,14 +49,17 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
 @click.option("--prometheus", "prometheus", help="Prometheus URL: captures store its history of the PD series.")
 @click.option("--history", default="2h", show_default=True, type=DURATION,
               help="Window of Prometheus history stored with each capture.")
-@click.option("--deadline", default=60.0, show_default=True, help="Seconds one capture may take.")
+@click.option("--deadline", default="60s", show_default=True, type=DURATION,
+              help="How long one capture may take.")
 @click.option("--samples", default=3, show_default=True, help="/metrics samples per server in a capture.")
-@click.option("--interval", default=2.0, show_default=True, help="Seconds between those samples.")
+@click.option("--interval", default="2s", show_default=True, type=DURATION,
+              help="Time between those samples.")
 @click.option("--no-stacks", is_flag=True, help="Captures skip py-spy dumps.")
 @click.option("--http-timeout", default="5s", show_default=True, type=DURATION,
               help="Timeout of one GET of a poll.")
 @click.option("--max-polls", type=int, help="Stop after this many polls (rehearsals, tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event on stdout.")
+@quiet_option
 def watch(**kw: Any) -> None:
     """Poll /metrics, router metrics and /workers; capture a wedge once it holds --for.
 
@@ -91,7 +75,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            hold: float, cooldown: float, on_capture: str | None, hook_timeout: float,
            store: str | None, metrics_port: int | None, metrics_addr: str, prometheus: str | None,
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
-           http_timeout: float, max_polls: int | None, as_json: bool) -> None:
+           http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
     from pdforensics.capture import CaptureOptions
     from pdforensics.cli.capture import resolve_cluster
     from pdforensics.planner import PlanOptions
@@ -117,7 +101,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
         except OSError as exc:
             raise PdforensicsError(f"cannot serve metrics on {metrics_addr}:{metrics_port}: "
                                    f"{exc.strerror or exc}") from None
-    mode = "json" if as_json else ("tty" if sys.stdout.isatty() else "plain")
+    mode = "json" if as_json else "quiet" if quiet else ("tty" if sys.stdout.isatty() else "plain")
     reporter = Reporter(cluster.name, mode)
     watcher = Watcher(cluster, options, reporter, metrics)
     reporter("watching", {"cluster": cluster.name, "targets": len(watcher.windows),

@@ -296,7 +296,8 @@ def _preflight(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, ssh: bool,
     """Refuse to start over a running lab, or on a port someone else holds."""
     old = _read_json(lab_dir)
     if old and any(_alive(pid, ct) for pid, ct in _recorded(old).values()):
-        raise PdforensicsError(f"a lab is already running in {lab_dir}; run `pdforensics lab down` first")
+        raise PdforensicsError(f"a lab is already running in {lab_dir}; run `pdforensics lab down "
+                               f"--dir {lab_dir}` first, or start another with --dir and --base-port")
     if sudo_user and not ssh:
         raise PdforensicsError("sudo_user needs ssh=True")
     if ssh:
@@ -489,7 +490,8 @@ def set_fault(lab_dir: Path, fault: str) -> None:
     lab_dir = Path(lab_dir).resolve()
     data = _read_json(lab_dir)
     if data is None:
-        raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up`")
+        raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up --dir {lab_dir}`, "
+                               "or pass the --dir of the running lab")
     _write_atomic(paths(lab_dir)["fault"], fault + "\n")
     data["fault"] = fault
     _write_atomic(paths(lab_dir)["json"], json.dumps(data, indent=2))

@@ -42,8 +42,8 @@ def check_port_free(address: str, port: int) -> None:
             sock.bind((address, port))
         except OSError as exc:
             raise PdforensicsError(
-                f"port {port} on {address} is in use ({exc.strerror}); stop the other lab "
-                "(`pdforensics lab down`) or pick another base port"
+                f"port {port} on {address} is in use ({exc.strerror}); stop the lab that holds it "
+                "(`pdforensics lab down --dir ITS_DIR`, ./lab-run by default) or pass --base-port"
             ) from None
 
 

@@ -14,6 +14,7 @@ from typing import Any, cast
 import paramiko
 
 from pdforensics.errors import HostKeyError, TransportError
+from pdforensics.known_hosts import fingerprint
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 from pdforensics.transport.http_forward import ResponseReader, build_request
@@ -69,15 +70,17 @@ class SshTransport:
         except paramiko.BadHostKeyException as exc:
             raise HostKeyError(
                 f"{label}: host key CHANGED (got {exc.key.get_name()} "
-                f"{exc.key.get_fingerprint().hex()}); refusing to connect. If the host was "
+                f"{fingerprint(exc.key.asbytes())}); refusing to connect. If the host was "
                 "rebuilt, remove its old line from known_hosts."
             ) from None
         except paramiko.SSHException as exc:
             text = str(exc)
             if "not found in known_hosts" in text:
+                offered = text.partition("offered ")[2]
                 raise HostKeyError(
-                    f"{label}: unknown host key, not in {params.known_hosts or 'known_hosts'}; "
-                    "verify it and add it, or pass --accept-new-host-keys"
+                    f"{label}: unknown host key{' ' + offered if offered else ''}, not in "
+                    f"{params.known_hosts or 'known_hosts'}; verify it and add it, or pass "
+                    "--accept-new-host-keys"
                 ) from None
             if isinstance(exc, paramiko.AuthenticationException):
                 raise TransportError(
@@ -134,7 +137,7 @@ class SshTransport:
         else:
             client.load_system_host_keys()
         policy: paramiko.MissingHostKeyPolicy
-        policy = paramiko.AutoAddPolicy() if self.accept_new_host_keys else paramiko.RejectPolicy()
+        policy = paramiko.AutoAddPolicy() if self.accept_new_host_keys else _RejectNamingKey()
         client.set_missing_host_key_policy(policy)
 
     # -- commands ---------------------------------------------------------------------
@@ -458,3 +461,11 @@ def resolve_ssh_params(host: HostSpec, config_path: str | None = None) -> SshPar
     if jump == "none":
         jump = None
     return SshParams(hostname, port, user, identities, known, jump)
+
+
+class _RejectNamingKey(paramiko.MissingHostKeyPolicy):
+    """RejectPolicy whose error carries the offered key's type and SHA256 fingerprint."""
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        raise paramiko.SSHException(f"Server {hostname!r} not found in known_hosts; offered "
+                                    f"{key.get_name()} {fingerprint(key.asbytes())}")

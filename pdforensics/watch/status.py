@@ -4,6 +4,7 @@ or one JSON object per event."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from datetime import datetime
@@ -44,7 +45,7 @@ def event_text(event: str, f: dict[str, Any]) -> str:
 
 class Reporter:
     """mode: tty (status line rewritten in place), plain (a line when the state changes),
-    json (every event, one object per line)."""
+    quiet (no poll lines, only events), json (every event, one object per line)."""
 
     def __init__(self, cluster: str, mode: str, out: TextIO | None = None):
         self.cluster = cluster
@@ -61,11 +62,12 @@ class Reporter:
             self._write(json.dumps({"event": event, "at": round(time.time(), 3), **fields},
                                    default=str) + "\n")
             return
+        if event == "poll" and self.mode == "quiet":
+            return  # -q: the events (capture start, captured) only
         if event == "poll":
             line = status_text(self.cluster, fields, self.captures)
             if self.mode == "tty":
-                self._write(line[:200], control="\r\x1b[K")
-                self._line = True
+                self._status(line)
                 return
             key = json.dumps([fields["state"], fields.get("note"), fields.get("errors"),
                               {k: v["keys"] for k, v in (fields.get("suspected") or {}).items()}])
@@ -78,6 +80,16 @@ class Reporter:
         prefix = "\r\x1b[K" if self._line else ""
         self._line = False
         self._write(f"{stamp} {event_text(event, fields)}\n", control=prefix)
+        if event == "capture_start" and self.mode == "tty":
+            self._status(f"{self.cluster} | capturing {', '.join(fields.get('targets', []))} "
+                         f"| captures {self.captures}")
+
+    def _status(self, line: str) -> None:
+        """The one status line, rewritten in place and cut to the terminal's width (a wrapped
+        line could not be rewritten by CR)."""
+        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
+        self._write(line if len(line) <= width else line[:width - 1] + "…", control="\r\x1b[K")
+        self._line = True
 
     def _write(self, text: str, control: str = "") -> None:
         if control:  # the tool's own sequence: past the filter that neutralises host text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import struct
 from pathlib import Path
 
 import pytest
@@ -35,9 +37,22 @@ metrics_port = 29000
 """
 
 
+def ed25519_line(host: str) -> str:
+    """A well-formed known_hosts line (the key's bytes are arbitrary)."""
+    blob = struct.pack(">I", 11) + b"ssh-ed25519" + struct.pack(">I", 32) + bytes(range(32))
+    return f"{host} ssh-ed25519 {base64.b64encode(blob).decode()}\n"
+
+
+def key_files(base: Path) -> None:
+    (base / "keys").mkdir(exist_ok=True)
+    (base / "keys" / "id_ed25519").write_text("not parsed before connecting\n")
+    (base / "keys" / "known_hosts").write_text(ed25519_line("[127.0.0.3]:2222"))
+
+
 def test_cluster_file(tmp_path: Path) -> None:
     f = tmp_path / "c.toml"
     f.write_text(GOOD)
+    key_files(tmp_path)
     c = load_cluster_file(f)
     assert c.name == "dsv4-pd" and [h.name for h in c.hosts] == ["decode-0", "router"]
     d = c.hosts[0]
@@ -51,7 +66,7 @@ def test_cluster_file(tmp_path: Path) -> None:
     ("[[hosts]]\nname='a'\n", "'address' is required"),
     ("[[hosts]]\naddress='a'\nport=99999\n", "port number"),
     ("[[hosts]]\naddress='a'\n[[hosts.services]]\nrole='x'\nport=1\n", "role must be one of"),
-    ("[[hosts]]\naddress='a'\nbogus=1\n", "unknown key(s) bogus"),
+    ("[[hosts]]\naddress='a'\nbogus=1\n", "unknown key 'bogus'"),
     ("[[hosts]]\naddress='a'\nname='../x'\n", "may only hold"),
     ("[[hosts]]\naddress='a'\n[[hosts]]\naddress='a'\n", "duplicate host names"),
     ("[cluster\n", "invalid TOML"),

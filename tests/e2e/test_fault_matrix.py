@@ -376,7 +376,7 @@ def test_truncated_pyspy_output(lab: Path, cluster: dict[str, Any], tmp_path: Pa
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_signal_mid_capture(lab: Path, cluster: dict[str, Any], tmp_path: Path, sig: int, code: int) -> None:
     run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out",
-                     "--deadline", "30", signal_after=(sig, 2.5))
+                     "--deadline", "30", "-q", signal_after=(sig, 2.5))  # -q: no progress lines
     assert run.rc == code, run.output
     err = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(err) == 1 and "interrupted" in err[0].lower(), run.stderr
@@ -397,7 +397,7 @@ def test_local_disk_full(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> 
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
     assert mounted.returncode == 0, f"cannot mount a small tmpfs (needs root): {mounted.stderr!r}"
     try:
-        run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), mnt, *FAST)
+        run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), mnt, *FAST, "-q")
         left = sorted(p.name for p in mnt.iterdir())
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import subprocess
 import termios
@@ -60,8 +61,17 @@ def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | 
     return proc.wait(timeout=10), bytes(received)
 
 
-def unsafe_bytes(received: bytes) -> list[str]:
-    """Every forbidden sequence found, with its context; empty when the terminal was safe."""
+# The capture's live progress block (pdforensics/progress.py), the tool's own sequences: at
+# the start of a line only, "cursor up N lines" then "erase line". Host text never reaches
+# a line start unfiltered (its newlines are shown as \n), so any other ESC is still caught.
+_OWN_BLOCK = re.compile(rb"(?:(?<=\n)|^)(?:\x1b\[\d+A)?\x1b\[2K")
+
+
+def unsafe_bytes(received: bytes, own_block: bool = False) -> list[str]:
+    """Every forbidden sequence found, with its context; empty when the terminal was safe.
+    own_block: the capture's progress block sequences (only those, only at line starts) allowed."""
+    if own_block:
+        received = _OWN_BLOCK.sub(b"", received)
     found = [f"{seq!r} at {received.find(seq)}: {received[max(0, received.find(seq) - 40):received.find(seq) + 20]!r}"
              for seq in FORBIDDEN if seq in received]
     bare_cr = [i for i in range(len(received)) if received[i] == 0x0D and received[i + 1:i + 2] != b"\n"]

@@ -45,8 +45,9 @@ def test_a_day_of_snapshots(tmp_path: Path) -> None:
             if fault != "healthy":
                 set_fault(lab_dir, fault)
                 time.sleep(2.5)
-            return [cli("snapshot", "-c", str(info.cluster_file), "--store", str(store))
-                    for _ in range(n)]
+            # --fail-on: a cron job that wants a sick cluster to fail (exit 4), as before
+            return [cli("snapshot", "-c", str(info.cluster_file), "--store", str(store),
+                        "--fail-on", "DEGRADED") for _ in range(n)]
         finally:
             lab_down(lab_dir)
 

@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --test
 .venv/bin/ruff check .
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

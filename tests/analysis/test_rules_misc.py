@@ -55,11 +55,21 @@ def test_zombie_rank(builder: Any) -> None:
 
 
 def test_d_state_is_a_warning(builder: Any) -> None:
+    builder.add(host="d", role="decode", port=2, samples=[FROZEN] * 3, states={"TP0": "D"})
+    a = run(builder)
+    f = next(f for f in a.findings if f.key == "PROCESS_STATE")
+    assert f.severity == "warning" and "D state" in f.title
+
+
+def test_d_state_while_the_server_progresses_is_info(builder: Any) -> None:
+    """One D-state read is a moment in the kernel when the counters move (a healthy lab rank
+    was caught so in CI and the lab judged DEGRADED): info, not a warning."""
     builder.add(host="d", role="decode", port=2, samples=[moving(i) for i in range(3)],
                 states={"TP0": "D"})
     a = run(builder)
     f = next(f for f in a.findings if f.key == "PROCESS_STATE")
-    assert f.severity == "warning" and "D state" in f.title
+    assert f.severity == "info" and "D state" in f.title and "yet the server progresses" in f.title
+    assert a.verdict == "HEALTHY"
 
 
 def test_decode_restarted_alone(builder: Any) -> None:

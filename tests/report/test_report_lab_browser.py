@@ -123,7 +123,12 @@ def test_fault_report_in_chromium(lab: tuple[LabInfo, Path], browser: Browser, a
     set_fault(info.dir, fault)
     time.sleep(2.5)
     code, doc = capture(info.cluster_file, d / fault)
-    assert code == 0 and doc["status"] == "complete", doc["partial_reasons"]
+    # a scheduler that cannot answer leaves /server_info hanging: that source timing out is
+    # the fault's own evidence (and makes the capture partial); nothing else may be missing
+    hang = [r for r in doc["partial_reasons"] if "server_info" in r and "timed out" in r]
+    assert code == (3 if hang else 0) and doc["status"] == ("partial" if hang else "complete")
+    assert all(r in hang for r in doc["partial_reasons"]), doc["partial_reasons"]
+    assert not hang or fault in ("rank-stuck", "hung-endpoint", "transfer-stuck", "forgotten-requests"), hang
     bundle = Path(doc["bundle"])
     report = bundle / "report.html"
     assert doc["report"] == str(report) and report.is_file()

@@ -195,7 +195,7 @@ def test_healthy_then_wedged(stack: dict[str, Any]) -> None:
                                     "--no-stacks", "--samples", "2", "--interval", "1", "--json",
                                     "--prometheus", prom.url, "--history", "5m"])
     assert res.exit_code in (0, 3), res.output
-    cli_bundle = Path(json.loads(res.output)["bundle"])
+    cli_bundle = Path(json.loads(res.stdout)["bundle"])  # progress lines go to stderr
     cli_hist = load_history(cli_bundle)
     assert cli_hist is not None and cli_hist.end - cli_hist.start == 300.0
     assert cli_hist.get("decode_transfer_queue") is not None

@@ -64,10 +64,14 @@ def process_state(ctx: Context) -> Iterator[Finding]:
             if st not in STATE_WORDS:
                 continue
             bad = st in ("Z", "X", "T", "t")
+            # one D-state read while the counters move is a moment in the kernel (a page
+            # fault, a driver call), not a hang: info; it matters when progress is frozen
+            passing = not bad and p.judged and p.moved
             yield Finding(
-                "PROCESS_STATE", "critical" if bad else "warning",
+                "PROCESS_STATE", "critical" if bad else "info" if passing else "warning",
                 f"{svc.label}: {r.info.kind} {r.info.rank or ''} pid {r.info.pid} is "
-                f"{STATE_WORDS[st]}".replace("  ", " "),
+                f"{STATE_WORDS[st]}".replace("  ", " ")
+                + (" at the ps read, yet the server progresses" if passing else ""),
                 (Evidence(svc.host, "ps", f"pid {r.info.pid} state {r.info.state}: "
                           f"{r.info.args[:200]}"), *logs, *progress_ev),
                 "A D-state process waits in the kernel (GPU driver, NFS, disk): check dmesg "

@@ -33,6 +33,7 @@ class PlanOptions:
     versions: bool = True
     logs: bool = True
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
+    probes: bool = True  # /health_generate on every server (--no-probes)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -211,6 +212,8 @@ class HostPlanner:
         else:
             jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
                      make_job(self.host, http.SERVER_INFO, t)]
+            if self.options.probes:
+                jobs.append(make_job(self.host, http.HEALTH_GENERATE, t))
             metrics = http.METRICS
             if not svc.metrics_enabled:
                 self.notes.append(f"{svc.label}: started without --enable-metrics; "

@@ -8,6 +8,7 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     logs,
     pd_config,
     pd_queues,
+    probes,
     processes,
     progress,
     ranks,

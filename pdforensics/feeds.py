@@ -217,6 +217,15 @@ def log_hits(acc: dict[str, Any], field: str, r: Reading) -> None:
     acc["log_stacks"] = harvest_log_stacks(r.text())
 
 
+def clock_offset(acc: dict[str, Any], field: str, r: Reading) -> None:
+    """The host's clock minus ours: what it printed minus the midpoint of the round trip."""
+    if field in acc or not r.entry.ok:
+        return
+    value = r.value()
+    if isinstance(value, float):
+        acc[field] = value - (r.entry.started_at + r.entry.duration_s / 2)
+
+
 def why_failed(e: ResultEntry) -> str:
     """One line on why a command gave no usable output."""
     if e.error:

@@ -131,6 +131,7 @@ class HostView:
     nvml: NvmlReport | None = None
     nvlink: tuple[NvlinkGpu, ...] = ()  # nvidia-smi nvlink -e: error counters per link
     row_remap: tuple[RowRemap, ...] = ()  # nvidia-smi -q -d ROW_REMAPPER
+    clock_offset_s: float | None = None  # the host's clock minus ours, at capture time
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, sockets, systemd, versions
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
@@ -75,7 +75,8 @@ class HostPlanner:
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),
-                make_job(self.host, sockets.SS_LISTEN, Target())]
+                make_job(self.host, sockets.SS_LISTEN, Target()),
+                make_job(self.host, clock.CLOCK, Target())]
         if self.options.versions:
             jobs.append(make_job(self.host, versions.UNAME, Target()))
         if self.options.gpu:

@@ -43,7 +43,9 @@ def owner(svc: ServiceView, d: ProcessDump) -> ProcessView | None:
 def log_dumps(capture: LoadedCapture, offsets: dict[str, float] | None = None
               ) -> Iterator[LabelledDump]:
     """Every harvested log dump as a LabelledDump (source ``log:<journal|log_file>``); a
-    host's clock offset (host minus ours) is taken off its times."""
+    host's clock offset (host minus ours, measured at capture) is taken off its times."""
+    if offsets is None:
+        offsets = {h.name: h.clock_offset_s for h in capture.hosts if h.clock_offset_s is not None}
     for svc in capture.services():
         for d in svc.log_stacks:
             p = owner(svc, d)

@@ -123,6 +123,38 @@ def test_rank_stuck(lab: tuple[LabInfo, Path]) -> None:
     assert a.verdict == "WEDGED"
 
 
+def test_rank_stuck_watchdog_dump_is_harvested_from_the_log(lab: tuple[LabInfo, Path]) -> None:
+    """The stalled rank's watchdog writes its py-spy dump into the log; a capture without
+    py-spy still has that rank's stack, with the time it was logged."""
+    info, d = lab
+    log = info.dir / "logs" / "decode.log"
+    before = log.read_text().count("Pyspy dump for PID")
+    set_fault(info.dir, "healthy")
+    time.sleep(1.0)
+    set_fault(info.dir, "rank-stuck")
+    t0 = time.time()
+    while log.read_text().count("Pyspy dump for PID") == before and time.time() < t0 + 20:
+        time.sleep(0.5)
+    opts = CaptureOptions(out_dir=d / "logstacks", deadline_s=20,
+                          plan=PlanOptions(samples=1, stacks=False, probes=False))
+    cap = load_capture(run_capture(load_cluster_file(info.cluster_file), opts).bundle)
+    from pdforensics.analysis.log_stacks import log_dumps
+    from pdforensics.report.stacks import build_stacks
+
+    ours = [ld for ld in log_dumps(cap) if ld.taken_at is not None and ld.taken_at >= t0 - 2]
+    assert ours and {(ld.role, ld.rank) for ld in ours} == {("decode", "TP1")}, ours
+    ld = ours[-1]
+    decode = next(cap.services("decode"))
+    tp1 = next(p for p in decode.processes if p.info.rank == "TP1")
+    assert ld.dump.pid == tp1.info.pid and ld.kind == "scheduler"
+    assert ld.source.startswith("log:")
+    frames = [str(f) for t in ld.dump.threads if t.name == "MainThread" for f in t.frames]
+    assert any("all_reduce" in f for f in frames), frames
+    assert ld.taken_at is not None and abs(ld.taken_at - time.time()) < 60
+    view, _missing = build_stacks(cap)
+    assert view is not None and any("TP1" in r.who for r in view.from_logs)
+
+
 def test_process_dead(lab: tuple[LabInfo, Path]) -> None:
     a = capture(lab, "process-dead")
     assert a.findings[0].key == "PROCESS_STATE", keys(a)

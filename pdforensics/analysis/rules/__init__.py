@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
+    clock,
     gpus,
     logs,
     pd_config,

@@ -20,6 +20,7 @@ from pdforensics.bundle import ResultEntry
 from pdforensics.errors import ParseError
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure
 from pdforensics.parsers.http import HttpResponse
+from pdforensics.parsers.logstacks import harvest_log_stacks
 from pdforensics.parsers.prometheus import MetricsSnapshot, parse_metrics
 from pdforensics.parsers.pyspy import classify_pyspy_error
 
@@ -211,6 +212,18 @@ def log_hits(acc: dict[str, Any], field: str, r: Reading) -> None:
     acc[field] = tuple(r.value() or ())
     acc["log_source"] = r.entry.source
     acc["log_entry"] = r.entry
+    # the same text holds SGLang's own stack dumps (watchdog, faulthandler): harvested here,
+    # so a wedge that happened an hour ago still has stacks (analysis/log_stacks.py)
+    acc["log_stacks"] = harvest_log_stacks(r.text())
+
+
+def clock_offset(acc: dict[str, Any], field: str, r: Reading) -> None:
+    """The host's clock minus ours: what it printed minus the midpoint of the round trip."""
+    if field in acc or not r.entry.ok:
+        return
+    value = r.value()
+    if isinstance(value, float):
+        acc[field] = value - (r.entry.started_at + r.entry.duration_s / 2)
 
 
 def why_failed(e: ResultEntry) -> str:

@@ -18,6 +18,7 @@ from pdforensics.bundle import Bundle, ResultEntry, load_bundle
 from pdforensics.collectors import REGISTRY
 from pdforensics.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.model import ProcessInfo
+from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
@@ -65,6 +66,7 @@ class ServiceView:
     log_hits: tuple[SignatureHit, ...] = ()
     log_source: str | None = None  # journal | log_file | None
     log_entry: ResultEntry | None = None
+    log_stacks: tuple[ProcessDump, ...] = ()  # SGLang's own watchdog/faulthandler dumps in the log
 
     @property
     def label(self) -> str:
@@ -129,6 +131,7 @@ class HostView:
     nvml: NvmlReport | None = None
     nvlink: tuple[NvlinkGpu, ...] = ()  # nvidia-smi nvlink -e: error counters per link
     row_remap: tuple[RowRemap, ...] = ()  # nvidia-smi -q -d ROW_REMAPPER
+    clock_offset_s: float | None = None  # the host's clock minus ours, at capture time
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, sockets, systemd, versions
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
@@ -33,6 +33,7 @@ class PlanOptions:
     versions: bool = True
     logs: bool = True
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
+    probes: bool = True  # /health_generate on every server (--no-probes)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -74,7 +75,8 @@ class HostPlanner:
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),
-                make_job(self.host, sockets.SS_LISTEN, Target())]
+                make_job(self.host, sockets.SS_LISTEN, Target()),
+                make_job(self.host, clock.CLOCK, Target())]
         if self.options.versions:
             jobs.append(make_job(self.host, versions.UNAME, Target()))
         if self.options.gpu:
@@ -211,6 +213,8 @@ class HostPlanner:
         else:
             jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
                      make_job(self.host, http.SERVER_INFO, t)]
+            if self.options.probes:
+                jobs.append(make_job(self.host, http.HEALTH_GENERATE, t))
             metrics = http.METRICS
             if not svc.metrics_enabled:
                 self.notes.append(f"{svc.label}: started without --enable-metrics; "

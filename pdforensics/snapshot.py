@@ -26,6 +26,7 @@ class SnapshotOptions:
     interval_s: float = 1.5
     stacks: bool = False
     stack_dumps: int = 1
+    probes: bool = True  # /health_generate on every server
     deadline_s: float = 60.0
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     keep_env: tuple[str, ...] = ()  # --keep-env: more env vars/flags whose values stay readable
@@ -54,7 +55,8 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
             out_dir=index.bundles, deadline_s=options.deadline_s, profile="snapshot",
             accept_new_host_keys=cluster.accept_new_host_keys,
             plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
-                             stacks=options.stacks, stack_dumps=options.stack_dumps))
+                             stacks=options.stacks, stack_dumps=options.stack_dumps,
+                             probes=options.probes))
         try:
             from pdforensics.redact import Allowlist, Redactor
 

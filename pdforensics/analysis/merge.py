@@ -72,6 +72,27 @@ def merge_queue_findings(findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
+#: finding key -> the more specific key that absorbs it when both are about one service
+FOLD_INTO: dict[str, str] = {"SCHEDULER_PROBE_HANG": "SCHEDULER_ENDPOINT_HANG"}
+
+
+def fold_same_subject(findings: Sequence[Finding]) -> list[Finding]:
+    """A probe hang beside /server_info's hang on one server is one blocked scheduler: the
+    endpoint finding takes the probe's evidence and lists its key in ``merged``."""
+    out: list[Finding] = list(findings)
+    for f in findings:
+        target = FOLD_INTO.get(f.key)
+        j = next((k for k, g in enumerate(out) if target is not None and f.subject is not None
+                  and g.key == target and g.subject == f.subject), None)
+        if j is None:
+            continue
+        g = out[j]
+        extra = tuple(e for e in f.evidence if e not in g.evidence)
+        out[j] = replace(g, evidence=g.evidence + extra, merged=g.merged + (f.key,))
+        out = [h for h in out if h is not f]
+    return out
+
+
 def merge_findings(findings: Sequence[Finding]) -> list[Finding]:
     """The whole pass, sorted most specific first."""
-    return sorted(merge_queue_findings(findings), key=sort_key)
+    return sorted(fold_same_subject(merge_queue_findings(findings)), key=sort_key)

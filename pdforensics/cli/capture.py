@@ -32,6 +32,7 @@ from pdforensics.errors import ExitStatus
 @click.option("--no-stacks", is_flag=True, help="Skip py-spy dumps.")
 @click.option("--stack-dumps", default=3, show_default=True, type=click.IntRange(min=1),
               help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy).")
+@click.option("--no-probes", is_flag=True, help="Skip the /health_generate probe (one tiny generation per server).")
 @click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
@@ -53,7 +54,7 @@ from pdforensics.errors import ExitStatus
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
-            archive: bool, as_json: bool, markdown_file: str | None, quiet: bool, fail_on: str | None,
+            no_probes: bool, archive: bool, as_json: bool, markdown_file: str | None, quiet: bool, fail_on: str | None,
             prometheus: str | None,
             history: float, with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
             keep_env: tuple[str, ...]) -> None:
@@ -71,7 +72,8 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
         plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
-                         stack_dumps=stack_dumps, sglang_source=with_sglang_source),
+                         stack_dumps=stack_dumps, sglang_source=with_sglang_source,
+                         probes=not no_probes),
     )
     from pdforensics.analysis.client_dumps import client_dump_sidecars
     from pdforensics.prometheus.history import sidecars_for

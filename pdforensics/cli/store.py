@@ -62,6 +62,7 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @cluster_option
 @store_option
 @click.option("--stacks", is_flag=True, help="Also take one py-spy dump per process.")
+@click.option("--no-probes", is_flag=True, help="Skip the /health_generate probe (one tiny generation per server).")
 @click.option("--samples", default=2, show_default=True, help="/metrics samples per server.")
 @click.option("--interval", default="1.5s", show_default=True, type=DURATION, help="Time between samples.")
 @click.option("--deadline", default="60s", show_default=True, type=DURATION, help="How long the capture may take.")
@@ -73,7 +74,7 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @handles_errors
-def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples: int,
+def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probes: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
              verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...]) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
@@ -91,7 +92,7 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, samples:
 
     cluster = _cluster(cluster_file) or local_cluster()
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
-    options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks,
+    options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks, probes=not no_probes,
                               deadline_s=deadline, retention=policy, keep_env=keep_env)
     outcome = take_snapshot(cluster, _store(cluster, store), options)
     if as_json:

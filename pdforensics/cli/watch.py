@@ -55,6 +55,7 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
 @click.option("--interval", default="2s", show_default=True, type=DURATION,
               help="Time between those samples.")
 @click.option("--no-stacks", is_flag=True, help="Captures skip py-spy dumps.")
+@click.option("--no-probes", is_flag=True, help="Captures skip the /health_generate probe.")
 @click.option("--http-timeout", default="5s", show_default=True, type=DURATION,
               help="Timeout of one GET of a poll.")
 @click.option("--max-polls", type=int, help="Stop after this many polls (rehearsals, tests).")
@@ -75,7 +76,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            hold: float, cooldown: float, on_capture: str | None, hook_timeout: float,
            store: str | None, metrics_port: int | None, metrics_addr: str, prometheus: str | None,
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
-           http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
+           no_probes: bool, http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
     from pdforensics.capture import CaptureOptions
     from pdforensics.cli.capture import resolve_cluster
     from pdforensics.planner import PlanOptions
@@ -90,7 +91,7 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
         capture=CaptureOptions(out_dir=store_dir / "bundles", deadline_s=deadline,
                                accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
                                plan=PlanOptions(samples=samples, interval_s=interval,
-                                                stacks=not no_stacks)),
+                                                stacks=not no_stacks, probes=not no_probes)),
         every_s=every, hold_s=hold, cooldown_s=cooldown, http_timeout_s=http_timeout,
         on_capture=hook_argv(on_capture) if on_capture else None, hook_timeout_s=hook_timeout,
         store=store_dir, prometheus=prometheus, history_s=history, max_polls=max_polls)

@@ -70,3 +70,12 @@ SERVER_INFO = _endpoint("server_info", "/server_info",
 GET_SERVER_INFO = _endpoint("get_server_info", "/get_server_info", "/get_server_info (old name)",
                             SLOW, "http:parse_http_response", "http_health_response.txt",
                             timeout_s=8)
+# /health_generate pushes one 1-token request through the scheduler (in PD mode with a fake
+# bootstrap): "/health answers, /health_generate hangs" is direct evidence of a stuck scheduler.
+# SGLang answers after >= 1 s (it polls each second), so a short timeout still sees a 200.
+PROBE_TIMEOUT_S = 5.0
+HEALTH_GENERATE = _endpoint("health_generate", "/health_generate",
+                            "/health_generate probe: one tiny generation through the scheduler "
+                            "(hangs when it is stuck; --no-probes skips it)", SLOW,
+                            "http:parse_http_response", "http_health_response.txt",
+                            timeout_s=PROBE_TIMEOUT_S)

@@ -11,4 +11,5 @@ FAULTS: tuple[str, ...] = (
     "hung-endpoint",
     "process-dead",
     "busy",
+    "probe-hang",
 )

@@ -9,6 +9,7 @@ from pdforensics.analysis.stacks_classify import IDLE_CLASSES
 from pdforensics.analysis.stacks_model import Bucket, LabelledDump
 from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import dur
+from pdforensics.report.log_stacks import LogStackRow, log_stack_rows
 
 MAX_FRAMES = 40
 MAX_BUCKETS = 200
@@ -48,6 +49,7 @@ class StacksView:
     all_stuck: tuple[str, ...]
     stuck: tuple[str, ...]
     failures: tuple[tuple[str, str, str], ...]  # (who, message, fix)
+    from_logs: tuple[LogStackRow, ...] = ()  # SGLang's own dumps in its logs, newest first
 
 
 def _dumps(capture: LoadedCapture) -> tuple[list[LabelledDump], list[tuple[str, str, str]]]:
@@ -90,6 +92,12 @@ def _bucket_order(b: Bucket) -> tuple[bool, bool, int]:
 def build_stacks(capture: LoadedCapture) -> tuple[StacksView | None, list[str]]:
     dumps, failures = _dumps(capture)
     missing: list[str] = []
+    from_logs = log_stack_rows(capture)
+    if not dumps and not failures and from_logs:
+        return StacksView(summary="no py-spy dumps in this capture; the stacks below are the "
+                          "ones SGLang wrote into its logs", buckets=(), hidden_buckets=0,
+                          outliers=(), all_stuck=(), stuck=(), failures=(),
+                          from_logs=from_logs), missing
     if not dumps and not failures:
         missing.append("no stack dumps in this capture (py-spy not run: stacks off, "
                        "no processes found, or the deadline came first)")
@@ -116,4 +124,5 @@ def build_stacks(capture: LoadedCapture) -> tuple[StacksView | None, list[str]]:
         missing.append(f"{len(failures)} py-spy runs failed (listed below with the fix)")
     return StacksView(summary=summary, buckets=buckets,
                       hidden_buckets=max(0, len(ordered) - MAX_BUCKETS), outliers=outliers,
-                      all_stuck=all_stuck, stuck=stuck, failures=tuple(failures)), missing
+                      all_stuck=all_stuck, stuck=stuck, failures=tuple(failures),
+                      from_logs=from_logs), missing

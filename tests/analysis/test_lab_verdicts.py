@@ -59,6 +59,7 @@ def test_healthy(lab: tuple[LabInfo, Path]) -> None:
 def test_kv_full_is_pressure_not_wedge(lab: tuple[LabInfo, Path]) -> None:
     a = capture(lab, "kv-full")
     assert "KV_CACHE_PRESSURE" in keys(a, "warning")
+    assert "SCHEDULER_PROBE_HANG" not in keys(a)  # the scheduler still finishes requests
     assert a.verdict != "WEDGED", a.summary
     assert a.verdict == "DEGRADED"
 
@@ -69,6 +70,7 @@ def test_forgotten_requests(lab: tuple[LabInfo, Path]) -> None:
     frozen = [f for f in a.findings if f.key == "REQUESTS_FROZEN"]
     assert frozen and any("decode" in f.title for f in frozen)
     assert any("scheduler loop still turns" in str(e) for f in frozen for e in f.evidence)
+    assert "SCHEDULER_PROBE_HANG" not in keys(a)
 
 
 def test_transfer_stuck(lab: tuple[LabInfo, Path]) -> None:
@@ -78,6 +80,7 @@ def test_transfer_stuck(lab: tuple[LabInfo, Path]) -> None:
     assert first.key == "DECODE_TRANSFER_STUCK", keys(a)
     assert "14 → 14 → 14" in " ".join(str(e) for e in first.evidence)
     assert "KV_TRANSFER_FAILURES" in keys(a, "warning")  # the counter rises in this fault
+    assert "SCHEDULER_PROBE_HANG" not in keys(a)  # the loop turns: the probe comes back
 
 
 def test_single_scrape_of_a_wedge_is_not_wedged(lab: tuple[LabInfo, Path]) -> None:
@@ -93,6 +96,18 @@ def test_hung_endpoint(lab: tuple[LabInfo, Path]) -> None:
     assert hang and all(f.severity == "critical" for f in hang)
     assert {f.title.split()[0] for f in hang} == {"prefill-0", "decode-0"}
     assert a.verdict == "WEDGED"
+    # the probe hangs too (rank 0 is blocked): one finding per server, the probe folded in
+    assert "SCHEDULER_PROBE_HANG" not in keys(a)
+    assert all(f.merged == ("SCHEDULER_PROBE_HANG",) for f in hang)
+
+
+def test_probe_hang(lab: tuple[LabInfo, Path]) -> None:
+    a = capture(lab, "probe-hang")
+    probes = [f for f in a.findings if f.key == "SCHEDULER_PROBE_HANG"]
+    assert {f.title.split()[0] for f in probes} == {"prefill-0", "decode-0"}, keys(a)
+    assert a.findings[0].key == "SCHEDULER_PROBE_HANG", keys(a)
+    assert not [k for k in keys(a, "critical") if k != "SCHEDULER_PROBE_HANG"], keys(a)
+    assert a.verdict == "DEGRADED", a.summary  # the counters move: not a proven wedge
 
 
 def test_rank_stuck(lab: tuple[LabInfo, Path]) -> None:
@@ -103,7 +118,41 @@ def test_rank_stuck(lab: tuple[LabInfo, Path]) -> None:
     assert "ALL_RANKS_STUCK" not in keys(a)
     # the rank in a collective explains the frozen queues: it sorts before them
     assert keys(a).index("RANK_OUTLIER") < keys(a).index("REQUESTS_FROZEN")
+    if "SCHEDULER_PROBE_HANG" in keys(a):  # decode rank 0 waits in a broadcast: the probe hangs
+        assert keys(a).index("RANK_OUTLIER") < keys(a).index("SCHEDULER_PROBE_HANG")
     assert a.verdict == "WEDGED"
+
+
+def test_rank_stuck_watchdog_dump_is_harvested_from_the_log(lab: tuple[LabInfo, Path]) -> None:
+    """The stalled rank's watchdog writes its py-spy dump into the log; a capture without
+    py-spy still has that rank's stack, with the time it was logged."""
+    info, d = lab
+    log = info.dir / "logs" / "decode.log"
+    before = log.read_text().count("Pyspy dump for PID")
+    set_fault(info.dir, "healthy")
+    time.sleep(1.0)
+    set_fault(info.dir, "rank-stuck")
+    t0 = time.time()
+    while log.read_text().count("Pyspy dump for PID") == before and time.time() < t0 + 20:
+        time.sleep(0.5)
+    opts = CaptureOptions(out_dir=d / "logstacks", deadline_s=20,
+                          plan=PlanOptions(samples=1, stacks=False, probes=False))
+    cap = load_capture(run_capture(load_cluster_file(info.cluster_file), opts).bundle)
+    from pdforensics.analysis.log_stacks import log_dumps
+    from pdforensics.report.stacks import build_stacks
+
+    ours = [ld for ld in log_dumps(cap) if ld.taken_at is not None and ld.taken_at >= t0 - 2]
+    assert ours and {(ld.role, ld.rank) for ld in ours} == {("decode", "TP1")}, ours
+    ld = ours[-1]
+    decode = next(cap.services("decode"))
+    tp1 = next(p for p in decode.processes if p.info.rank == "TP1")
+    assert ld.dump.pid == tp1.info.pid and ld.kind == "scheduler"
+    assert ld.source.startswith("log:")
+    frames = [str(f) for t in ld.dump.threads if t.name == "MainThread" for f in t.frames]
+    assert any("all_reduce" in f for f in frames), frames
+    assert ld.taken_at is not None and abs(ld.taken_at - time.time()) < 60
+    view, _missing = build_stacks(cap)
+    assert view is not None and any("TP1" in r.who for r in view.from_logs)
 
 
 def test_process_dead(lab: tuple[LabInfo, Path]) -> None:

@@ -50,6 +50,7 @@ class Server:
     kind: str = "server"
     gpus: str | None = None  # nvidia-smi --query-gpu csv
     stack_interval: float = 2.0  # seconds between one rank's py-spy dumps
+    probe: str | None = None  # /health_generate: ok | timeout | 503 (with /health 200); None: not probed
 
 
 class BundleBuilder:
@@ -144,8 +145,23 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
     elif s.server_info == "timeout":
         _put(w, s.host, "server_info", f"server_info.{s.role}.{s.port}", b"", T0, "http",
              url=url + "/server_info", timed_out=True, target=tgt, exit_status=None)
+    if s.probe is not None:
+        _write_probe(w, s, url, tgt)
     if s.log is not None:
         _put(w, s.host, "log_file", f"log_file.{s.role}.{s.port}", s.log.encode(), T0, target=tgt)
     if s.gpus is not None:
         _put(w, s.host, "nvidia_smi_query", "nvidia_smi_query", s.gpus.encode(), T0)
     return pid
+
+
+def _write_probe(w: SynthWriter, s: Server, url: str, tgt: dict[str, Any]) -> None:
+    """/health (200) and /health_generate as `s.probe` says."""
+    _put(w, s.host, "health", f"health.{s.role}.{s.port}", http(""), T0, "http",
+         url=url + "/health", target=tgt)
+    key = f"health_generate.{s.role}.{s.port}"
+    if s.probe == "timeout":
+        _put(w, s.host, "health_generate", key, b"", T0, "http", url=url + "/health_generate",
+             timed_out=True, target=tgt, exit_status=None)
+    else:
+        _put(w, s.host, "health_generate", key, http("", 200 if s.probe == "ok" else 503), T0,
+             "http", url=url + "/health_generate", target=tgt)

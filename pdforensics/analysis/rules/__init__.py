@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
+    clock,
     gpus,
     logs,
     pd_config,
     pd_queues,
+    probes,
     processes,
     progress,
     ranks,

@@ -100,6 +100,10 @@ NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
     "server_info": (lambda c: _servers_with(c, lambda s: "server_info" in s.fetches
                                             or "get_server_info" in s.fetches),
                     "/server_info was not fetched from any server"),
+    "probes": (lambda c: _servers_with(c, lambda s: "health_generate" in s.fetches),
+               "/health_generate was not probed on any server (--no-probes?)"),
+    "clock": (lambda c: any(h.clock_offset_s is not None for h in c.capture.hosts),
+              "no host clock was read (date +%s.%N)"),
     "client_dumps": (lambda c: bool(c.client_dumps), "no --client-dump given"),
     "row_remap": (lambda c: any(h.row_remap for h in c.capture.hosts),
                   "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),

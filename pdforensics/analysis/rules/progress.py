@@ -140,7 +140,7 @@ def scheduler_endpoint_hang(ctx: Context) -> Iterator[Finding]:
             "/server_info asks scheduler rank 0 with no timeout: rank 0 is blocked. Take "
             "py-spy dumps of every scheduler rank (look for a collective or a CUDA sync) "
             "before restarting.",
-            section="scheduler", wedge=frozen,
+            section="scheduler", wedge=frozen, subject=svc.label,
             # a blocked scheduler loop, proven by the hang: after a single odd rank (14), before
             # "all ranks stuck together" (16) and the queues that froze because of it (20+)
             rank=15 if frozen else None,

@@ -77,11 +77,14 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
             return
 
         def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("content-type", ctype)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(code)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a probe's timeout): uvicorn says nothing either
 
         def _json(self, obj: object, code: int = 200) -> None:
             self._send(code, json.dumps(obj).encode(), JSON)
@@ -90,8 +93,10 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
             path = urlsplit(self.path).path
             if path == "/metrics" and args["enable_metrics"]:
                 self._send(200, render(role, args["served_model_name"], tm.rank_states()).encode(), PROM)
-            elif path in ("/health", "/health_generate"):
+            elif path == "/health":
                 self._send(200, b"", "text/plain; charset=utf-8")
+            elif path == "/health_generate":  # through the scheduler: hangs when it is stuck
+                self._send(200 if tm.health_generate() else 503, b"", "text/plain; charset=utf-8")
             elif path in ("/model_info", "/get_model_info"):
                 self._json(_model_info(args))
             elif path in ("/server_info", "/get_server_info"):

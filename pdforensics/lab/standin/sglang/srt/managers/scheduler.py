@@ -43,6 +43,7 @@ class Scheduler(SchedulerMetricsMixin):
         self._last_write = 0.0
         self._last_log = 0.0
         self._last_fail = 0.0
+        self.watchdog = Watchdog(float(server_args.get("watchdog_timeout", 300)), rank)
         self.publish(force=True)
 
     # -- input -------------------------------------------------------------------------
@@ -52,8 +53,14 @@ class Scheduler(SchedulerMetricsMixin):
             time.sleep(timeout)
             return []
         if self.ctrl.poll(timeout):
-            req_id, _what = self.ctrl.recv()
-            self.ctrl.send((req_id, self.get_internal_state()))
+            req_id, what = self.ctrl.recv()
+            if what == "health_generate":
+                # probe-hang: the loop runs and answers /server_info, but the 1-token health
+                # request is never finished (its output never reaches the detokenizer)
+                if current_fault() != "probe-hang":
+                    self.ctrl.send((req_id, {"text": " ", "meta_info": {"id": f"HEALTH_CHECK_{req_id}"}}))
+            else:
+                self.ctrl.send((req_id, self.get_internal_state()))
         return []
 
     def get_internal_state(self) -> dict:
@@ -118,6 +125,7 @@ class Scheduler(SchedulerMetricsMixin):
     # -- event loops ---------------------------------------------------------------------
     def event_loop_normal_disagg_decode(self) -> None:
         while True:
+            self.watchdog.feed()
             fault = current_fault()
             if fault == "process-dead" and self.rank == 1:
                 self.run_failing_batch()
@@ -129,7 +137,8 @@ class Scheduler(SchedulerMetricsMixin):
                                "decode_prealloc_q": 0.0})
             elif fault == "rank-stuck":
                 if self.rank == 1:
-                    self.tp_group.all_reduce(fault, FOREVER)
+                    with self.watchdog.batch():  # the forward's collective: the watchdog fires
+                        self.tp_group.all_reduce(fault, FOREVER)
                 else:
                     broadcast_pyobj(fault, FOREVER)
             elif fault == "hung-endpoint":
@@ -153,6 +162,7 @@ class Scheduler(SchedulerMetricsMixin):
 
     def event_loop_normal_disagg_prefill(self) -> None:
         while True:
+            self.watchdog.feed()
             fault = current_fault()
             if fault == "hung-endpoint":
                 self.tp_group.broadcast_object(fault, FOREVER)
@@ -175,11 +185,12 @@ class Scheduler(SchedulerMetricsMixin):
 def run_scheduler_process(role: str, rank: int, tp_size: int, ctrl, server_args: dict) -> None:
     die_with_parent()
     set_title(f"sglang::scheduler_TP{rank}")
-    watchdog = Watchdog(float(server_args.get("watchdog_timeout", 300)))
+    watchdog = Watchdog(float(server_args.get("watchdog_timeout", 300)), rank)
     threading.Thread(target=watchdog._watchdog_thread, name="watchdog", daemon=True).start()
     manager = MooncakeKVManager()
     threading.Thread(target=manager.transfer_worker, name="transfer_worker", daemon=True).start()
     scheduler = Scheduler(role, rank, tp_size, ctrl, server_args)
+    scheduler.watchdog = watchdog
     log(f"TP{rank}", "Init torch distributed ends. mem usage=0.00 GB")
     log(f"TP{rank}", f"KV Cache is allocated. #tokens: {scheduler.state['max_total_num_tokens']:.0f}")
     try:

@@ -1,0 +1,59 @@
+"""SGLang's own stack dumps from its logs, attributed to the ranks they belong to.
+
+The scheduler watchdog (and the soft watchdog) log ``Pyspy dump for PID N`` under the rank's
+``[time TPn]`` prefix; a dump is given to the process with that pid, else to the process of
+that rank (a restarted server has new pids), else to the service. Their time is the log
+line's, so a wedge that happened an hour before the capture still has stacks.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+from pdforensics.analysis.stacks_model import LabelledDump
+from pdforensics.loaded import LoadedCapture, ProcessView, ServiceView
+from pdforensics.parsers.frames import ProcessDump
+
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?$")
+
+
+def log_time(stamp: str | None) -> float | None:
+    """Epoch seconds of a log prefix's time (SGLang prints the host's local time, read here
+    in this machine's zone); None when there is none or it does not read as a time."""
+    m = _STAMP.match(stamp or "")
+    if m is None:
+        return None
+    try:
+        t = time.mktime(time.strptime(f"{m.group(1)} {m.group(2)}", "%Y-%m-%d %H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
+    return t + (float(f"0.{m.group(3)}") if m.group(3) else 0.0)
+
+
+def owner(svc: ServiceView, d: ProcessDump) -> ProcessView | None:
+    """The process a dump belongs to: by pid, else by the rank its log prefix names."""
+    by_pid = next((p for p in svc.processes if d.pid is not None and p.info.pid == d.pid), None)
+    if by_pid is not None or not d.rank:
+        return by_pid
+    return next((p for p in svc.processes if p.info.rank == d.rank), None)
+
+
+def log_dumps(capture: LoadedCapture, offsets: dict[str, float] | None = None
+              ) -> Iterator[LabelledDump]:
+    """Every harvested log dump as a LabelledDump (source ``log:<journal|log_file>``); a
+    host's clock offset (host minus ours, measured at capture) is taken off its times."""
+    if offsets is None:
+        offsets = {h.name: h.clock_offset_s for h in capture.hosts if h.clock_offset_s is not None}
+    for svc in capture.services():
+        for d in svc.log_stacks:
+            p = owner(svc, d)
+            at = log_time(d.timestamp)
+            if at is not None and offsets:
+                at -= offsets.get(svc.host, 0.0)
+            yield LabelledDump(
+                d, host=svc.host, role=svc.role,
+                rank=(p.info.rank if p is not None else None) or d.rank, taken_at=at,
+                source=f"log:{svc.log_source or 'log'}",
+                kind="scheduler" if p is not None and p.info.kind == "scheduler" else None)

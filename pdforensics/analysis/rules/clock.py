@@ -1,0 +1,32 @@
+"""Host clocks: an offset over a second makes the order of events across hosts unreliable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.rules.context import Context
+
+#: seconds of offset from the capturing machine's clock that make a finding
+SKEW_S = 1.0
+
+
+@rule("CLOCK_SKEW", needs=("clock",), rank=78)
+def clock_skew(ctx: Context) -> Iterator[Finding]:
+    """A host's clock is more than SKEW_S off ours (measured at the midpoint of a round trip)."""
+    for h in ctx.capture.hosts:
+        off = h.clock_offset_s
+        if off is None or abs(off) <= SKEW_S:
+            continue
+        key = next((e.key for e in ctx.capture.results if e.host == h.name and e.source == "clock"),
+                   "clock")
+        yield Finding(
+            "CLOCK_SKEW", "warning",
+            f"{h.name}: clock {'ahead' if off > 0 else 'behind'} by {abs(off):.1f} s",
+            (Evidence(h.name, "date +%s.%N", f"offset {off:+.3f} s from the capturing machine "
+                      "(midpoint of the round trip)", ctx.path_of(h.name, key)),),
+            "Cross-host order of log lines and samples is unreliable on this host: the report "
+            "shows its times corrected by this offset. Fix time sync (chronyc tracking / "
+            "timedatectl timesync-status) on the host.",
+            section="hosts", subject=h.name,
+        )

@@ -11,4 +11,6 @@ FAULTS: tuple[str, ...] = (
     "hung-endpoint",
     "process-dead",
     "busy",
+    "stranded-bootstrap",
+    "prealloc-leak",
 )

@@ -36,5 +36,8 @@ class TokenizerManager:
         return states
 
     def handle_loop(self) -> None:
+        traffic = getattr(self, "traffic", None)
         while True:
-            time.sleep(1.0)
+            time.sleep(0.5)
+            if traffic is not None:
+                traffic.tick()

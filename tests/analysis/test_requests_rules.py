@@ -122,3 +122,17 @@ def test_analyze_requests_text_and_json(tmp_path: Path) -> None:
     assert req["rids"] == ["old"] and req["outcome"] == "open" and req["age_s"] > 300
     assert {ln["line"] for ln in req["lines"]} == {1}
     assert doc["requests"]["funnel"][0] == {"stage": "router", "requests": 1}
+
+
+def test_report_shows_the_table_and_funnel_escaped(tmp_path: Path) -> None:
+    from pdforensics.report.page import render
+
+    evil = "<script>x</script>"
+    p = build(tmp_path, [receive(T0 - 600, "old", 7)],
+              [receive(T0 - 598, "old", 7) + evil])
+    cap = load_capture(p)
+    page = render(cap, analyze(cap))
+    section = page[page.index('id="requests"'):page.index('id="history"')]
+    assert "<code>old</code>" in section and "decode prealloc" in section and "Funnel" in section
+    assert "log_file.decode.30001" in section
+    assert evil not in page and "&lt;script&gt;x&lt;/script&gt;" in section

@@ -22,6 +22,7 @@ from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
+from pdforensics.parsers.requests import RequestLog
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.parsers.systemd import UnitState
 from pdforensics.readings import Parsed, read_parsed
@@ -67,6 +68,7 @@ class ServiceView:
     log_source: str | None = None  # journal | log_file | None
     log_entry: ResultEntry | None = None
     log_stacks: tuple[ProcessDump, ...] = ()  # SGLang's own watchdog/faulthandler dumps in the log
+    requests: RequestLog | None = None  # request-level lines of the same log read
 
     @property
     def label(self) -> str:

@@ -20,10 +20,13 @@ from pdforensics.errors import ExitStatus
               show_default=True, help="markdown: a short summary to paste into a ticket or chat.")
 @click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A Go client's goroutine dump to set beside the server's in-flight counts.")
+@click.option("--requests", "with_requests", is_flag=True,
+              help="Also list the requests seen in the logs: those never finished, the stage "
+                   "each reached and for how long, and the per-stage funnel.")
 @fail_on_option
 @handles_errors
 def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
-            fail_on: str | None) -> None:
+            with_requests: bool, fail_on: str | None) -> None:
     """Verdict and findings with evidence for BUNDLE (no host contact).
 
     Exit 0, or 4 when the verdict reaches --fail-on; 1 on an unreadable bundle.
@@ -38,11 +41,20 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     capture = load_capture(bundle)
     result = run_rules(capture, [Path(c) for c in client_dumps])
     if as_json or fmt == "json":
-        click.echo(json.dumps(analysis_json(result), indent=1))
+        doc = analysis_json(result)
+        if with_requests:
+            from pdforensics.analysis.requests_report import requests_json
+            from pdforensics.analysis.requests_track import track_requests
+            doc["requests"] = requests_json(track_requests(capture))
+        click.echo(json.dumps(doc, indent=1))
     elif fmt == "markdown":
         click.echo(markdown_summary(result, facts_of(capture)), nl=False)
     else:
         click.echo(format_analysis_text(result))
+        if with_requests:
+            from pdforensics.analysis.requests_report import format_requests_text
+            from pdforensics.analysis.requests_track import track_requests
+            click.echo(format_requests_text(track_requests(capture)), nl=False)
     if fails(result.verdict, fail_on):
         sys.exit(ExitStatus.VERDICT)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
-from pdforensics.feeds import Feed, first_ok, log_hits
+from pdforensics.feeds import Feed, first_ok
+from pdforensics.feeds_requests import log_hits_and_requests
 
 LOG_BYTES = 8 * MIB
 
@@ -24,14 +25,14 @@ JOURNAL = register(Source(
     build=lambda host, t: ("journalctl", f"--unit={_unit(t)}", "--since=-6h", "--no-pager",
                            "-o", "short-iso", "-n", "100000"),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
-    sample="log_journal_pd_wedge.txt", privileged=True, feeds=Feed("service.log_hits", log_hits),
+    sample="log_journal_pd_wedge.txt", privileged=True, feeds=Feed("service.log_hits", log_hits_and_requests),
 ))
 
 LOG_FILE = register(Source(
     name="log_file", description="tail of the service's log file (bounded)",
     scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", _file(t)),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
-    sample="log_compose_sglang.txt", privileged=True, feeds=Feed("service.log_hits", log_hits),
+    sample="log_compose_sglang.txt", privileged=True, feeds=Feed("service.log_hits", log_hits_and_requests),
 ))
 
 KERNEL_LOG = register(Source(

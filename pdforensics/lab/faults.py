@@ -12,4 +12,6 @@ FAULTS: tuple[str, ...] = (
     "process-dead",
     "busy",
     "probe-hang",
+    "stranded-bootstrap",
+    "prealloc-leak",
 )

@@ -19,6 +19,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("timeline", "Timeline"),
     ("changes", "Changes since baseline"),
     ("metrics", "Metrics"),
+    ("requests", "Requests"),
     ("history", "Prometheus history"),
     ("gpus", "GPUs"),
     ("stacks", "Stacks"),

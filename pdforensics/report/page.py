@@ -23,6 +23,7 @@ from pdforensics.report.common import SECTIONS, Section, guarded, utc
 from pdforensics.report.config_section import build_config
 from pdforensics.report.gpus import build_gpus
 from pdforensics.report.metrics import build_metrics
+from pdforensics.report.requests import build_requests
 from pdforensics.report.stacks import build_stacks
 from pdforensics.report.timeline import build_timeline
 from pdforensics.report.topology import build_topology
@@ -90,6 +91,7 @@ def context(capture: LoadedCapture, analysis: Analysis | None = None,
         "timeline": lambda: build_timeline(capture, changes, baseline, p),
         "changes": lambda: build_changes(changes, baseline, change_notes),
         "metrics": lambda: build_metrics(capture),
+        "requests": lambda: build_requests(capture, p),
         "history": lambda: _history(capture),
         "gpus": lambda: build_gpus(capture),
         "stacks": lambda: build_stacks(capture),

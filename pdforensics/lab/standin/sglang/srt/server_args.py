@@ -25,6 +25,8 @@ def parse_server_args(argv: list[str]) -> dict:
     p.add_argument("--cuda-graph-max-bs-decode", type=int, default=None)
     p.add_argument("--cuda-graph-max-bs-prefill", type=int, default=None)
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--log-requests", action="store_true")
+    p.add_argument("--log-requests-level", type=int, default=2)
     p.add_argument("--api-key", default=None)
     p.add_argument("--admin-api-key", default=None)
     args, _unknown = p.parse_known_args(argv)

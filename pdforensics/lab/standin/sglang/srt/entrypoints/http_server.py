@@ -10,12 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from pdfx_lab_runtime import log, log_planted, titles_enabled
+from pdfx_lab_runtime.traffic import Traffic
 
 import sglang
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
 from sglang.srt.managers.scheduler import run_scheduler_process
 from sglang.srt.managers.tokenizer_manager import TokenizerManager
 from sglang.srt.metrics.collector import render
+from sglang.srt.utils.request_logger import RequestLogger
 
 JSON = "application/json"
 PROM = "text/plain; version=0.0.4; charset=utf-8"
@@ -125,9 +127,12 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
-            self.rfile.read(length)
+            body = self.rfile.read(length)
             path = urlsplit(self.path).path
-            if path in ("/generate", "/v1/completions", "/v1/chat/completions"):
+            if path == "/configure_logging":
+                _configure_logging(tm, body)
+                self._send(200, b"", "text/plain; charset=utf-8")
+            elif path in ("/generate", "/v1/completions", "/v1/chat/completions"):
                 self._json(
                     {
                         "text": " Paris.",
@@ -143,6 +148,20 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
                 self._json({"detail": "Not Found"}, 404)
 
     return Handler
+
+
+def _configure_logging(tm: TokenizerManager, body: bytes) -> None:
+    """As sglang's /configure_logging: set what the request logger logs, then say so."""
+    try:
+        obj = json.loads(body or b"{}")
+    except ValueError:
+        obj = {}
+    obj = obj if isinstance(obj, dict) else {}
+    tm.request_logger.configure(obj.get("log_requests"), obj.get("log_requests_level"))
+    fields = ", ".join(f"{k}={obj.get(k)!r}" for k in (
+        "log_requests", "log_requests_level", "log_requests_format", "dump_requests_folder",
+        "dump_requests_threshold", "crash_dump_folder"))
+    log("", f"Config logging: obj=ConfigureLoggingReq({fields})")
 
 
 def _reap(children: list) -> None:
@@ -175,6 +194,9 @@ def launch_server(args: dict) -> None:
     detok.start()
     children.append(detok)
     tm = TokenizerManager(role, tp_size, parent_end)
+    tm.request_logger = RequestLogger(bool(args["log_requests"]), int(args["log_requests_level"]))
+    tm.traffic = Traffic(role, tm.request_logger, args["host"],
+                         int(args["disaggregation_bootstrap_port"]))
     threading.Thread(target=tm.handle_loop, name="tokenizer_manager", daemon=True).start()
     threading.Thread(target=_reap, args=(children,), name="reaper", daemon=True).start()
     httpd = ThreadingHTTPServer((args["host"], int(args["port"])), make_handler(args, tm))

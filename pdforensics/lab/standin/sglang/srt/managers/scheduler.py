@@ -23,6 +23,13 @@ from sglang.srt.utils import broadcast_pyobj
 from sglang.srt.utils.watchdog import Watchdog
 
 FOREVER = 3600.0
+# request faults (pdfx_lab_runtime.traffic) -> the queue gauges they freeze, per role
+REQUEST_FAULT_GAUGES = {
+    ("prefill", "stranded-bootstrap"): {"prefill_bootstrap_q": 6.0, "prefill_inflight_q": 0.0},
+    ("prefill", "prealloc-leak"): {"prefill_bootstrap_q": 9.0, "prefill_inflight_q": 0.0},
+    ("decode", "prealloc-leak"): {"decode_prealloc_q": 9.0, "decode_transfer_q": 0.0,
+                                  "running": 0.0, "queue": 0.0},
+}
 SATURATED_STEP_S = 0.4  # one busy forward pass (busy fault)
 
 
@@ -129,6 +136,9 @@ class Scheduler(SchedulerMetricsMixin):
             fault = current_fault()
             if fault == "process-dead" and self.rank == 1:
                 self.run_failing_batch()
+            elif ("decode", fault) in REQUEST_FAULT_GAUGES:
+                self.recv_requests(0.2)
+                self.log_idle(REQUEST_FAULT_GAUGES[("decode", fault)])
             elif fault == "process-dead" or fault == "forgotten-requests":
                 self.recv_requests(0.2)
                 running = self.state["running"] or 23.0
@@ -171,6 +181,9 @@ class Scheduler(SchedulerMetricsMixin):
                 self.disagg_prefill_bootstrap_queue.pop_bootstrapped()
                 self.run_saturated_batch(fault)
                 self.log_prefill_stats(fault, 0.95)
+            elif ("prefill", fault) in REQUEST_FAULT_GAUGES:
+                self.recv_requests(0.2)
+                self.log_idle(REQUEST_FAULT_GAUGES[("prefill", fault)])
             elif fault == "transfer-stuck":
                 self.recv_requests(0.1)
                 process_disagg_prefill_inflight_queue(0.2)

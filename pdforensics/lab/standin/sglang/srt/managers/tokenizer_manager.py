@@ -61,7 +61,10 @@ class TokenizerManager:
         return states
 
     def handle_loop(self) -> None:
-        """The receive loop: every reply from rank 0 goes to the request that waits on it."""
+        """The receive loop: every reply from rank 0 goes to the request that waits on it.
+        The lab's fake traffic ticks in a thread of its own (sglang's loop does both)."""
+        if getattr(self, "traffic", None) is not None:
+            threading.Thread(target=self._traffic_loop, name="traffic", daemon=True).start()
         while True:
             try:
                 got_id, reply = self.ctrl.recv()
@@ -70,3 +73,8 @@ class TokenizerManager:
             with self._arrived:
                 self._replies[got_id] = reply
                 self._arrived.notify_all()
+
+    def _traffic_loop(self) -> None:
+        while True:
+            time.sleep(0.5)
+            self.traffic.tick()

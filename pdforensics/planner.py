@@ -33,6 +33,7 @@ class PlanOptions:
     versions: bool = True
     logs: bool = True
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
+    extra_host_sources: tuple[Source, ...] = ()  # host-scoped probes run once (doctor)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -83,6 +84,7 @@ class HostPlanner:
                 jobs.append(make_job(self.host, src, Target()))
             if self.host.is_local:
                 jobs.append(make_job(self.host, gpu.NVML, Target()))
+        jobs += [make_job(self.host, src, Target()) for src in self.options.extra_host_sources]
         return jobs
 
     @property

@@ -95,7 +95,8 @@ def _doctor_probes(on: bool) -> tuple[Source, ...]:
 
 def _doctor(bundle: Path, cluster: ClusterSpec, store: Path) -> DoctorReport:
     """doctor's checks over the snapshot's own bundle, kept in it (doctor.json) for `diff`."""
-    from pdforensics.doctor.run import evaluate, write_doctor
+    from pdforensics.doctor.run import evaluate
+    from pdforensics.doctor.stored import write_doctor
 
     report = evaluate(bundle, cluster, (store,))
     write_doctor(bundle, report)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import tempfile
 import time
@@ -20,13 +18,10 @@ from pdforensics.doctor.inputs import DoctorInput, read_probes
 from pdforensics.doctor.model import DoctorReport, ordered
 from pdforensics.doctor.probes import PROBE_NAMES, PROBES
 from pdforensics.doctor.safeguards_check import safeguard_checks
-from pdforensics.errors import PdforensicsError
+from pdforensics.doctor.stored import write_doctor
 from pdforensics.loaded import load_capture
 from pdforensics.model import ClusterSpec
 from pdforensics.planner import PlanOptions
-
-#: the derived file (like analysis.json) that keeps a bundle's doctor checks
-DOCTOR_FILE = "doctor.json"
 
 
 @dataclass(frozen=True)
@@ -75,25 +70,3 @@ def evaluate(bundle: Path, cluster: ClusterSpec, evidence_dirs: tuple[Path, ...]
     checks = [*room_checks(evidence_dirs), *access_checks(d), *stack_checks(d), *gpu_checks(d),
               *server_checks(d), *safeguard_checks(d), *consistency_checks(d)]
     return DoctorReport(cluster.name, ordered(checks), str(bundle))
-
-
-def write_doctor(bundle: Path, report: DoctorReport) -> Path:
-    """Keep the checks beside the bundle's analysis (a derived file, not hashed)."""
-    path = bundle / DOCTOR_FILE
-    tmp = path.with_name(f".{DOCTOR_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report.to_json(), indent=1))
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return path
-
-
-def read_doctor(bundle: Path) -> DoctorReport | None:
-    """The doctor checks stored with a bundle (a snapshot taken with --doctor), else None."""
-    from pdforensics.bundle_read import read_optional
-
-    try:
-        data = read_optional(Path(bundle), DOCTOR_FILE, DOCTOR_FILE)
-        doc = json.loads(data) if data else None
-    except (OSError, ValueError, PdforensicsError):
-        return None
-    return DoctorReport.from_json(doc) if isinstance(doc, dict) else None

@@ -41,7 +41,7 @@ from pdforensics.redact import Redactor
 MANIFEST = "manifest.json"
 RESULTS_LOG = "results.jsonl"
 # written into a finished bundle by analyze/report: allowed by verify, not hashed
-DERIVED_FILES = ("analysis.json", "report.html")
+DERIVED_FILES = ("analysis.json", "report.html", "doctor.json")
 DIR_MODE, FILE_MODE = 0o700, 0o600  # bundles hold evidence: owner only
 
 

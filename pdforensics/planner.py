@@ -34,6 +34,7 @@ class PlanOptions:
     logs: bool = True
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
     probes: bool = True  # /health_generate on every server (--no-probes)
+    extra_host_sources: tuple[Source, ...] = ()  # host-scoped probes run once (doctor)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -85,6 +86,7 @@ class HostPlanner:
                 jobs.append(make_job(self.host, src, Target()))
             if self.host.is_local:
                 jobs.append(make_job(self.host, gpu.NVML, Target()))
+        jobs += [make_job(self.host, src, Target()) for src in self.options.extra_host_sources]
         return jobs
 
     @property

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pdforensics.capture import CaptureOptions, Progress, run_capture
+from pdforensics.collectors.base import Source
+from pdforensics.doctor.model import DoctorReport
 from pdforensics.errors import Interrupted
 from pdforensics.finish import finish_bundle
 from pdforensics.model import ClusterSpec
@@ -30,6 +32,7 @@ class SnapshotOptions:
     deadline_s: float = 60.0
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     keep_env: tuple[str, ...] = ()  # --keep-env: more env vars/flags whose values stay readable
+    doctor: bool = False  # --doctor: also run doctor's probes and keep its checks (doctor.json)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class SnapshotOutcome:
     partial_reasons: tuple[str, ...]
     pruned: tuple[str, ...]
     duration_s: float
+    readiness: str | None = None  # doctor's one-line summary (--doctor)
+    ready: bool | None = None
 
     @property
     def healthy(self) -> bool:
@@ -56,7 +61,8 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
             accept_new_host_keys=cluster.accept_new_host_keys,
             plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
                              stacks=options.stacks, stack_dumps=options.stack_dumps,
-                             probes=options.probes))
+                             probes=options.probes,
+                             extra_host_sources=_doctor_probes(options.doctor)))
         try:
             from pdforensics.redact import Allowlist, Redactor
 
@@ -66,6 +72,7 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
             if exc.bundle:  # keep what was gathered: a partial snapshot is still evidence
                 file_into(index, Path(exc.bundle), "snapshot")
             raise
+        readiness = _doctor(outcome.bundle, cluster, store) if options.doctor else None
         done = finish_bundle(outcome.bundle, index=index, origin="snapshot")
         if done.filing is None or done.filing.snapshot is None:  # file_into raises first
             raise StoreError(f"{outcome.bundle}: not filed into {store}")
@@ -77,4 +84,22 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
     return SnapshotOutcome(snapshot=snap, verdict=verdict, capture_status=outcome.status,
                            partial_reasons=outcome.partial_reasons,
                            pruned=tuple(s.name for s in pruned),
-                           duration_s=time.monotonic() - t0)
+                           duration_s=time.monotonic() - t0,
+                           readiness=readiness.summary() if readiness else None,
+                           ready=readiness.ready if readiness else None)
+
+
+def _doctor_probes(on: bool) -> tuple[Source, ...]:
+    from pdforensics.doctor.probes import PROBES
+
+    return PROBES if on else ()
+
+
+def _doctor(bundle: Path, cluster: ClusterSpec, store: Path) -> DoctorReport:
+    """doctor's checks over the snapshot's own bundle, kept in it (doctor.json) for `diff`."""
+    from pdforensics.doctor.run import evaluate
+    from pdforensics.doctor.stored import write_doctor
+
+    report = evaluate(bundle, cluster, (store,))
+    write_doctor(bundle, report)
+    return report

@@ -73,10 +73,13 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @fail_on_option
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
+@click.option("--doctor", "with_doctor", is_flag=True,
+              help="Also run `doctor`'s checks; kept with the snapshot, so `diff` shows readiness getting worse.")
 @handles_errors
 def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probes: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
-             verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...]) -> None:
+             verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...],
+             with_doctor: bool) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
     Silent while HEALTHY (or -v); one line when not. Exit codes: 0 the snapshot was taken
@@ -93,7 +96,8 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     cluster = _cluster(cluster_file) or local_cluster()
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
     options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks, probes=not no_probes,
-                              deadline_s=deadline, retention=policy, keep_env=keep_env)
+                              deadline_s=deadline, retention=policy, keep_env=keep_env,
+                              doctor=with_doctor)
     outcome = take_snapshot(cluster, _store(cluster, store), options)
     if as_json:
         from pdforensics.cli.store_text import snapshot_json

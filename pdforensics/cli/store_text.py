@@ -73,6 +73,8 @@ def format_snapshot_text(o: SnapshotOutcome, verbose: bool) -> str:
         lines.extend(f"  partial: {r}" for r in o.partial_reasons)
         if o.pruned:
             lines.append(f"  retention removed {len(o.pruned)}: {', '.join(o.pruned)}")
+    if o.readiness and (verbose or o.ready is False):
+        lines.append(f"pdforensics snapshot: {s.cluster}: doctor: {o.readiness}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -90,4 +92,5 @@ def snapshot_json(o: SnapshotOutcome) -> dict[str, object]:
     return {"name": s.name, "cluster": s.cluster, "path": str(s.path), "taken_at": iso(s.taken_at),
             "verdict": v.verdict, "summary": v.summary, "why": v.why, "healthy": o.healthy,
             "status": o.capture_status, "partial_reasons": list(o.partial_reasons),
-            "pruned": list(o.pruned), "duration_s": round(o.duration_s, 2)}
+            "pruned": list(o.pruned), "duration_s": round(o.duration_s, 2),
+            "readiness": o.readiness, "ready": o.ready}

@@ -73,6 +73,16 @@ def diff_bundles(a: str | Path | LoadedCapture, b: str | Path | LoadedCapture,
     sa = extract_state(a, cat) if isinstance(a, LoadedCapture) else load_state(a, cat)
     sb = extract_state(b, cat) if isinstance(b, LoadedCapture) else load_state(b, cat)
     result = diff_states(sa, sb, cat)
+    from pdforensics.diff.readiness import readiness_rows  # doctor.json of --doctor snapshots
+
+    ready = [Change(**row) for row in readiness_rows(  # type: ignore[arg-type]
+        a.path if isinstance(a, LoadedCapture) else Path(a),
+        b.path if isinstance(b, LoadedCapture) else Path(b))]
+    if ready:
+        merged = sorted((*result.changes, *ready), key=lambda c: (-c.score, c.scope, c.kind, c.key))
+        moved = {c.scope for c in ready}
+        result = DiffResult(**{**result.__dict__, "changes": tuple(merged), "unchanged_hosts":
+                               tuple(h for h in result.unchanged_hosts if h not in moved)})
     notes = version_notes(sb, cat)
     if notes:
         result = DiffResult(**{**result.__dict__, "notes": tuple(result.notes) + tuple(notes)})

@@ -134,7 +134,7 @@ def _server_env(lab_dir: Path, host: LabHost, secret_env: dict[str, str] | None)
     return env
 
 
-def _server_argv(host: LabHost, ports: Ports) -> list[str]:
+def _server_argv(host: LabHost, ports: Ports, drop: Sequence[str] = ()) -> list[str]:
     port = ports.prefill if host.role == "prefill" else ports.decode
     argv = [
         sys.executable,
@@ -175,7 +175,7 @@ def _server_argv(host: LabHost, ports: Ports) -> list[str]:
     ]
     if host.role == "decode":
         argv += ["--cuda-graph-max-bs-decode", "128"]
-    return argv
+    return [a for a in argv if a not in drop]
 
 
 def _router_argv(host: LabHost, prefill: LabHost, decode: LabHost, ports: Ports) -> list[str]:
@@ -249,6 +249,7 @@ def lab_up(
     secret_log: Sequence[str] = (),
     secret_labels: Mapping[str, str] | None = None,
     titles: bool = True,
+    drop_args: Mapping[str, Sequence[str]] | None = None,
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
@@ -257,6 +258,7 @@ def lab_up(
     secret_env, secret_log and secret_labels plant secrets for redaction tests: env vars of
     every server, lines every server and the router log at start, labels of an info gauge
     on every server's /metrics (cmdline flags go through extra_args).
+    drop_args, keyed by role, removes those switches from its command line (metrics off).
     titles=False: the ranks keep their python command lines (spawned children, no
     sglang::scheduler_* titles), as SGLang's do without setproctitle.
     """
@@ -278,6 +280,7 @@ def lab_up(
                    "gpus": list(h.gpus)} for h in hosts],
         "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
         "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
+        "drop_args": {k: list(v) for k, v in (drop_args or {}).items()},
         "titles": titles,
     }
     try:
@@ -348,7 +351,7 @@ def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, reco
     for role in ("prefill", "decode"):
         host = by_role[role]
         started[role] = spawn(
-            _server_argv(host, ports) + record["extra_args"].get(role, []),
+            _server_argv(host, ports, record["drop_args"].get(role, ())) + record["extra_args"].get(role, []),
             {**_server_env(lab_dir, host, secret_env), **({} if record["titles"] else {TITLES_ENV: "0"}),
              **record["extra_env"].get(role, {})},
             p["logs"] / f"{role}.log",

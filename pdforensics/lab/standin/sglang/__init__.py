@@ -1,3 +1,6 @@
 """Stand-in `sglang` package of the pdforensics lab (no GPU, no model; same shape)."""
 
-__version__ = "0.5.23"
+import os
+
+# a lab role may pose as another release (lab_up extra_env; doctor's version-mismatch test)
+__version__ = os.environ.get("PDFX_LAB_SGLANG_VERSION", "0.5.23")

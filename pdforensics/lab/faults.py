@@ -12,4 +12,5 @@ FAULTS: tuple[str, ...] = (
     "process-dead",
     "busy",
     "probe-hang",
+    "clock-skew",
 )

@@ -17,6 +17,7 @@ from typing import Any
 from pdforensics.bundle import Bundle, ResultEntry, load_bundle
 from pdforensics.collectors import REGISTRY
 from pdforensics.feeds import Fetch, MetricSample, Reading, StackDump
+from pdforensics.hostclock import on_capture_clock
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
@@ -134,6 +135,7 @@ class HostView:
     nvlink: tuple[NvlinkGpu, ...] = ()  # nvidia-smi nvlink -e: error counters per link
     row_remap: tuple[RowRemap, ...] = ()  # nvidia-smi -q -d ROW_REMAPPER
     clock_offset_s: float | None = None  # the host's clock minus ours, at capture time
+    # (the times this host wrote -- unit, log and Xid times -- are already corrected by it)
 
 
 @dataclass(frozen=True)
@@ -230,14 +232,14 @@ class _Loader:
         procs_by_pid = {p["pid"]: self._process(entries, p) for p in disc.get("processes", [])}
         services = tuple(self._service(name, entries, s, procs_by_pid)
                          for s in disc.get("services", []))
-        return HostView(
+        return on_capture_clock(HostView(
             name=name, address=str(meta.get("address", "")),
             reachable=bool(meta.get("reachable", True)), error=meta.get("error"),
             simulated_gpu=bool(meta.get("simulated_gpu", False)),
             discovered=bool(disc.get("discovered", False)), notes=tuple(disc.get("notes", [])),
             services=services, processes=tuple(procs_by_pid.values()),
             **self._fill("host", entries),
-        )
+        ))
 
     def _process(self, entries: list[ResultEntry], p: dict[str, Any]) -> ProcessView:
         fields: dict[str, Any] = {k: p.get(k) for k in ProcessInfo.__dataclass_fields__}

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 
 from pdforensics.analysis.stacks_model import LabelledDump
+from pdforensics.hostclock import to_capture_clock
 from pdforensics.loaded import LoadedCapture, ProcessView, ServiceView
 from pdforensics.parsers.frames import ProcessDump
 
@@ -42,18 +43,17 @@ def owner(svc: ServiceView, d: ProcessDump) -> ProcessView | None:
 
 def log_dumps(capture: LoadedCapture, offsets: dict[str, float] | None = None
               ) -> Iterator[LabelledDump]:
-    """Every harvested log dump as a LabelledDump (source ``log:<journal|log_file>``); a
-    host's clock offset (host minus ours, measured at capture) is taken off its times."""
+    """Every harvested log dump as a LabelledDump (source ``log:<journal|log_file>``); its
+    time is put on our clock by the host's offset (hostclock.to_capture_clock; ``offsets``,
+    host -> seconds, overrides the offsets measured at capture)."""
     if offsets is None:
         offsets = {h.name: h.clock_offset_s for h in capture.hosts if h.clock_offset_s is not None}
     for svc in capture.services():
         for d in svc.log_stacks:
             p = owner(svc, d)
-            at = log_time(d.timestamp)
-            if at is not None and offsets:
-                at -= offsets.get(svc.host, 0.0)
             yield LabelledDump(
                 d, host=svc.host, role=svc.role,
-                rank=(p.info.rank if p is not None else None) or d.rank, taken_at=at,
+                rank=(p.info.rank if p is not None else None) or d.rank,
+                taken_at=to_capture_clock(log_time(d.timestamp), offsets.get(svc.host)),
                 source=f"log:{svc.log_source or 'log'}",
                 kind="scheduler" if p is not None and p.info.kind == "scheduler" else None)

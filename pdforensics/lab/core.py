@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from pdforensics.errors import PdforensicsError
+from pdforensics.lab import clock as lab_clock
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import render_cluster
 from pdforensics.lab.faults import FAULTS
@@ -325,6 +326,7 @@ def _prepare_dir(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, fault:
     for stale in p["run"].glob("*/rank*.json"):
         stale.unlink()
     _write_atomic(p["fault"], fault + "\n")
+    lab_clock.write_clock(lab_dir, fault, ssh)
     planted = lab_dir / "planted.json"
     if secret_log or secret_labels:
         _write_atomic(planted, json.dumps({"log": list(secret_log), "labels": dict(secret_labels or {})}))
@@ -496,5 +498,6 @@ def set_fault(lab_dir: Path, fault: str) -> None:
         raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up --dir {lab_dir}`, "
                                "or pass the --dir of the running lab")
     _write_atomic(paths(lab_dir)["fault"], fault + "\n")
+    lab_clock.write_clock(lab_dir, fault, bool(data.get("ssh")))
     data["fault"] = fault
     _write_atomic(paths(lab_dir)["json"], json.dumps(data, indent=2))

@@ -14,4 +14,5 @@ FAULTS: tuple[str, ...] = (
     "probe-hang",
     "stranded-bootstrap",
     "prealloc-leak",
+    "clock-skew",
 )

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from pdforensics.errors import PdforensicsError
+from pdforensics.lab import clock as lab_clock
 from pdforensics.lab import sudo_user
 from pdforensics.lab.layout import LabHost
 from pdforensics.lab.sudo_user import SudoGrant
@@ -55,6 +56,7 @@ def prepare(lab_dir: Path, hosts: tuple[LabHost, ...], port: int) -> None:
             f"AuthorizedKeysFile {keys / 'authorized_keys'} .ssh/authorized_keys\n"
             "StrictModes no\n"
             "UsePAM no\n"
+            + lab_clock.sshd_lines(lab_dir, host.name)
         )
     (keys / "known_hosts").write_text("\n".join(known) + "\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)

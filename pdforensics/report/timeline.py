@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from markupsafe import Markup
 
 from pdforensics.diff.compare import Change
+from pdforensics.hostclock import clock_note
 from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.changes import Baseline, show
@@ -51,6 +52,7 @@ class TimelineView:
     marks: tuple[tuple[str, str, str], ...]  # (time, row, what) as a table for print/reading
     signatures: tuple[SignatureRow, ...]
     has_changes: bool
+    clock: str = ""  # which host times were corrected by that host's clock offset, and by how much
 
 
 def _service_rows(s: ServiceView) -> tuple[Row, list[Row]]:
@@ -232,4 +234,4 @@ def build_timeline(capture: LoadedCapture, changes: Sequence[Change] | None = No
     return TimelineView(history=history, window=window, span=f"{utc(t0)} – {utc(t1)}",
                         marks=tuple((w, lane, tip) for _t, w, lane, tip in marks),
                         signatures=_signatures(capture, prefix),
-                        has_changes=bool(changes)), missing
+                        has_changes=bool(changes), clock=clock_note(capture.hosts)), missing

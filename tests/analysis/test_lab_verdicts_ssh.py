@@ -4,6 +4,7 @@ test_lab_verdicts.py checks the same faults through the local transport."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -18,9 +19,11 @@ from pdforensics.analysis.result_json import analysis_json
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.config import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
+from pdforensics.lab.clock import SKEW_S, SKEWED_HOST, faketime_ready
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
+from pdforensics.report.timeline import build_timeline
 from tests.support import ports
 
 BASE_PORT = ports.block()  # prefill BASE_PORT ... sshd BASE_PORT + 5, found free at run time
@@ -74,6 +77,7 @@ def test_healthy(lab: tuple[LabInfo, Path]) -> None:
     a, _doc = capture(lab, "healthy")
     assert a.verdict == "HEALTHY", (a.summary, keys(a))
     assert not keys(a, "critical")
+    assert "CLOCK_SKEW" not in keys(a)
 
 
 def test_overloaded_but_progressing_is_not_wedged(lab: tuple[LabInfo, Path]) -> None:
@@ -138,6 +142,37 @@ def test_rank_stuck(lab: tuple[LabInfo, Path]) -> None:
     assert keys(a).count("RANK_OUTLIER") == 1
     assert "decode" in a.findings[0].title and "rank TP1" in a.findings[0].title
     assert "ALL_RANKS_STUCK" not in keys(a)
+
+
+@pytest.mark.skipif(not faketime_ready(), reason="needs libfaketime (apt-get install faketime)")
+def test_clock_skew(lab: tuple[LabInfo, Path]) -> None:
+    """decode-0's sshd sessions run under libfaketime 90 s ahead: CLOCK_SKEW names that host with
+    its offset and the round trip, and no other; py-spy (static, LD_PRELOAD ignored) still reads
+    that host's ranks; the timeline says by how much its times were corrected."""
+    info, d = lab
+    set_fault(info.dir, "clock-skew")
+    try:
+        opts = CaptureOptions(out_dir=d / "clock-skew", deadline_s=20,
+                              plan=PlanOptions(samples=1, stack_dumps=1, probes=False))
+        cap = load_capture(run_capture(load_cluster_file(info.cluster_file), opts).bundle)
+    finally:
+        set_fault(info.dir, "healthy")
+    offsets = {h.name: h.clock_offset_s for h in cap.hosts}
+    assert offsets[SKEWED_HOST] == pytest.approx(SKEW_S, abs=1.0), offsets
+    assert all(o is not None and abs(o) < 1.0 for n, o in offsets.items() if n != SKEWED_HOST)
+    a = analyze(cap)
+    assert not keys(a, "critical"), keys(a)
+    (f,) = [f for f in a.findings if f.key == "CLOCK_SKEW"]
+    assert f.severity == "warning" and f.subject == SKEWED_HOST
+    assert f.title.startswith(f"{SKEWED_HOST}: clock ahead by "), f.title
+    m = re.search(r"offset \+(\d+\.\d{3}) s .* (\d+) ms round trip", str(f.evidence[0]))
+    assert m is not None and f.evidence[0].host == SKEWED_HOST, str(f.evidence[0])
+    assert float(m.group(1)) == pytest.approx(offsets[SKEWED_HOST], abs=1e-3)
+    assert 0 < int(m.group(2)) < 5000
+    decode = next(cap.services("decode"))
+    assert decode.ranks and all(p.stacks and p.stacks[0].dumps for p in decode.ranks)
+    view, _missing = build_timeline(cap)
+    assert view is not None and f"{SKEWED_HOST} +{offsets[SKEWED_HOST]:.3f} s (ahead)" in view.clock
 
 
 def test_process_dead(lab: tuple[LabInfo, Path]) -> None:

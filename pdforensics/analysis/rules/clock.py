@@ -18,13 +18,16 @@ def clock_skew(ctx: Context) -> Iterator[Finding]:
         off = h.clock_offset_s
         if off is None or abs(off) <= SKEW_S:
             continue
-        key = next((e.key for e in ctx.capture.results if e.host == h.name and e.source == "clock"),
-                   "clock")
+        entry = next((e for e in ctx.capture.results if e.host == h.name and e.source == "clock"
+                      and e.ok), None)
+        trip = (f"the midpoint of a {entry.duration_s * 1000:.0f} ms round trip, "
+                f"±{entry.duration_s * 500:.0f} ms" if entry is not None else "the round trip")
         yield Finding(
             "CLOCK_SKEW", "warning",
             f"{h.name}: clock {'ahead' if off > 0 else 'behind'} by {abs(off):.1f} s",
             (Evidence(h.name, "date +%s.%N", f"offset {off:+.3f} s from the capturing machine "
-                      "(midpoint of the round trip)", ctx.path_of(h.name, key)),),
+                      f"(the host's time minus {trip})",
+                      ctx.path_of(h.name, entry.key if entry is not None else "clock")),),
             "Cross-host order of log lines and samples is unreliable on this host: the report "
             "shows its times corrected by this offset. Fix time sync (chronyc tracking / "
             "timedatectl timesync-status) on the host.",

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 LAB_DIR_ENV = "PDFX_LAB_DIR"
 LAB_HOST_ENV = "PDFX_LAB_HOST"
@@ -61,9 +61,21 @@ def die_with_parent() -> None:
         os._exit(0)
 
 
+def clock_shift_s() -> float:
+    """Seconds this host's clock runs ahead under the lab's clock-skew fault: the libfaketime
+    file its sshd sessions read (pdforensics/lab/clock.py), `+90`; 0 when there is none."""
+    path = os.path.join(lab_dir(), f"faketime-{os.environ.get(LAB_HOST_ENV, '')}")
+    try:
+        with open(path) as fh:
+            return float(fh.read().strip().rstrip("s") or 0)
+    except (OSError, ValueError):
+        return 0.0
+
+
 def log(tag: str, msg: str) -> None:
-    """One SGLang-style log line on stderr: `[2026-12-02 10:20:28 TP0] msg`."""
-    stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    """One SGLang-style log line on stderr: `[2026-12-02 10:20:28 TP0] msg`, stamped on this
+    host's clock (shifted under clock-skew)."""
+    stamp = (datetime.now() + timedelta(seconds=clock_shift_s())).strftime("%Y-%m-%d %H:%M:%S")
     prefix = f"[{stamp} {tag}] " if tag else f"[{stamp}] "
     sys.stderr.write(prefix + msg + "\n")
     sys.stderr.flush()

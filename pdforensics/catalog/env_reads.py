@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -310,6 +311,12 @@ _HINT = re.compile(r"getenv|environ|_env|env_")
 
 def all_reads(tree: SourceTree) -> list[EnvRead]:
     """Every env read in the package, module by module (sorted by module and line)."""
+    with warnings.catch_warnings():  # sglang's own invalid escapes are not our news
+        warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+        return _all_reads(tree)
+
+
+def _all_reads(tree: SourceTree) -> list[EnvRead]:
     texts = {rel: src for rel in tree.names()
              if (src := tree.read(rel)) is not None and "env" in src and _HINT.search(src)}
     helpers = _helper_modules(texts)

@@ -54,6 +54,7 @@ def test_healthy(lab: tuple[LabInfo, Path]) -> None:
     a = capture(lab, "healthy")
     assert a.verdict == "HEALTHY", a.summary
     assert not keys(a, "critical")
+    assert "SAFEGUARDS_DISABLED" not in keys(a)  # the lab's 300 s timeouts are sane
 
 
 def test_kv_full_is_pressure_not_wedge(lab: tuple[LabInfo, Path]) -> None:

@@ -57,6 +57,11 @@ class EnvInfo:
     origin: str | None = None
     read_by: tuple[str, ...] = ()
 
+    @property
+    def declared(self) -> bool:
+        """Declared in `srt/environ.py` (not only read ad hoc somewhere)."""
+        return (self.origin or "").startswith("srt/environ.py:")
+
 
 @dataclass(frozen=True)
 class MetricInfo:

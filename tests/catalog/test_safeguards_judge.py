@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pdforensics.catalog.safeguard_table import SPECS, TABLE_VERSIONS, load_shipped_table
 from pdforensics.catalog.safeguards import Safeguard, judge_safeguards, nearest_version
 
@@ -65,3 +67,30 @@ def test_nearest_version() -> None:
     assert "0.4.8 not in the table" in s["watchdog_timeout"].default_note
     assert s["pd_waiting_timeout"].state == "too_long"  # set, and 0.4.10 reads it
     assert s["pd_bootstrap_timeout"].state == "unknown"  # unset, between 0.4.6 and 0.4.10
+
+
+def test_cli_builds_the_table_from_a_tree(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from pdforensics.cli import main
+
+    pkg = tmp_path / "sglang"
+    (pkg / "srt" / "disaggregation").mkdir(parents=True)
+    (pkg / "version.py").write_text('__version__ = "0.4.99"\n')
+    (pkg / "srt" / "server_args.py").write_text(
+        "class ServerArgs:\n    watchdog_timeout: float = 300\n\n"
+        "def add(parser):\n    parser.add_argument('--watchdog-timeout', type=float, "
+        "default=ServerArgs.watchdog_timeout)\n")
+    (pkg / "srt" / "disaggregation" / "conn.py").write_text(
+        "import os\nT = int(os.getenv('SGLANG_DISAGGREGATION_WAITING_TIMEOUT', 450))\n")
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["catalog", "safeguards", "--from", str(pkg), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    entry = json.loads(out.read_text())["versions"]["0.4.99"]["safeguards"]
+    assert entry["watchdog_timeout"]["default"] == 300
+    assert entry["pd_waiting_timeout"] == {
+        "present": True, "default": 450, "default_expr": None, "type": "int",
+        "origin": "srt/disaggregation/conn.py:2", "read_by": ["srt/disaggregation/conn.py"]}
+    assert entry["pd_bootstrap_timeout"] == {"present": False}

@@ -79,17 +79,23 @@ SPECS: tuple[SafeguardSpec, ...] = (
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 
 
-def _sets_env(tree: SourceTree, name: str) -> list[str]:
-    """Modules that name env var `name` next to `crash_dump_folder` (sglang arming a hook)."""
-    out = []
+def crash_dump_armed(tree: SourceTree) -> dict[str, list[str]]:
+    """External hook env var -> modules that name it next to `crash_dump_folder`
+    (sglang setting the hook itself when --crash-dump-folder is given)."""
+    names = [s.name for s in SPECS if s.kind == "external"]
+    out: dict[str, list[str]] = {}
     for rel in tree.names():
         src = tree.read(rel)
-        if src and f'"{name}"' in src and "crash_dump_folder" in src:
-            out.append(rel)
+        if not src or "crash_dump_folder" not in src:
+            continue
+        for name in names:
+            if f'"{name}"' in src:
+                out.setdefault(name, []).append(rel)
     return out
 
 
-def entry(spec: SafeguardSpec, catalog: Catalog, tree: SourceTree | None = None) -> dict[str, Any]:
+def entry(spec: SafeguardSpec, catalog: Catalog, armed: dict[str, list[str]] | None = None
+          ) -> dict[str, Any]:
     """What release `catalog` has for `spec` (JSON-ready)."""
     if spec.kind == "flag":
         flag = catalog.flag(spec.name)
@@ -105,11 +111,9 @@ def entry(spec: SafeguardSpec, catalog: Catalog, tree: SourceTree | None = None)
                 "type": env.type, "origin": env.origin, "read_by": list(env.read_by)}
     out: dict[str, Any] = {"present": True, "default": None,
                            "read_by_sglang": list(env.read_by) if env is not None else []}
-    if tree is not None:
-        armed_by = _sets_env(tree, spec.name)
-        if armed_by:
-            out["armed_by_flag"] = "--crash-dump-folder"
-            out["armed_in"] = armed_by
+    if armed and armed.get(spec.name):
+        out["armed_by_flag"] = "--crash-dump-folder"
+        out["armed_in"] = armed[spec.name]
     return out
 
 
@@ -122,9 +126,10 @@ def build_table(sources: list[Path]) -> dict[str, Any]:
         tree = open_source(Path(src))
         try:
             cat = build_from_tree(tree)
+            armed = crash_dump_armed(tree)
             versions[cat.version] = {
                 "source": cat.source,
-                "safeguards": {s.key: entry(s, cat, tree) for s in SPECS},
+                "safeguards": {s.key: entry(s, cat, armed) for s in SPECS},
             }
         finally:
             tree.close()

@@ -64,7 +64,9 @@ def _catalog_names() -> tuple[frozenset[str], frozenset[str]]:
     except PdforensicsError:
         return frozenset(), frozenset()
     flags = {f.name for f in cat.flags.values()} | {a for f in cat.flags.values() for a in f.aliases}
-    envs = {e.name for e in cat.env_vars.values()} | {a for e in cat.env_vars.values() for a in e.aliases}
+    # only sglang's declared env vars: the ad hoc reads include other tools' (AWS_ENDPOINT_URL...)
+    declared = [e for e in cat.env_vars.values() if e.declared]
+    envs = {e.name for e in declared} | {a for e in declared for a in e.aliases}
     return frozenset(flags), frozenset(envs)
 
 

@@ -10,6 +10,8 @@ from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
+from pdforensics.catalog.env_merge import merge_envs
+from pdforensics.catalog.env_reads import all_reads
 from pdforensics.catalog.envs import extract_envs
 from pdforensics.catalog.flags import (
     Field,
@@ -95,14 +97,16 @@ def build_flags(modules: list[Module]) -> dict[str, FlagInfo]:
 
 
 def build_envs(tree: SourceTree) -> dict[str, EnvInfo]:
+    """Env vars declared in environ.py, joined with those read anywhere in the package."""
+    declared: dict[str, EnvInfo] = {}
     src = tree.read(ENVIRON)
-    if src is None:
-        return {}
-    try:
-        t = ast.parse(src)
-        return extract_envs(src, ENVIRON, Evaluator(module_symbols(t)))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+    if src is not None:
+        try:
+            t = ast.parse(src)
+            declared = extract_envs(src, ENVIRON, Evaluator(module_symbols(t)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            declared = {}
+    return merge_envs(declared, all_reads(tree), ENVIRON)
 
 
 def build_metrics(tree: SourceTree) -> dict[str, MetricInfo]:

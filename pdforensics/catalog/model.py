@@ -40,7 +40,13 @@ class FlagInfo:
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """One environment variable declared in `srt/environ.py`."""
+    """One environment variable sglang reads: declared in `srt/environ.py`, or read ad hoc
+    (`os.getenv`, `os.environ`, `get_*_env_var`) anywhere in the package.
+
+    `default` is the literal default (None when unset means None, or when not a literal:
+    then `default_expr` holds the source text, or "varies: ..." when readers disagree).
+    `read_by` lists the modules that read it.
+    """
 
     name: str
     type: str | None = None
@@ -49,6 +55,12 @@ class EnvInfo:
     help: str | None = None
     aliases: tuple[str, ...] = ()  # deprecated names still read
     origin: str | None = None
+    read_by: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> bool:
+        """Declared in `srt/environ.py` (not only read ad hoc somewhere)."""
+        return (self.origin or "").startswith("srt/environ.py:")
 
 
 @dataclass(frozen=True)
@@ -178,6 +190,7 @@ def _flag_from(d: dict[str, Any]) -> FlagInfo:
 def _env_from(d: dict[str, Any]) -> EnvInfo:
     d = dict(d)
     d["aliases"] = tuple(d.get("aliases", ()))
+    d["read_by"] = tuple(d.get("read_by", ()))
     return EnvInfo(**d)
 
 

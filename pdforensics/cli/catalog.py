@@ -36,3 +36,15 @@ def catalog_log_signatures(srcs: tuple[str, ...], out: str | None) -> None:
     from pdforensics.catalog.log_table import cli_log_signatures
 
     click.echo(str(cli_log_signatures(list(srcs), out)))
+
+
+@catalog.command("safeguards")
+@click.option("--from", "srcs", multiple=True,
+              help="sglang wheel or source tree (repeat; default: download the pinned releases).")
+@click.option("-o", "--out", help="Output JSON file (default ./safeguard_defaults.json).")
+@handles_errors
+def catalog_safeguards(srcs: tuple[str, ...], out: str | None) -> None:
+    """Build the per-release table of PD timeouts, watchdogs and dump hooks (by AST)."""
+    from pdforensics.catalog.safeguard_table import cli_safeguards
+
+    click.echo(str(cli_safeguards(list(srcs), out)))

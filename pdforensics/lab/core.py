@@ -18,7 +18,7 @@ from pdforensics.errors import PdforensicsError
 from pdforensics.lab import clock as lab_clock
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import render_cluster
-from pdforensics.lab.faults import FAULTS
+from pdforensics.lab.faults import FAULTS, LAUNCH_FAULTS, add_launch_settings, check_switchable
 from pdforensics.lab.layout import NVIDIA_SMI_SRC, STANDIN_DIR, LabHost, Ports, lab_hosts, paths
 from pdforensics.lab.procs import (
     LAB_DIR_ENV,
@@ -283,7 +283,9 @@ def lab_up(
         "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
         "drop_args": {k: list(v) for k, v in (drop_args or {}).items()},
         "titles": titles,
+        "launch_fault": fault if fault in LAUNCH_FAULTS else None,
     }
+    add_launch_settings(record, fault)
     try:
         if sudo_user:  # inside the try: a failed start revokes it again
             sshd.ensure_sudo_user(sudo_user, lab_dir)
@@ -497,6 +499,7 @@ def set_fault(lab_dir: Path, fault: str) -> None:
     if data is None:
         raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up --dir {lab_dir}`, "
                                "or pass the --dir of the running lab")
+    check_switchable(fault, data.get("launch_fault"))
     _write_atomic(paths(lab_dir)["fault"], fault + "\n")
     lab_clock.write_clock(lab_dir, fault, bool(data.get("ssh")))
     data["fault"] = fault

@@ -53,9 +53,9 @@ def test_cli_build_writes_json(pinned_wheel_or_reason: tuple[Path | None, str],
 
 def _unpack(wheel: Path, dest: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
+        # the whole package, as a checkout has it: env vars are read outside srt/ too
         members = [n for n in zf.namelist()
-                   if n.startswith("sglang/srt/") or n.endswith((".dist-info/METADATA",))
-                   or n in ("sglang/_version.py", "sglang/version.py", "sglang/__init__.py")]
+                   if n.startswith("sglang/") or n.endswith((".dist-info/METADATA",))]
         zf.extractall(dest, members)
 
 

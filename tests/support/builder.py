@@ -51,6 +51,8 @@ class Server:
     gpus: str | None = None  # nvidia-smi --query-gpu csv
     stack_interval: float = 2.0  # seconds between one rank's py-spy dumps
     probe: str | None = None  # /health_generate: ok | timeout | 503 (with /health 200); None: not probed
+    env: dict[str, str] | None = None  # the root process's environ (none collected when None)
+    version: str = "0.5.9"  # the sglang version /server_info reports
 
 
 class BundleBuilder:
@@ -128,6 +130,11 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
                  target={"pid": pid, "kind": "scheduler", "rank": label, "role": s.role})
         pid += 1
     h["processes"].extend(procs)
+    if s.env is not None:
+        w.put(s.host, "environ", f"environ.pid{root}",
+              "".join(f"{k}={v}\0" for k, v in s.env.items()).encode(), T0, ext="bin",
+              target={"pid": root, "kind": s.kind, "rank": None, "role": s.role,
+                      "root_pid": root}, environ=True)
     h["services"].append({"role": s.role, "kind": s.kind, "port": s.port,
                           "address": "127.0.0.1", "root_pid": root, "declared": True,
                           "tp_size": s.tp, "dp_size": 1, "pids": [p["pid"] for p in procs]})
@@ -140,7 +147,7 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
              url=url + "/metrics", target=tgt)
     if s.server_info == "ok":
         _put(w, s.host, "server_info", f"server_info.{s.role}.{s.port}",
-             http(json.dumps({"version": "0.5.9", "model_path": "/m"})), T0, "http",
+             http(json.dumps({"version": s.version, "model_path": "/m"})), T0, "http",
              url=url + "/server_info", target=tgt)
     elif s.server_info == "timeout":
         _put(w, s.host, "server_info", f"server_info.{s.role}.{s.port}", b"", T0, "http",

@@ -14,4 +14,5 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     progress,
     ranks,
     requests,
+    safeguards,
 )

@@ -16,7 +16,8 @@ from pdforensics.doctor.checks_server import _first_stamp
 from pdforensics.doctor.checks_stacks import _attach
 from pdforensics.doctor.model import CLUSTER, THIS_MACHINE, DoctorReport, fail, ok, ordered, warn
 from pdforensics.doctor.probes import probe_json
-from pdforensics.doctor.safeguards_check import STATUS, fallback_judge
+from pdforensics.catalog.safeguards import judge_safeguards
+from pdforensics.doctor.safeguards_check import STATUS
 from pdforensics.doctor.stored import DOCTOR_FILE, read_doctor, write_doctor
 from pdforensics.doctor.text import format_report
 
@@ -25,18 +26,18 @@ ARGV = ["python3", "-m", "sglang.launch_server", "--disaggregation-mode", "prefi
 
 
 def _states(env: dict[str, str], argv: list[str] = ARGV) -> dict[str, str]:
-    return {s.key: s.state for s in fallback_judge("0.5.23", argv, env)}
+    return {s.key: s.state for s in judge_safeguards("0.5.23", argv, env)}
 
 
-def test_fallback_judges_pd_timeouts_and_watchdog() -> None:
+def test_doctor_maps_the_catalog_judge_on_pd_timeouts_and_watchdog() -> None:
     assert _states({})["pd_bootstrap_timeout"] == "ok"  # unset: sglang's default
     assert _states({"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "100000"})["pd_bootstrap_timeout"] == "too_long"
-    assert _states({"SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "0"})["pd_waiting_timeout"] == "disabled"
+    assert _states({"SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "inf"})["pd_waiting_timeout"] == "disabled"
     assert _states({"SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "soon"})["pd_waiting_timeout"] == "unknown"
     assert _states({}, [*ARGV, "--watchdog-timeout", "86400"])["watchdog_timeout"] == "too_long"
-    [sg] = [s for s in fallback_judge(None, ARGV, {"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "-1"})
+    [sg] = [s for s in judge_safeguards(None, ARGV, {"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "100000"})
             if s.key == "pd_bootstrap_timeout"]
-    assert sg.fix.startswith("set SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300")
+    assert sg.fix is not None and sg.fix.startswith("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300")
     assert STATUS["too_long"] == STATUS["disabled"] == "fail" and STATUS["unarmed"] == "warn"
 
 

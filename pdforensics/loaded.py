@@ -21,6 +21,7 @@ from pdforensics.model import ProcessInfo
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
+from pdforensics.parsers.router_log import RouterLog
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.parsers.systemd import UnitState
 from pdforensics.readings import Parsed, read_parsed
@@ -65,6 +66,7 @@ class ServiceView:
     log_hits: tuple[SignatureHit, ...] = ()
     log_source: str | None = None  # journal | log_file | None
     log_entry: ResultEntry | None = None
+    router_log: RouterLog | None = None  # a router's breaker transitions and worker errors
 
     @property
     def label(self) -> str:

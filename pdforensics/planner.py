@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import gpu, http, logs, proc, pyspy, router, sockets, systemd, versions
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
@@ -185,6 +185,8 @@ class HostPlanner:
                 jobs.append(make_job(self.host, proc.CGROUP, Target(process=root)))
             if o.logs and svc.log_file:
                 jobs.append(make_job(self.host, logs.LOG_FILE, Target(service=svc)))
+                if svc.kind == "router":
+                    jobs.append(make_job(self.host, router.ROUTER_LOG, Target(service=svc)))
         for p in d.processes:
             jobs.append(make_job(self.host, proc.CMDLINE, Target(process=p)))
             jobs.append(make_job(self.host, proc.ENVIRON, Target(process=p)))
@@ -206,7 +208,7 @@ class HostPlanner:
         t = Target(service=svc)
         jobs = [make_job(self.host, http.HEALTH, t)]
         if svc.kind == "router":
-            jobs.append(make_job(self.host, http.WORKERS, t))
+            jobs += [make_job(self.host, http.WORKERS, t), make_job(self.host, http.GET_LOADS, t)]
             metrics = http.ROUTER_METRICS if svc.metrics_port else None
         else:
             jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
@@ -228,6 +230,8 @@ class HostPlanner:
                 make_job(self.host, systemd.UNIT_FILE, t)]
         if self.options.logs and not svc.log_file:
             jobs.append(make_job(self.host, logs.JOURNAL, t))
+            if svc.kind == "router":
+                jobs.append(make_job(self.host, router.ROUTER_JOURNAL, t))
         return jobs
 
     def _service_of(self, pid: int) -> Service | None:

@@ -28,6 +28,7 @@ from pdforensics.lab.procs import (
     wait_until,
 )
 from pdforensics.lab.requirements import require_lab_tools
+from pdforensics.lab.router import check_router, client_argv, registered_workers, router_argv
 
 READY_TIMEOUT_S = 20.0
 TITLES_ENV = "PDFX_LAB_TITLES"  # "0": no process titles, spawned ranks (see lab_up)
@@ -178,28 +179,6 @@ def _server_argv(host: LabHost, ports: Ports) -> list[str]:
     return argv
 
 
-def _router_argv(host: LabHost, prefill: LabHost, decode: LabHost, ports: Ports) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "sglang_router.launch_router",
-        "--pd-disaggregation",
-        "--prefill",
-        f"http://{prefill.bind}:{ports.prefill}",
-        str(ports.bootstrap),
-        "--decode",
-        f"http://{decode.bind}:{ports.decode}",
-        "--host",
-        host.bind,
-        "--port",
-        str(ports.router),
-        "--prometheus-port",
-        str(ports.router_metrics),
-        "--policy",
-        "cache_aware",
-    ]
-
-
 def _stdlib_python() -> str:
     """The interpreter for the lab's stand-in tools: the system python3 when there is one.
 
@@ -249,6 +228,7 @@ def lab_up(
     secret_log: Sequence[str] = (),
     secret_labels: Mapping[str, str] | None = None,
     titles: bool = True,
+    router: str = "smg",
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
@@ -259,8 +239,10 @@ def lab_up(
     on every server's /metrics (cmdline flags go through extra_args).
     titles=False: the ranks keep their python command lines (spawned children, no
     sglang::scheduler_* titles), as SGLang's do without setproctitle.
+    router: "smg" (the real gateway, `smg launch`) or "standin" (`-m sglang_router...`).
     """
     _check_fault(fault)
+    check_router(router)
     require_lab_tools(titles)
     lab_dir = Path(lab_dir).resolve()
     ports = Ports.from_base(base_port)
@@ -279,6 +261,7 @@ def lab_up(
         "extra_args": {k: list(v) for k, v in (extra_args or {}).items()},
         "extra_env": {k: dict(v) for k, v in (extra_env or {}).items()},
         "titles": titles,
+        "router": router,
     }
     try:
         if sudo_user:  # inside the try: a failed start revokes it again
@@ -335,8 +318,8 @@ def _prepare_dir(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, fault:
 
 def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, record: dict[str, Any],
                      secret_env: dict[str, str] | None) -> None:
-    """sshd per host (with ssh), then prefill, decode and the router; wait until ready.
-    The record (with pids) is saved before the wait, so `lab down` finds them."""
+    """sshd hosts, prefill and decode, then router and clients (smg registers workers once, retrying
+    after 30 s); waits for each. Pids are saved before each wait, so `lab down` finds them."""
     p = paths(lab_dir)
     by_role = {h.role: h for h in hosts}
     started: dict[str, psutil.Process] = {}
@@ -354,16 +337,25 @@ def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, reco
             p["logs"] / f"{role}.log",
             lab_dir,
         )
+    _save_pids(p["json"], record, started)
+    _wait_ready(lab_dir, by_role, ports, record["ssh"], started, phase="servers")
     router = by_role["router"]
     started["router"] = spawn(
-        _router_argv(router, by_role["prefill"], by_role["decode"], ports) + record["extra_args"].get("router", []),
+        router_argv(record.get("router", "smg"), router, by_role["prefill"], by_role["decode"], ports)
+        + record["extra_args"].get("router", []),
         {**_server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
         p["logs"] / "router.log",
         lab_dir,
     )
+    started["client"] = spawn(client_argv(f"http://{router.bind}:{ports.router}"),
+                              _server_env(lab_dir, router, None), p["logs"] / "client.log", lab_dir)
+    _save_pids(p["json"], record, started)
+    _wait_ready(lab_dir, by_role, ports, record["ssh"], started, phase="router")
+
+
+def _save_pids(path: Path, record: dict[str, Any], started: dict[str, psutil.Process]) -> None:
     record["pids"] = {k: [v.pid, v.create_time()] for k, v in started.items()}
-    _write_atomic(p["json"], json.dumps(record, indent=2))
-    _wait_ready(lab_dir, by_role, ports, record["ssh"], started)
+    _write_atomic(path, json.dumps(record, indent=2))
 
 
 def _alive(pid: int, ctime: float) -> bool:
@@ -375,14 +367,21 @@ def _alive(pid: int, ctime: float) -> bool:
 
 
 def _wait_ready(
-    lab_dir: Path, by_role: dict[str, LabHost], ports: Ports, ssh: bool, started: dict[str, psutil.Process]
+    lab_dir: Path, by_role: dict[str, LabHost], ports: Ports, ssh: bool, started: dict[str, psutil.Process],
+    phase: str,
 ) -> None:
+    """Wait for the servers (and sshd hosts), or for the router and its two workers."""
     checks: list[tuple[str, str, Any]] = []
-    for role, port in (("prefill", ports.prefill), ("decode", ports.decode), ("router", ports.router)):
+    if phase == "router":
+        base = f"http://{by_role['router'].bind}:{ports.router}"
+        prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
+        checks += [("router", base + "/health", lambda: _http_ok(base + "/health")),
+                   ("router", prom, lambda: _http_ok(prom)),
+                   ("router", base + "/workers (2 workers)", lambda: registered_workers(base) >= 2)]
+        return _wait_all(lab_dir, checks, started)
+    for role, port in (("prefill", ports.prefill), ("decode", ports.decode)):
         url = f"http://{by_role[role].bind}:{port}/health"
         checks.append((role, url, lambda u=url: _http_ok(u)))
-    prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
-    checks.append(("router", prom, lambda: _http_ok(prom)))
     for role in ("prefill", "decode"):
         for rank in (0, 1):
             state = lab_dir / "run" / role / f"rank{rank}.json"
@@ -396,6 +395,10 @@ def _wait_ready(
                     lambda h=host: sshd.banner_ready(h.bind, ports.ssh),
                 )
             )
+    _wait_all(lab_dir, checks, started)
+
+
+def _wait_all(lab_dir: Path, checks: list[tuple[str, str, Any]], started: dict[str, psutil.Process]) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     for name, what, check in checks:
         proc = started.get(name if not name.startswith("sshd-") else "sshd:" + name[5:])

@@ -11,4 +11,5 @@ FAULTS: tuple[str, ...] = (
     "hung-endpoint",
     "process-dead",
     "busy",
+    "breaker-open",
 )

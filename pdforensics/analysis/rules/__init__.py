@@ -11,4 +11,5 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     processes,
     progress,
     ranks,
+    router,
 )

@@ -12,7 +12,9 @@ from pdforensics.model import ProcessInfo, Role, ServiceSpec
 from pdforensics.parsers.proc import PsRow, PsTable
 
 SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server")
-ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server")
+ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server", "smg.launch_router")
+#: smg sets its process title, which replaces its whole command line (flags included)
+ROUTER_TITLES = ("smg::router",)
 ROUTER_BINARIES = ("sgl-model-gateway", "smg", "sglang-router", "sgl-router")
 TITLE = re.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
 #: A child started by multiprocessing's spawn (SGLang spawns its ranks): its python command line.
@@ -69,8 +71,10 @@ def classify(args: str) -> tuple[str, str | None] | None:
             return "router", None
     if tokens:
         base = tokens[0].rsplit("/", 1)[-1]
-        if base in ROUTER_BINARIES:
+        if base in ROUTER_BINARIES or tokens[0] in ROUTER_TITLES:
             return "router", None
+        if "python" in base and len(tokens) > 1 and tokens[1].rsplit("/", 1)[-1] in ROUTER_BINARIES:
+            return "router", None  # a console script: `python .../bin/smg launch ...`
         if "python" in base and any(t.endswith("sglang/launch_server.py") for t in tokens[1:3]):
             return "server", None
     return None

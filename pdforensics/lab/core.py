@@ -28,7 +28,7 @@ from pdforensics.lab.procs import (
     wait_until,
 )
 from pdforensics.lab.requirements import require_lab_tools
-from pdforensics.lab.router import check_router, client_argv, registered_workers, router_argv
+from pdforensics.lab.router import check_router, client_argv, registered_workers, router_argv, routes_a_request
 
 READY_TIMEOUT_S = 20.0
 TITLES_ENV = "PDFX_LAB_TITLES"  # "0": no process titles, spawned ranks (see lab_up)
@@ -210,10 +210,9 @@ def _http_ok(url: str) -> bool:
 
 def _log_tail(path: Path, n: int = 3) -> str:
     try:
-        lines = path.read_text(errors="replace").strip().splitlines()
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-n:])
     except OSError:
         return ""
-    return " | ".join(lines[-n:])
 
 
 def lab_up(
@@ -242,8 +241,8 @@ def lab_up(
     router: "smg" (the real gateway, `smg launch`) or "standin" (`-m sglang_router...`).
     """
     _check_fault(fault)
-    check_router(router)
     require_lab_tools(titles)
+    check_router(router)
     lab_dir = Path(lab_dir).resolve()
     ports = Ports.from_base(base_port)
     hosts = lab_hosts(ssh)
@@ -377,7 +376,8 @@ def _wait_ready(
         prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
         checks += [("router", base + "/health", lambda: _http_ok(base + "/health")),
                    ("router", prom, lambda: _http_ok(prom)),
-                   ("router", base + "/workers (2 workers)", lambda: registered_workers(base) >= 2)]
+                   ("router", base + "/workers (2 workers)", lambda: registered_workers(base) >= 2),
+                   ("router", base + "/generate answered", lambda: routes_a_request(base))]
         return _wait_all(lab_dir, checks, started)
     for role, port in (("prefill", ports.prefill), ("decode", ports.decode)):
         url = f"http://{by_role[role].bind}:{port}/health"

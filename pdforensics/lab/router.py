@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -68,3 +69,18 @@ def registered_workers(base: str) -> int:
         return 0
     workers = body.get("workers") if isinstance(body, dict) else None
     return len(workers) if isinstance(workers, list) else 0
+
+
+def routes_a_request(base: str) -> bool:
+    """One generate request through the router got an HTTP answer (any status): the router
+    has dispatched to its workers at least once, so its per-worker series exist."""
+    req = urllib.request.Request(base + "/generate", data=b'{"text": "ping", "sampling_params": '
+                                 b'{"max_new_tokens": 1}}', headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=2.0) as resp:
+            resp.read()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True

@@ -106,6 +106,7 @@ def discover(
     declared: Sequence[ServiceSpec] = (),
     listen_pids: Mapping[int, set[int]] | None = None,
     now: float | None = None,
+    listen_addresses: Mapping[int, str] | None = None,
 ) -> Discovery:
     """Services and their process trees; when services are declared only they belong."""
     now = time.time() if now is None else now
@@ -136,9 +137,12 @@ def discover(
             metrics_port = _int(flag_value(tokens, "--prometheus-port"),
                                 DEFAULT_ROUTER_METRICS_PORT)
         role = _role_of(kind, tokens)
+        address = _address(tokens)
+        if flag_value(tokens, "--host") is None and spec is not None:  # a title hid its flags
+            address = (listen_addresses or {}).get(spec.port, address)
         return Service(
             role=spec.role if spec else role, kind=kind, port=spec.port if spec else port,
-            address=_address(tokens), root_pid=root, pids=tuple(tree(root)),
+            address=address, root_pid=root, pids=tuple(tree(root)),
             metrics_port=(spec.metrics_port if spec and spec.metrics_port else metrics_port),
             unit=spec.unit if spec else None, log_file=spec.log_file if spec else None,
             declared=spec is not None,

@@ -164,8 +164,9 @@ class HostPlanner:
 
         now = time.time()
         table = parse_ps(self._ps_text or "")
-        self.discovery = d = discover(table, self.host.services,
-                                      _listen_pids(parse_listening(self._listen_text or "")), now=now)
+        listening = parse_listening(self._listen_text or "")
+        self.discovery = d = discover(table, self.host.services, _listen_pids(listening), now=now,
+                                      listen_addresses=_listen_addresses(listening))
         self.discovered_at = now
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
@@ -247,6 +248,12 @@ def _listen_pids(table: SocketTable) -> dict[int, set[int]]:
         if row.local.port is not None:
             out.setdefault(row.local.port, set()).update(p.pid for p in row.processes)
     return out
+
+
+def _listen_addresses(table: SocketTable) -> dict[int, str]:
+    """Listening port -> the loopback/host address it is bound to (not for `*` or 0.0.0.0)."""
+    return {r.local.port: r.local.addr for r in table.rows if r.local.port is not None
+            and r.local.addr not in ("*", "0.0.0.0", "::", "[::]")}
 
 
 def _is_python(args: str, kind: str) -> bool:

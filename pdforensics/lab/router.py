@@ -49,8 +49,9 @@ def router_argv(kind: str, host: LabHost, prefill: LabHost, decode: LabHost, por
         "--prometheus-port", str(ports.router_metrics),
         "--policy", "cache_aware",
     ]
-    if kind == "smg":  # metrics on the router's own address, plain log lines
-        argv += ["--prometheus-host", host.bind, "--log-level", "info"]
+    if kind == "smg":  # metrics on the router's own address; an open breaker retries after 5 s
+        # (60 s by default), so the lab heals soon after a fault is switched off
+        argv += ["--prometheus-host", host.bind, "--log-level", "info", "--cb-timeout-duration-secs", "5"]
     return argv
 
 

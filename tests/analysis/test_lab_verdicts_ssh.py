@@ -74,6 +74,7 @@ def test_healthy(lab: tuple[LabInfo, Path]) -> None:
     a, _doc = capture(lab, "healthy")
     assert a.verdict == "HEALTHY", (a.summary, keys(a))
     assert not keys(a, "critical")
+    assert not {"ROUTER_BREAKER_OPEN", "DECODE_ONLY_DISPATCH"} & set(keys(a)), keys(a)
 
 
 def test_overloaded_but_progressing_is_not_wedged(lab: tuple[LabInfo, Path]) -> None:
@@ -113,6 +114,36 @@ def test_single_scrape_is_never_wedged(lab: tuple[LabInfo, Path]) -> None:
     a, _doc = capture(lab, "transfer-stuck", samples=1)
     assert a.verdict in ("DEGRADED", "UNKNOWN"), (a.summary, keys(a))
     assert any(s.rule == "REQUESTS_FROZEN" for s in a.skipped)
+
+
+def test_breaker_open(lab: tuple[LabInfo, Path]) -> None:
+    """The stand-in prefill answers 503 until the real smg's breaker opens (ten failures)."""
+    a, doc = capture(lab, "breaker-open", samples=2)
+    assert a.findings[0].key == "ROUTER_BREAKER_OPEN", keys(a)
+    top = a.findings[0]
+    assert top.severity == "critical" and "prefill worker" in top.title, top.title
+    text = evidence(a)
+    assert 'smg_worker_cb_state{worker="http://127.0.0.3:' in text, text
+    assert "breaker closed -> open" in text or "-> half_open" in text or "-> open" in text, text
+    assert "server returned 503" in text, text
+    assert "DECODE_ONLY_DISPATCH" not in keys(a)
+    set_fault(lab[0].dir, "healthy")
+    assert _breakers_closed(lab[0]), "the router's breakers did not close after the fault"
+
+
+def _breakers_closed(info: LabInfo, timeout_s: float = 30.0) -> bool:
+    """Wait until every smg_worker_cb_state is 0 again, so later tests see a healthy router."""
+    import urllib.request
+
+    h = info.host("router")
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        with urllib.request.urlopen(f"http://{h.bind}:{h.metrics_port}/metrics", timeout=2) as r:
+            states = [ln for ln in r.read().decode().splitlines() if ln.startswith("smg_worker_cb_state{")]
+        if states and all(ln.endswith(" 0") for ln in states):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 @pytest.fixture(scope="module")

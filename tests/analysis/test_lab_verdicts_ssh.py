@@ -40,7 +40,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabInfo, Pat
         lab_down(d / "lab")
 
 
-def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> tuple[Analysis, dict[str, Any]]:
+def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
+            stack_dumps: int = 3) -> tuple[Analysis, dict[str, Any]]:
     info, d = lab
     set_fault(info.dir, "healthy")  # reset queues a previous fault froze
     time.sleep(1.0)
@@ -50,7 +51,7 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> tuple[An
     assert {h.address for h in cluster.hosts} == LAB_HOSTS
     assert all(h.port == BASE_PORT + 5 for h in cluster.hosts)
     opts = CaptureOptions(out_dir=d / f"{fault}-{samples}", deadline_s=40,
-                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=3))
+                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=stack_dumps))
     outcome = run_capture(cluster, opts)
     cap = load_capture(outcome.bundle)
     assert {h.address for h in cap.hosts} == LAB_HOSTS and all(h.reachable for h in cap.hosts)
@@ -118,7 +119,7 @@ def test_single_scrape_is_never_wedged(lab: tuple[LabInfo, Path]) -> None:
 
 def test_breaker_open(lab: tuple[LabInfo, Path]) -> None:
     """The stand-in prefill answers 503 until the real smg's breaker opens (ten failures)."""
-    a, doc = capture(lab, "breaker-open", samples=2)
+    a, _doc = capture(lab, "breaker-open", samples=1, stack_dumps=1)
     assert a.findings[0].key == "ROUTER_BREAKER_OPEN", keys(a)
     top = a.findings[0]
     assert top.severity == "critical" and "prefill worker" in top.title, top.title

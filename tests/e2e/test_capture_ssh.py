@@ -78,6 +78,8 @@ def assert_every_family(bundle: Path) -> None:
             assert any("sglang/srt/managers/scheduler.py" in f for f in sched_frames)
         env = svc.environ
         assert env.get("SGLANG_DISAGGREGATION_WAITING_TIMEOUT") == "300" or svc.kind == "router"
+        if svc.kind == "router" and not env:
+            continue  # smg's process title is written over its environ: /proc/PID/environ is empty
         assert env["HF_TOKEN"].startswith("<redacted:"), env["HF_TOKEN"]
 
 

@@ -1,7 +1,7 @@
 """What a stand-in server answers on the paths the real gateway (smg) calls on a worker.
 
 smg sends each PD request to a prefill and a decode worker at once (POST /generate or the
-OpenAI paths, with bootstrap_host/port/room added), streaming when the client asked for it.
+OpenAI paths), streaming when the client asked for it.
 Under the `breaker-open` fault the prefill fails every request with a 503, as a prefill whose
 scheduler refuses work does, until the gateway's circuit breaker for it opens."""
 

@@ -6,8 +6,8 @@ server, each `python -m sglang.launch_server ... --tp-size T` from the lab's sta
 process, T scheduler ranks, a detokenizer) with the lab's fake nvidia-smi. Every host has its own
 lab directory (fault file, rank state, logs), so hosts do not share state. Only ports 41000-41999.
 
-Reuses the lab's internals (sshd.prepare / sshd_argv / ensure_sudo_user, core._server_argv /
-_server_env / _install_nvidia_smi, procs.spawn / kill_all). Every process is killed on exit:
+Reuses the lab's internals (sshd.prepare / sshd_argv / ensure_sudo_user, servers.server_argv /
+server_env / install_nvidia_smi, procs.spawn / kill_all). Every process is killed on exit:
 `with fleet(...)` (try/finally), plus an atexit hook and SIGTERM turned into SystemExit.
 """
 
@@ -27,9 +27,10 @@ import psutil
 
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import _py_spy
-from pdforensics.lab.core import _http_ok, _install_nvidia_smi, _server_argv, _server_env
+from pdforensics.lab.core import _http_ok
 from pdforensics.lab.layout import LabHost, Ports
 from pdforensics.lab.procs import LAB_DIR_ENV, check_port_free, kill_all, spawn
+from pdforensics.lab.servers import install_nvidia_smi, server_argv, server_env
 
 FLEET_SSH_PORT = 41900
 SERVER_PORT0 = 41000
@@ -92,7 +93,7 @@ def _ports(h: FleetHost) -> Ports:
 
 
 def _argv(h: FleetHost) -> list[str]:
-    argv = _server_argv(_lab_host(h), _ports(h))
+    argv = server_argv(_lab_host(h), _ports(h))
     argv[argv.index("--tp-size") + 1] = str(h.tp)
     return argv
 
@@ -182,10 +183,10 @@ def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: 
             (h.lab_dir / "fault").write_text(fault + "\n")
             (h.lab_dir / "lab.json").write_text(json.dumps(
                 {"hosts": [{"name": h.name, "role": h.role, "gpus": list(range(tp))}]}))
-            _install_nvidia_smi(h.lab_dir, _lab_host(h))
+            install_nvidia_smi(h.lab_dir, _lab_host(h))
             f.procs[f"sshd:{h.name}"] = spawn(sshd.sshd_argv(root, _lab_host(h)), dict(os.environ),
                                               root / "logs" / f"sshd-{h.name}.log", root)
-            f.procs[f"server:{h.name}"] = spawn(_argv(h), _server_env(h.lab_dir, _lab_host(h), None),
+            f.procs[f"server:{h.name}"] = spawn(_argv(h), server_env(h.lab_dir, _lab_host(h), None),
                                                 h.lab_dir / "logs" / f"{h.role}.log", h.lab_dir)
         end = time.monotonic() + READY_TIMEOUT_S
         waiting = list(hosts)

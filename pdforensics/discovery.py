@@ -12,7 +12,9 @@ from pdforensics.model import ProcessInfo, Role, ServiceSpec
 from pdforensics.parsers.proc import PsRow, PsTable
 
 SERVER_MODULES = ("sglang.launch_server", "sglang.srt.server")
-ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server")
+ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server", "smg.launch_router")
+#: smg sets its process title, which replaces its whole command line (flags included)
+ROUTER_TITLES = ("smg::router",)
 ROUTER_BINARIES = ("sgl-model-gateway", "smg", "sglang-router", "sgl-router")
 TITLE = re.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
 #: A child started by multiprocessing's spawn (SGLang spawns its ranks): its python command line.
@@ -69,8 +71,10 @@ def classify(args: str) -> tuple[str, str | None] | None:
             return "router", None
     if tokens:
         base = tokens[0].rsplit("/", 1)[-1]
-        if base in ROUTER_BINARIES:
+        if base in ROUTER_BINARIES or tokens[0] in ROUTER_TITLES:
             return "router", None
+        if "python" in base and len(tokens) > 1 and tokens[1].rsplit("/", 1)[-1] in ROUTER_BINARIES:
+            return "router", None  # a console script: `python .../bin/smg launch ...`
         if "python" in base and any(t.endswith("sglang/launch_server.py") for t in tokens[1:3]):
             return "server", None
     return None
@@ -102,6 +106,7 @@ def discover(
     declared: Sequence[ServiceSpec] = (),
     listen_pids: Mapping[int, set[int]] | None = None,
     now: float | None = None,
+    listen_addresses: Mapping[int, str] | None = None,
 ) -> Discovery:
     """Services and their process trees; when services are declared only they belong."""
     now = time.time() if now is None else now
@@ -132,9 +137,12 @@ def discover(
             metrics_port = _int(flag_value(tokens, "--prometheus-port"),
                                 DEFAULT_ROUTER_METRICS_PORT)
         role = _role_of(kind, tokens)
+        address = _address(tokens)
+        if flag_value(tokens, "--host") is None and spec is not None:  # a title hid its flags
+            address = (listen_addresses or {}).get(spec.port, address)
         return Service(
             role=spec.role if spec else role, kind=kind, port=spec.port if spec else port,
-            address=_address(tokens), root_pid=root, pids=tuple(tree(root)),
+            address=address, root_pid=root, pids=tuple(tree(root)),
             metrics_port=(spec.metrics_port if spec and spec.metrics_port else metrics_port),
             unit=spec.unit if spec else None, log_file=spec.log_file if spec else None,
             declared=spec is not None,

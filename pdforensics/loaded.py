@@ -24,6 +24,7 @@ from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
 from pdforensics.parsers.requests import RequestLog
+from pdforensics.parsers.router_log import RouterLog
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.parsers.systemd import UnitState
 from pdforensics.readings import Parsed, read_parsed
@@ -70,6 +71,7 @@ class ServiceView:
     log_entry: ResultEntry | None = None
     log_stacks: tuple[ProcessDump, ...] = ()  # SGLang's own watchdog/faulthandler dumps in the log
     requests: RequestLog | None = None  # request-level lines of the same log read
+    router_log: RouterLog | None = None  # a router's breaker transitions and worker errors
 
     @property
     def label(self) -> str:

@@ -11,7 +11,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import (
+    clock,
+    gpu,
+    http,
+    logs,
+    proc,
+    pyspy,
+    router,
+    sockets,
+    systemd,
+    versions,
+)
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
@@ -168,8 +179,9 @@ class HostPlanner:
 
         now = time.time()
         table = parse_ps(self._ps_text or "")
-        self.discovery = d = discover(table, self.host.services,
-                                      _listen_pids(parse_listening(self._listen_text or "")), now=now)
+        listening = parse_listening(self._listen_text or "")
+        self.discovery = d = discover(table, self.host.services, _listen_pids(listening), now=now,
+                                      listen_addresses=_listen_addresses(listening))
         self.discovered_at = now
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
@@ -189,6 +201,8 @@ class HostPlanner:
                 jobs.append(make_job(self.host, proc.CGROUP, Target(process=root)))
             if o.logs and svc.log_file:
                 jobs.append(make_job(self.host, logs.LOG_FILE, Target(service=svc)))
+                if svc.kind == "router":
+                    jobs.append(make_job(self.host, router.ROUTER_LOG, Target(service=svc)))
         for p in d.processes:
             jobs.append(make_job(self.host, proc.CMDLINE, Target(process=p)))
             jobs.append(make_job(self.host, proc.ENVIRON, Target(process=p)))
@@ -210,7 +224,7 @@ class HostPlanner:
         t = Target(service=svc)
         jobs = [make_job(self.host, http.HEALTH, t)]
         if svc.kind == "router":
-            jobs.append(make_job(self.host, http.WORKERS, t))
+            jobs += [make_job(self.host, http.WORKERS, t), make_job(self.host, http.GET_LOADS, t)]
             metrics = http.ROUTER_METRICS if svc.metrics_port else None
         else:
             jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
@@ -234,6 +248,8 @@ class HostPlanner:
                 make_job(self.host, systemd.UNIT_FILE, t)]
         if self.options.logs and not svc.log_file:
             jobs.append(make_job(self.host, logs.JOURNAL, t))
+            if svc.kind == "router":
+                jobs.append(make_job(self.host, router.ROUTER_JOURNAL, t))
         return jobs
 
     def _service_of(self, pid: int) -> Service | None:
@@ -249,6 +265,12 @@ def _listen_pids(table: SocketTable) -> dict[int, set[int]]:
         if row.local.port is not None:
             out.setdefault(row.local.port, set()).update(p.pid for p in row.processes)
     return out
+
+
+def _listen_addresses(table: SocketTable) -> dict[int, str]:
+    """Listening port -> the loopback/host address it is bound to (not for `*` or 0.0.0.0)."""
+    return {r.local.port: r.local.addr for r in table.rows if r.local.port is not None
+            and r.local.addr not in ("*", "0.0.0.0", "::", "[::]")}
 
 
 def _is_python(args: str, kind: str) -> bool:

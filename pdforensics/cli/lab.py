@@ -30,14 +30,16 @@ def _lab_dir(path: str | None) -> Path:
 @click.option("--sudo-user", help="Also allow SSH as this non-root user with passwordless sudo.")
 @click.option("--no-titles", is_flag=True,
               help="Ranks keep their python command lines (no sglang::scheduler_* titles).")
+@click.option("--router", "router", default="smg", show_default=True, type=click.Choice(("smg", "standin")),
+              help="smg: the real SGLang model gateway; standin: the old `sglang_router` command line.")
 @handles_errors
 def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
-           no_titles: bool) -> None:
+           no_titles: bool, router: str) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
     from pdforensics.lab import lab_up as up
 
     info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user,
-              titles=not no_titles)
+              titles=not no_titles, router=router)
     click.echo(f"lab up in {info.dir} with fault {info.fault}")
     click.echo(f"cluster file: {info.cluster_file}")
     click.echo(f"capture it:   pdforensics capture -c {info.cluster_file}")

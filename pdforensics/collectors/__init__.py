@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import (
+    clock,
+    gpu,
+    http,
+    logs,
+    proc,
+    pyspy,
+    router,
+    sockets,
+    systemd,
+    versions,
+)
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
-__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "logs", "proc", "pyspy",
+__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "logs", "proc", "pyspy", "router",
            "sockets", "systemd", "versions"]

@@ -62,6 +62,8 @@ LOADS = _endpoint("loads", "/v1/loads?include=all", "/v1/loads with disagg queue
                   NORMAL, "http:parse_http_response", "http_health_response.txt")
 WORKERS = _endpoint("workers", "/workers", "router /workers: registered workers and health",
                     CHEAP, "http:parse_http_response", "http_health_response.txt")
+GET_LOADS = _endpoint("get_loads", "/get_loads", "router /get_loads: each worker's engine load",
+                      NORMAL, "http:parse_http_response", "smg_get_loads.http")
 # /server_info asks the scheduler with no timeout: on a wedged server it hangs, a signal.
 SERVER_INFO = _endpoint("server_info", "/server_info",
                         "/server_info: all server args, version, internal states (asks the "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -19,9 +18,8 @@ from pdforensics.lab import clock as lab_clock
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import render_cluster
 from pdforensics.lab.faults import FAULTS, LAUNCH_FAULTS, add_launch_settings, check_switchable
-from pdforensics.lab.layout import NVIDIA_SMI_SRC, STANDIN_DIR, LabHost, Ports, lab_hosts, paths
+from pdforensics.lab.layout import LabHost, Ports, lab_hosts, paths
 from pdforensics.lab.procs import (
-    LAB_DIR_ENV,
     check_port_free,
     find_lab_processes,
     kill_all,
@@ -29,11 +27,11 @@ from pdforensics.lab.procs import (
     wait_until,
 )
 from pdforensics.lab.requirements import require_lab_tools
+from pdforensics.lab.router import check_router, client_argv, registered_workers, router_argv, routes_a_request
+from pdforensics.lab.servers import install_nvidia_smi, server_argv, server_env
 
 READY_TIMEOUT_S = 20.0
 TITLES_ENV = "PDFX_LAB_TITLES"  # "0": no process titles, spawned ranks (see lab_up)
-MODEL_PATH = "/models/DeepSeek-V3"
-MODEL_NAME = "deepseek-v3"
 
 
 @dataclass(frozen=True)
@@ -108,120 +106,6 @@ def _recorded(data: dict[str, Any] | None) -> dict[str, tuple[int, float]]:
     return {name: (int(v[0]), float(v[1])) for name, v in data.get("pids", {}).items()}
 
 
-def _server_env(lab_dir: Path, host: LabHost, secret_env: dict[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PDFX_"))}
-    env.update(
-        {
-            "PYTHONPATH": str(STANDIN_DIR),
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            LAB_DIR_ENV: str(lab_dir),
-            "PDFX_LAB_HOST": host.name,
-        }
-    )
-    if host.role in ("prefill", "decode"):
-        env.update(
-            {
-                "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "300",
-                "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "300",
-                "SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL": "5",
-                "NCCL_DEBUG": "WARN",
-                "NCCL_IB_DISABLE": "0",
-                "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in host.gpus),
-                "HF_HOME": str(lab_dir / "hf"),
-            }
-        )
-    env.update(secret_env or {})
-    return env
-
-
-def _server_argv(host: LabHost, ports: Ports, drop: Sequence[str] = ()) -> list[str]:
-    port = ports.prefill if host.role == "prefill" else ports.decode
-    argv = [
-        sys.executable,
-        "-m",
-        "sglang.launch_server",
-        "--model-path",
-        MODEL_PATH,
-        "--served-model-name",
-        MODEL_NAME,
-        "--disaggregation-mode",
-        host.role,
-    ]
-    if host.role == "prefill":
-        argv += ["--disaggregation-bootstrap-port", str(ports.bootstrap)]
-    argv += [
-        "--disaggregation-transfer-backend",
-        "mooncake",
-        "--tp-size",
-        "2",
-        "--dp-size",
-        "1",
-        "--host",
-        host.bind,
-        "--port",
-        str(port),
-        "--enable-metrics",
-        "--mem-fraction-static",
-        "0.85",
-        "--chunked-prefill-size",
-        "8192",
-        "--page-size",
-        "64",
-        "--kv-cache-dtype",
-        "fp8_e4m3",
-        "--watchdog-timeout",
-        "300",
-        "--trust-remote-code",
-    ]
-    if host.role == "decode":
-        argv += ["--cuda-graph-max-bs-decode", "128"]
-    return [a for a in argv if a not in drop]
-
-
-def _router_argv(host: LabHost, prefill: LabHost, decode: LabHost, ports: Ports) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "sglang_router.launch_router",
-        "--pd-disaggregation",
-        "--prefill",
-        f"http://{prefill.bind}:{ports.prefill}",
-        str(ports.bootstrap),
-        "--decode",
-        f"http://{decode.bind}:{ports.decode}",
-        "--host",
-        host.bind,
-        "--port",
-        str(ports.router),
-        "--prometheus-port",
-        str(ports.router_metrics),
-        "--policy",
-        "cache_aware",
-    ]
-
-
-def _stdlib_python() -> str:
-    """The interpreter for the lab's stand-in tools: the system python3 when there is one.
-
-    The fake nvidia-smi needs only the standard library; run with -I -S it starts in ~25 ms of
-    CPU instead of ~45 ms for a venv interpreter with site-packages, which matters when 32
-    simulated hosts share one machine's cores with the tool under test."""
-    system = Path("/usr/bin/python3")
-    return str(system) if system.exists() else sys.executable
-
-
-def _install_nvidia_smi(lab_dir: Path, host: LabHost) -> Path:
-    dest = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    text = NVIDIA_SMI_SRC.read_text()
-    text = text.replace("#!/usr/bin/env python3", f"#!{_stdlib_python()} -IS", 1)
-    text = text.replace("@@LAB_DIR@@", str(lab_dir)).replace("@@LAB_HOST@@", host.name)
-    _write_atomic(dest, text)
-    dest.chmod(0o755)
-    return dest
-
-
 def _http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1.0) as resp:
@@ -232,10 +116,9 @@ def _http_ok(url: str) -> bool:
 
 def _log_tail(path: Path, n: int = 3) -> str:
     try:
-        lines = path.read_text(errors="replace").strip().splitlines()
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-n:])
     except OSError:
         return ""
-    return " | ".join(lines[-n:])
 
 
 def lab_up(
@@ -251,6 +134,7 @@ def lab_up(
     secret_labels: Mapping[str, str] | None = None,
     titles: bool = True,
     drop_args: Mapping[str, Sequence[str]] | None = None,
+    router: str = "smg",
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
@@ -262,9 +146,11 @@ def lab_up(
     drop_args, keyed by role, removes those switches from its command line (metrics off).
     titles=False: the ranks keep their python command lines (spawned children, no
     sglang::scheduler_* titles), as SGLang's do without setproctitle.
+    router: "smg" (the real gateway, `smg launch`) or "standin" (`-m sglang_router...`).
     """
     _check_fault(fault)
     require_lab_tools(titles)
+    check_router(router)
     lab_dir = Path(lab_dir).resolve()
     ports = Ports.from_base(base_port)
     hosts = lab_hosts(ssh)
@@ -284,6 +170,7 @@ def lab_up(
         "drop_args": {k: list(v) for k, v in (drop_args or {}).items()},
         "titles": titles,
         "launch_fault": fault if fault in LAUNCH_FAULTS else None,
+        "router": router,
     }
     add_launch_settings(record, fault)
     try:
@@ -335,15 +222,15 @@ def _prepare_dir(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, fault:
     else:
         planted.unlink(missing_ok=True)
     for host in hosts:
-        _install_nvidia_smi(lab_dir, host)
+        install_nvidia_smi(lab_dir, host)
     if ssh:
         sshd.prepare(lab_dir, hosts, ports.ssh)
 
 
 def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, record: dict[str, Any],
                      secret_env: dict[str, str] | None) -> None:
-    """sshd per host (with ssh), then prefill, decode and the router; wait until ready.
-    The record (with pids) is saved before the wait, so `lab down` finds them."""
+    """sshd hosts, prefill and decode, then router and clients (smg registers workers once, retrying
+    after 30 s); waits for each. Pids are saved before each wait, so `lab down` finds them."""
     p = paths(lab_dir)
     by_role = {h.role: h for h in hosts}
     started: dict[str, psutil.Process] = {}
@@ -355,22 +242,31 @@ def _start_processes(lab_dir: Path, hosts: Sequence[LabHost], ports: Ports, reco
     for role in ("prefill", "decode"):
         host = by_role[role]
         started[role] = spawn(
-            _server_argv(host, ports, record["drop_args"].get(role, ())) + record["extra_args"].get(role, []),
-            {**_server_env(lab_dir, host, secret_env), **({} if record["titles"] else {TITLES_ENV: "0"}),
+            server_argv(host, ports, record["drop_args"].get(role, ())) + record["extra_args"].get(role, []),
+            {**server_env(lab_dir, host, secret_env), **({} if record["titles"] else {TITLES_ENV: "0"}),
              **record["extra_env"].get(role, {})},
             p["logs"] / f"{role}.log",
             lab_dir,
         )
+    _save_pids(p["json"], record, started)
+    _wait_ready(lab_dir, by_role, ports, record["ssh"], started, phase="servers")
     router = by_role["router"]
     started["router"] = spawn(
-        _router_argv(router, by_role["prefill"], by_role["decode"], ports) + record["extra_args"].get("router", []),
-        {**_server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
+        router_argv(record.get("router", "smg"), router, by_role["prefill"], by_role["decode"], ports)
+        + record["extra_args"].get("router", []),
+        {**server_env(lab_dir, router, secret_env), **record["extra_env"].get("router", {})},
         p["logs"] / "router.log",
         lab_dir,
     )
+    started["client"] = spawn(client_argv(f"http://{router.bind}:{ports.router}"),
+                              server_env(lab_dir, router, None), p["logs"] / "client.log", lab_dir)
+    _save_pids(p["json"], record, started)
+    _wait_ready(lab_dir, by_role, ports, record["ssh"], started, phase="router")
+
+
+def _save_pids(path: Path, record: dict[str, Any], started: dict[str, psutil.Process]) -> None:
     record["pids"] = {k: [v.pid, v.create_time()] for k, v in started.items()}
-    _write_atomic(p["json"], json.dumps(record, indent=2))
-    _wait_ready(lab_dir, by_role, ports, record["ssh"], started)
+    _write_atomic(path, json.dumps(record, indent=2))
 
 
 def _alive(pid: int, ctime: float) -> bool:
@@ -382,14 +278,22 @@ def _alive(pid: int, ctime: float) -> bool:
 
 
 def _wait_ready(
-    lab_dir: Path, by_role: dict[str, LabHost], ports: Ports, ssh: bool, started: dict[str, psutil.Process]
+    lab_dir: Path, by_role: dict[str, LabHost], ports: Ports, ssh: bool, started: dict[str, psutil.Process],
+    phase: str,
 ) -> None:
+    """Wait for the servers (and sshd hosts), or for the router and its two workers."""
     checks: list[tuple[str, str, Any]] = []
-    for role, port in (("prefill", ports.prefill), ("decode", ports.decode), ("router", ports.router)):
+    if phase == "router":
+        base = f"http://{by_role['router'].bind}:{ports.router}"
+        prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
+        checks += [("router", base + "/health", lambda: _http_ok(base + "/health")),
+                   ("router", prom, lambda: _http_ok(prom)),
+                   ("router", base + "/workers (2 workers)", lambda: registered_workers(base) >= 2),
+                   ("router", base + "/generate answered", lambda: routes_a_request(base))]
+        return _wait_all(lab_dir, checks, started)
+    for role, port in (("prefill", ports.prefill), ("decode", ports.decode)):
         url = f"http://{by_role[role].bind}:{port}/health"
         checks.append((role, url, lambda u=url: _http_ok(u)))
-    prom = f"http://{by_role['router'].bind}:{ports.router_metrics}/metrics"
-    checks.append(("router", prom, lambda: _http_ok(prom)))
     for role in ("prefill", "decode"):
         for rank in (0, 1):
             state = lab_dir / "run" / role / f"rank{rank}.json"
@@ -403,6 +307,10 @@ def _wait_ready(
                     lambda h=host: sshd.banner_ready(h.bind, ports.ssh),
                 )
             )
+    _wait_all(lab_dir, checks, started)
+
+
+def _wait_all(lab_dir: Path, checks: list[tuple[str, str, Any]], started: dict[str, psutil.Process]) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     for name, what, check in checks:
         proc = started.get(name if not name.startswith("sshd-") else "sshd:" + name[5:])

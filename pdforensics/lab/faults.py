@@ -20,6 +20,7 @@ FAULTS: tuple[str, ...] = (
     "prealloc-leak",
     "clock-skew",
     "safeguards-off",
+    "breaker-open",
 )
 
 _HUGE = "100000"  # seconds (27.8 h) / heartbeat failures: a wedge never heals by itself

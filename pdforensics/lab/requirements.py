@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pdforensics.errors import PdforensicsError
 
-INSTALL_HINT = "pip install 'pdforensics[lab]' (or: pip install setproctitle py-spy)"
+INSTALL_HINT = "pip install 'pdforensics[lab]' (or: pip install setproctitle py-spy smg)"
 
 
 def py_spy_path() -> str | None:

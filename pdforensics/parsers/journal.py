@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Literal
 
 Kind = Literal["cause", "consequence", "noise"]
+ANSI_CODE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,8 @@ def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[Si
 def match_log_signatures(text: str, since_epoch: float | None = None
                          ) -> tuple[SignatureHit, ...]:
     """scan_log_signatures with noise signatures (the periodic batch lines) kept."""
+    if "\x1b[" in text:  # smg colours its log even into a file or journald
+        text = ANSI_CODE.sub("", text)
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
            since_epoch)
     with _SCANNED_LOCK:

@@ -8,6 +8,7 @@ from typing import Any
 from markupsafe import Markup
 
 from pdforensics.analysis.metrics_view import WORK_GAUGES, gauge, progress, work_in_flight
+from pdforensics.analysis.router_view import router_in_flight, worker_breakers
 from pdforensics.loaded import HostView, LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, host_id, num, service_id
@@ -84,12 +85,15 @@ def _node(h: HostView, s: ServiceView) -> NodeView:
         if si_state == "hung" and state == "ok":
             state = "hung"
     if s.kind == "router":
-        in_flight = last_value(s, "smg_worker_requests_active")
+        in_flight = router_in_flight(s)
         workers = s.fetches.get("workers")
         body = workers.json() if workers is not None else None
         wl = body.get("workers") if isinstance(body, dict) else body
         queues: tuple[tuple[str, str], ...] = (
             ("workers", str(len(wl)) if isinstance(wl, list) else "—"),)
+        breakers = worker_breakers(s)
+        if breakers:
+            queues += (("breakers open", f"{sum(b.open_now for b in breakers)}/{len(breakers)}"),)
     else:
         in_flight = requests_inside(s)
         queues = tuple((label, num(last_value(s, m))) for label, m in QUEUES.get(s.role, ()))

@@ -43,7 +43,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabInfo, Pat
         lab_down(d / "lab")
 
 
-def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> tuple[Analysis, dict[str, Any]]:
+def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
+            stack_dumps: int = 3) -> tuple[Analysis, dict[str, Any]]:
     info, d = lab
     set_fault(info.dir, "healthy")  # reset queues a previous fault froze
     time.sleep(1.0)
@@ -53,7 +54,7 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3) -> tuple[An
     assert {h.address for h in cluster.hosts} == LAB_HOSTS
     assert all(h.port == BASE_PORT + 5 for h in cluster.hosts)
     opts = CaptureOptions(out_dir=d / f"{fault}-{samples}", deadline_s=40,
-                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=3))
+                          plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=stack_dumps))
     outcome = run_capture(cluster, opts)
     cap = load_capture(outcome.bundle)
     assert {h.address for h in cap.hosts} == LAB_HOSTS and all(h.reachable for h in cap.hosts)
@@ -78,6 +79,7 @@ def test_healthy(lab: tuple[LabInfo, Path]) -> None:
     assert a.verdict == "HEALTHY", (a.summary, keys(a))
     assert not keys(a, "critical")
     assert "CLOCK_SKEW" not in keys(a)
+    assert not {"ROUTER_BREAKER_OPEN", "DECODE_ONLY_DISPATCH"} & set(keys(a)), keys(a)
 
 
 def test_overloaded_but_progressing_is_not_wedged(lab: tuple[LabInfo, Path]) -> None:
@@ -117,6 +119,36 @@ def test_single_scrape_is_never_wedged(lab: tuple[LabInfo, Path]) -> None:
     a, _doc = capture(lab, "transfer-stuck", samples=1)
     assert a.verdict in ("DEGRADED", "UNKNOWN"), (a.summary, keys(a))
     assert any(s.rule == "REQUESTS_FROZEN" for s in a.skipped)
+
+
+def test_breaker_open(lab: tuple[LabInfo, Path]) -> None:
+    """The stand-in prefill answers 503 until the real smg's breaker opens (ten failures)."""
+    a, _doc = capture(lab, "breaker-open", samples=1, stack_dumps=1)
+    assert a.findings[0].key == "ROUTER_BREAKER_OPEN", keys(a)
+    top = a.findings[0]
+    assert top.severity == "critical" and "prefill worker" in top.title, top.title
+    text = evidence(a)
+    assert 'smg_worker_cb_state{worker="http://127.0.0.3:' in text, text
+    assert "breaker closed -> open" in text or "-> half_open" in text or "-> open" in text, text
+    assert "server returned 503" in text, text
+    assert "DECODE_ONLY_DISPATCH" not in keys(a)
+    set_fault(lab[0].dir, "healthy")
+    assert _breakers_closed(lab[0]), "the router's breakers did not close after the fault"
+
+
+def _breakers_closed(info: LabInfo, timeout_s: float = 30.0) -> bool:
+    """Wait until every smg_worker_cb_state is 0 again, so later tests see a healthy router."""
+    import urllib.request
+
+    h = info.host("router")
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        with urllib.request.urlopen(f"http://{h.bind}:{h.metrics_port}/metrics", timeout=2) as r:
+            states = [ln for ln in r.read().decode().splitlines() if ln.startswith("smg_worker_cb_state{")]
+        if states and all(ln.endswith(" 0") for ln in states):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 @pytest.fixture(scope="module")

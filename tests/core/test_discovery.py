@@ -58,3 +58,23 @@ def test_declared_port_found_through_listening_socket() -> None:
                      "11 10 S 5 1 1 sglang::scheduler_TP0\n")
     d = discover(table, [ServiceSpec("decode", 31000)], listen_pids={31000: {11}})
     assert d.services[0].root_pid == 10 and not d.missing
+
+
+def test_classify_the_real_gateway() -> None:
+    """smg's title replaces its command line; its console script and module run under python."""
+    assert classify("smg::router") == ("router", None)
+    assert classify("smg launch --pd-disaggregation --prefill http://p:30000 8998") == ("router", None)
+    assert classify("/opt/venv/bin/python3 /opt/venv/bin/smg launch --port 8000") == ("router", None)
+    assert classify("python -m smg.launch_router --pd-disaggregation") == ("router", None)
+    assert classify("/opt/venv/bin/python3 /opt/venv/bin/pdforensics capture") is None
+
+
+def test_titled_gateway_takes_its_address_from_its_listening_socket() -> None:
+    """`smg::router` has no --host or --port left: the declared port's listener gives both."""
+    table = parse_ps("40 1 S 5 1 1 smg::router\n")
+    spec = ServiceSpec(role="router", port=8000, metrics_port=29000)
+    d = discover(table, [spec], listen_pids={8000: {40}, 29000: {40}},
+                 listen_addresses={8000: "127.0.0.2", 29000: "127.0.0.2"})
+    (svc,) = d.services
+    assert (svc.kind, svc.root_pid, svc.address, svc.port, svc.metrics_port) == (
+        "router", 40, "127.0.0.2", 8000, 29000)

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pdforensics.catalog.safeguards import judge_safeguards
 from pdforensics.diff.compare import Change
 from pdforensics.diff.readiness import readiness_rows
 from pdforensics.doctor.checks_gpu import gpu_rows
@@ -16,7 +17,6 @@ from pdforensics.doctor.checks_server import _first_stamp
 from pdforensics.doctor.checks_stacks import _attach
 from pdforensics.doctor.model import CLUSTER, THIS_MACHINE, DoctorReport, fail, ok, ordered, warn
 from pdforensics.doctor.probes import probe_json
-from pdforensics.catalog.safeguards import judge_safeguards
 from pdforensics.doctor.safeguards_check import STATUS
 from pdforensics.doctor.stored import DOCTOR_FILE, read_doctor, write_doctor
 from pdforensics.doctor.text import format_report

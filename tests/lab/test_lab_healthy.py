@@ -62,7 +62,11 @@ def test_router_endpoints(lab):
     samples = scrape(f"http://{h.bind}:{h.metrics_port}")
     names = {n for n, _ in samples}
     assert "smg_http_requests_total" in names and "smg_worker_health" in names
-    assert any(n.startswith("sglang_") for n in names)
+    assert "smg_worker_cb_state" in names and "smg_worker_requests_active" in names
+    # the real gateway re-exports its workers' engine metrics on /engine_metrics, labelled by worker
+    engine = fetch(url + "/engine_metrics")[2].decode()
+    assert "sglang:num_running_reqs{" in engine and f'worker_addr="{lab.url("decode")}"' in engine
+    assert {w["url"] for w in workers} == {lab.url("prefill"), lab.url("decode")}
 
 
 def test_metrics_names_and_labels(lab):
@@ -100,7 +104,8 @@ def test_processes_and_env(lab):
     for title in ("sglang::scheduler_TP0", "sglang::scheduler_TP1", "sglang::detokenizer"):
         assert text.count(title) == 2, title
     assert "-m sglang.launch_server" in text and "--disaggregation-mode prefill" in text
-    assert "--disaggregation-mode decode" in text and "-m sglang_router.launch_router" in text
+    # the real gateway sets its title, which replaces its command line
+    assert "--disaggregation-mode decode" in text and "smg::router" in text
     environ = Path(f"/proc/{lab.pids['decode']}/environ").read_bytes().split(b"\0")
     assert b"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300" in environ
     assert b"HF_TOKEN=hf_labsecret123" in environ
@@ -152,9 +157,11 @@ def test_status_and_port_in_use(lab, tmp_path):
 
 
 def test_lab_down_leaves_nothing(tmp_path):
-    info = lab_up(tmp_path / "short", base_port=OTHER)
+    info = lab_up(tmp_path / "short", base_port=OTHER, router="standin")  # the older command line
     pids = [p for root in info.pids.values() for p in [root, *[c.pid for c in psutil.Process(root).children()]]]
-    assert len(pids) == 9
+    assert "sglang_router.launch_router" in psutil.Process(info.pids["router"]).cmdline()
+    assert len(json.loads(fetch(info.url("router") + "/workers")[2])["workers"]) == 2
+    assert len(pids) == 10  # router, client, 2 servers x (root + 2 ranks + detokenizer)
     lab_down(info.dir)
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     assert not lab_status(info.dir).running

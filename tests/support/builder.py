@@ -53,6 +53,9 @@ class Server:
     probe: str | None = None  # /health_generate: ok | timeout | 503 (with /health 200); None: not probed
     env: dict[str, str] | None = None  # the root process's environ (none collected when None)
     version: str = "0.5.9"  # the sglang version /server_info reports
+    raw_samples: list[str] = field(default_factory=list)  # /metrics texts as they are (routers)
+    raw_fetches: dict[str, str] = field(default_factory=dict)  # source -> body (/workers, ...)
+    raw_logs: dict[str, str] = field(default_factory=dict)  # source -> text (router_log, ...)
 
 
 class BundleBuilder:
@@ -141,10 +144,15 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
     tgt = {"role": s.role, "port": s.port}
     src = "router_metrics" if s.kind == "router" else "metrics"
     url = f"http://127.0.0.1:{s.port}"
-    for i, m in enumerate(s.samples):
-        _put(w, s.host, src, f"{src}.{s.role}.{s.port}.s{i + 1}",
-             http(metrics_text(m, s.role, s.tp)), T0 + i * s.interval, "http",
-             url=url + "/metrics", target=tgt)
+    texts = s.raw_samples or [metrics_text(m, s.role, s.tp) for m in s.samples]
+    for i, text in enumerate(texts):
+        _put(w, s.host, src, f"{src}.{s.role}.{s.port}.s{i + 1}", http(text), T0 + i * s.interval,
+             "http", url=url + "/metrics", target=tgt)
+    for source, body in s.raw_fetches.items():
+        _put(w, s.host, source, f"{source}.{s.role}.{s.port}", http(body), T0, "http",
+             url=f"{url}/{source}", target=tgt)
+    for source, text in s.raw_logs.items():
+        _put(w, s.host, source, f"{source}.{s.role}.{s.port}", text.encode(), T0, target=tgt)
     if s.server_info == "ok":
         _put(w, s.host, "server_info", f"server_info.{s.role}.{s.port}",
              http(json.dumps({"version": s.version, "model_path": "/m"})), T0, "http",

@@ -14,5 +14,6 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     progress,
     ranks,
     requests,
+    router,
     safeguards,
 )

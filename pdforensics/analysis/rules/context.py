@@ -105,6 +105,8 @@ NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
     "clock": (lambda c: any(h.clock_offset_s is not None for h in c.capture.hosts),
               "no host clock was read (date +%s.%N)"),
     "client_dumps": (lambda c: bool(c.client_dumps), "no --client-dump given"),
+    "router": (lambda c: any(r.good_samples or r.router_log for r in c.routers()),
+               "no router /metrics sample or router log was captured"),
     "row_remap": (lambda c: any(h.row_remap for h in c.capture.hosts),
                   "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
     "nvlink": (lambda c: any(h.nvlink for h in c.capture.hosts),

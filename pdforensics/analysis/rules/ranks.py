@@ -230,6 +230,8 @@ def pyspy_unavailable(ctx: Context) -> Iterator[Finding]:
         for p in h.processes:
             if p.info.kind not in ("server", "scheduler", "router", "detokenizer", "tokenizer"):
                 continue
+            if p.info.kind == "router" and "python" not in (p.info.args.split() or [""])[0]:
+                continue  # a native gateway (smg::router, sgl-model-gateway): nothing for py-spy
             if not p.stacks:
                 missing.append(p.info.pid)
                 continue

@@ -9,7 +9,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from pdfx_lab_runtime import log, log_planted, titles_enabled
+from pdfx_lab_runtime import current_fault, log, log_planted, titles_enabled
+from pdfx_lab_runtime.gateway import GENERATE_PATHS, generate_reply, listen_bootstrap
 from pdfx_lab_runtime.traffic import Traffic
 
 import sglang
@@ -132,20 +133,12 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
             if path == "/configure_logging":
                 _configure_logging(tm, body)
                 self._send(200, b"", "text/plain; charset=utf-8")
-            elif path in ("/generate", "/v1/completions", "/v1/chat/completions"):
-                self._json(
-                    {
-                        "text": " Paris.",
-                        "meta_info": {
-                            "id": "lab",
-                            "finish_reason": {"type": "stop"},
-                            "prompt_tokens": 7,
-                            "completion_tokens": 2,
-                        },
-                    }
-                )
-            else:
+                return
+            if path not in GENERATE_PATHS:
                 self._json({"detail": "Not Found"}, 404)
+                return
+            code, ctype, payload = generate_reply(role, current_fault(), body)
+            self._send(code, payload, ctype)
 
     return Handler
 
@@ -199,6 +192,8 @@ def launch_server(args: dict) -> None:
                          int(args["disaggregation_bootstrap_port"]))
     threading.Thread(target=tm.handle_loop, name="tokenizer_manager", daemon=True).start()
     threading.Thread(target=_reap, args=(children,), name="reaper", daemon=True).start()
+    if role == "prefill" and args.get("disaggregation_bootstrap_port"):
+        listen_bootstrap(args["host"], int(args["disaggregation_bootstrap_port"]))
     httpd = ThreadingHTTPServer((args["host"], int(args["port"])), make_handler(args, tm))
     httpd.daemon_threads = True
     log("", f"Uvicorn running on http://{args['host']}:{args['port']} (Press CTRL+C to quit)")

@@ -1,0 +1,130 @@
+"""Router-side rules: a worker's circuit breaker stuck open, decode fed without prefill."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.router_view import (
+    WorkerBreaker,
+    retries_exhausted,
+    worker_breakers,
+    worker_errors,
+)
+from pdforensics.analysis.rules.context import Context
+from pdforensics.loaded import ServiceView
+
+LOG_SOURCES = ("router_log", "router_journal")
+
+
+def _log_path(ctx: Context, s: ServiceView) -> str | None:
+    """The router log's raw file in the bundle (its line numbers are the evidence's)."""
+    return next((e.path for e in ctx.capture.results
+                 if e.host == s.host and e.source in LOG_SOURCES and e.path), None)
+
+
+def _metrics_path(ctx: Context, s: ServiceView) -> str | None:
+    good = s.good_samples
+    return ctx.path_of(s.host, good[-1].key) if good else None
+
+
+def _breaker_evidence(ctx: Context, s: ServiceView, b: WorkerBreaker) -> list[Evidence]:
+    out: list[Evidence] = []
+    mpath, lpath = _metrics_path(ctx, s), _log_path(ctx, s)
+    where = lpath or "router log"
+    if b.state_metric:
+        out.append(Evidence(s.host, "/metrics", f"{b.state_metric} ({b.state_name}); transitions "
+                            f"to open {b.opened:g}, to closed {b.closed:g}", mpath))
+    if b.log_last is not None:
+        t = b.log_last
+        out.append(Evidence(s.host, "log", f"{where}:{t.line}: {t.time or '?'} breaker {t.from_state} -> "
+                            f"{t.to_state} worker_url={t.worker}"
+                            + (f" request_id={t.request_id}" if t.request_id else ""), lpath))
+    for e in worker_errors(s, b.worker):
+        out.append(Evidence(s.host, "log", f"{where}:{e.first_line}-{e.last_line}: {e.count} x "
+                            f"{e.role} server returned {e.status} ({e.first_time} .. {e.last_time})",
+                            lpath))
+    return out
+
+
+def _traffic(breakers: tuple[WorkerBreaker, ...], role: str | None) -> list[WorkerBreaker]:
+    return [b for b in breakers if b.role is not None and b.role != role and b.got_traffic]
+
+
+@rule("ROUTER_BREAKER_OPEN", needs=("router",), rank=15)
+def router_breaker_open(ctx: Context) -> Iterator[Finding]:
+    """A worker's circuit breaker is open or half-open with no close since."""
+    for s in ctx.routers():
+        breakers = worker_breakers(s)
+        stuck = [b for b in breakers if b.open_now]
+        if not stuck:
+            continue
+        # the worker whose own errors the log names is the cause; smg charges a failed PD
+        # pair to both legs, so the other leg's breaker opens with it
+        stuck.sort(key=lambda b: (not worker_errors(s, b.worker), b.role != "prefill"))
+        lead = stuck[0]
+        role = lead.role or "unknown-role"
+        same = [b for b in breakers if b.role == lead.role]
+        blocked = bool(same) and all(b.open_now for b in same)
+        fed = _traffic(breakers, lead.role)
+        evidence: list[Evidence | str] = []
+        for b in stuck:
+            evidence += _breaker_evidence(ctx, s, b)
+        for b in fed:
+            evidence.append(Evidence(s.host, "/metrics", f"{b.role} worker {b.worker} still got "
+                                     f"requests: dispatched {b.dispatched_first} -> {b.dispatched_last}, "
+                                     f"active {b.active}", _metrics_path(ctx, s)))
+        exhausted = retries_exhausted(s)
+        if exhausted:
+            evidence.append(Evidence(s.host, "/metrics", "retries exhausted: " + ", ".join(
+                f"{k} {v:g}" for k, v in sorted(exhausted.items())), _metrics_path(ctx, s)))
+        others = [b.worker for b in stuck[1:]]
+        title = (f"router circuit breaker {lead.state_name} for {role} worker {lead.worker}"
+                 + (f" (also {', '.join(others)})" if others else "")
+                 + ("; no " + role + " worker is left to route to" if blocked else "")
+                 + ("; the other role still gets requests" if fed else ""))
+        errors = worker_errors(s, lead.worker)
+        why = (f"the router log shows {errors[0].count} answers {errors[0].status} from it first "
+               f"(line {errors[0].first_line}, {errors[0].first_time})" if errors
+               else "the router log names no error answer from it")
+        yield Finding(
+            key="ROUTER_BREAKER_OPEN", severity="critical" if blocked or fed else "warning",
+            title=title, evidence=tuple(evidence), subject=s.label,
+            next_step=(f"The router stops sending to {lead.worker} while its breaker is open; {why}. "
+                       f"Check that {role} server's log around the first error and its "
+                       "/health_generate: the breaker half-opens after --cb-timeout-duration-secs "
+                       "(60 s by default) and opens again on the next failure. smg counts a failed "
+                       "PD pair against both legs, so a decode breaker that opened in the same second "
+                       "is a consequence. Once the worker answers, the breaker closes after "
+                       "--cb-success-threshold successes; /workers and smg_worker_cb_state show it."),
+        )
+
+
+@rule("DECODE_ONLY_DISPATCH", needs=("router",), rank=16)
+def decode_only_dispatch(ctx: Context) -> Iterator[Finding]:
+    """Decode workers receive requests while no prefill worker does."""
+    for s in ctx.routers():
+        breakers = worker_breakers(s)
+        decode = [b for b in breakers if b.role == "decode"]
+        prefill = [b for b in breakers if b.role == "prefill"]
+        fed = [b for b in decode if b.got_traffic]
+        if not fed or any(b.got_traffic for b in prefill) or len(s.good_samples) < 2 and prefill:
+            continue
+        mpath = _metrics_path(ctx, s)
+        evidence: list[Evidence | str] = [
+            Evidence(s.host, "/metrics", f"decode worker {b.worker}: dispatched {b.dispatched_first} -> "
+                     f"{b.dispatched_last}, active {b.active}", mpath) for b in fed]
+        evidence += [Evidence(s.host, "/metrics", f"prefill worker {b.worker}: dispatched "
+                              f"{b.dispatched_first} -> {b.dispatched_last}, breaker {b.state_name}",
+                              mpath) for b in prefill]
+        if not prefill:
+            evidence.append(Evidence(s.host, "/workers", "no prefill worker registered"))
+        yield Finding(
+            key="DECODE_ONLY_DISPATCH", severity="critical", subject=s.label,
+            title=f"router sends requests to decode ({len(fed)} worker(s)) but none to prefill",
+            evidence=tuple(evidence),
+            next_step=("Each decode request waits for KV from a prefill that never got its half; "
+                       "check /workers on the router (prefill workers registered, healthy, breaker "
+                       "closed) and its --prefill URLs and bootstrap ports; then the decode "
+                       "server's prealloc/transfer queues, which fill with requests that cannot finish."),
+        )

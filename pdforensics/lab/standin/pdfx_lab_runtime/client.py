@@ -1,0 +1,37 @@
+"""`python -m pdfx_lab_runtime.client URL`: the lab's clients, a steady trickle of small
+generate requests through the router (two a second), so the gateway's per-worker counters,
+circuit breakers and request logs move as they do under real traffic."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+INTERVAL_S = 0.5
+BODY = json.dumps({"text": "The capital of France is", "sampling_params": {"max_new_tokens": 2}}).encode()
+
+
+def send_one(url: str) -> int:
+    req = urllib.request.Request(url + "/generate", data=BODY, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return 0
+
+
+def main(url: str) -> None:
+    while True:
+        started = time.monotonic()
+        send_one(url)
+        time.sleep(max(0.0, INTERVAL_S - (time.monotonic() - started)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

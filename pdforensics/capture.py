@@ -15,6 +15,7 @@ from typing import Any
 from pdforensics.bundle import BundleWriter, ResultEntry
 from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, Job
 from pdforensics.errors import Interrupted, PdforensicsError
+from pdforensics.file_reads import FileReads
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.readings import BackgroundParser
@@ -91,6 +92,7 @@ class HostRun:
         self.stop = stop
         self.progress = progress
         self.planner = HostPlanner(host, options.plan)
+        self.files = FileReads(host, self.planner.notes)  # file-read sources: SFTP, or their command as fallback
         self.transport: Transport | None = None
         self.error: str | None = None
         self.reachable = False
@@ -208,6 +210,10 @@ class HostRun:
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
             result = self._fetch(job, timeout) if job.url else None
+            read = None
+            if job.read is not None and result is None:
+                result = self.files.read(self.transport, job, timeout)
+                read = job.read if result is not None else None
             if result is None:
                 result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
                                                          job.source.max_bytes), self.banner)
@@ -218,7 +224,8 @@ class HostRun:
             if result.exit_status in job.source.timeout_exits and not result.timed_out:
                 result = _replace(result, timed_out=True)
             entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                                    environ=job.source.redact_environ, target=target_json(job.target))
+                                    environ=job.source.redact_environ, target=target_json(job.target),
+                                    read=read)
             self.parser.submit(entry)
             try:
                 follow = self.planner.on_result(job, result)
@@ -407,6 +414,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "hosts": [{"name": h.name, "address": h.address, "reachable": h.reachable,
                    "error": h.error, "jobs_run": h.jobs_run, "jobs_not_run": h.jobs_not_run,
                    "simulated_gpu": spec.simulated_gpu, "sudo": spec.sudo,
+                   "fallbacks": run.files.fallbacks,
                    "services": [{"role": s.role, "port": s.port, "unit": s.unit,
                                  "metrics_port": s.metrics_port, "log_file": s.log_file}
                                 for s in spec.services]}

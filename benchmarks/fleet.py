@@ -36,6 +36,15 @@ SERVER_PORT0 = 41000
 BOOTSTRAP_PORT0 = 41100
 MAX_HOSTS = 99
 READY_TIMEOUT_S = 180.0
+# What a GPU host's login shell costs: conda's or pyenv's init in the rc file runs a Python
+# process (`conda shell.bash hook`) for every command sshd starts, about 0.2 CPU-s.
+LOGIN_RC_CPU_S = 0.2
+LOGIN_RC = """# sourced by every bash sshd starts (BASH_ENV): burns what a conda-initialised rc burns
+/usr/bin/python3 -I -S -c 'import time
+end = time.process_time() + {cpu_s}
+while time.process_time() < end: pass'
+"""
+DEBIAN_SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # run through the login shell, as stock sshd does
 
 
 @dataclass(frozen=True)
@@ -153,13 +162,26 @@ def fleet_down(f: Fleet) -> None:
         raise RuntimeError(f"fleet: could not stop {', '.join(str(p.pid) for p in left)}")
 
 
+def login_rc(root: Path, cpu_s: float) -> Path | None:
+    """The rc file every login shell of the fleet sources (readable by the ops user)."""
+    if cpu_s <= 0:
+        return None
+    os.chmod(root, 0o711)  # the ops user's shell must reach the file, not list the directory
+    path = root / "login-rc.sh"
+    path.write_text(LOGIN_RC.format(cpu_s=cpu_s))
+    os.chmod(path, 0o644)
+    return path
+
+
 def _sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
 @contextmanager
-def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: str = "pdfx") -> Iterator[Fleet]:
-    """Bring up n hosts under root, yield the Fleet, kill everything on the way out."""
+def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: str = "pdfx",
+          login_rc_cpu_s: float = LOGIN_RC_CPU_S) -> Iterator[Fleet]:
+    """Bring up n hosts under root, yield the Fleet, kill everything on the way out. Every
+    command's login shell (and the SFTP server's) first burns login_rc_cpu_s (0: a bare shell)."""
     root = Path(root).resolve()
     hosts = fleet_hosts(root, n, tp)
     for h in hosts:
@@ -171,9 +193,13 @@ def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: 
     atexit.register(fleet_down, f)
     try:
         sshd.prepare(root, tuple(_lab_host(h) for h in hosts), FLEET_SSH_PORT)
+        rc = login_rc(root, login_rc_cpu_s)
         for h in hosts:  # say why a connection ended (client close, signal, error) in logs/sshd-<host>.log
             conf = root / "sshd" / f"{h.name}.conf"
-            conf.write_text(conf.read_text() + "LogLevel VERBOSE\n")
+            text = conf.read_text() + "LogLevel VERBOSE\n"
+            if os.path.exists(DEBIAN_SFTP_SERVER):
+                text = text.replace("Subsystem sftp internal-sftp", f"Subsystem sftp {DEBIAN_SFTP_SERVER}")
+            conf.write_text(text + (f"SetEnv BASH_ENV={rc}\n" if rc else ""))
         if user != "root":
             sshd.ensure_sudo_user(user, root)
         for h in hosts:

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import paramiko
 
@@ -21,6 +22,7 @@ from pdforensics.model import CommandResult
 from pdforensics.transport.file_read import file_result, not_regular, read_bounded
 
 # opens a session channel before the deadline: (channel, None) or (None, why not)
+T = TypeVar("T")
 OpenChannel = Callable[[float], tuple[paramiko.Channel | None, str | None]]
 
 
@@ -120,7 +122,7 @@ class SftpReader:
                 return None
             return self._sftp
 
-    def call(self, sftp: paramiko.SFTPClient, deadline: float, request: Callable[[], object]) -> object:
+    def call(self, sftp: paramiko.SFTPClient, deadline: float, request: Callable[[], T]) -> T:
         """Run one SFTP request under the session lock, within the deadline."""
         with self._locked(deadline):
             if self._sftp is not sftp:  # dropped after another read's timeout

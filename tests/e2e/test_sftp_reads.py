@@ -167,18 +167,22 @@ def test_a_file_growing_without_end_stops_at_cap_or_timeout(files: SshTransport)
     assert timed.timed_out or timed.ok  # stopped at the deadline, or caught up with the writer
 
 
-def test_no_subsystem_falls_back_to_the_command_once(hosts: tuple[HostSpec, HostSpec],
-                                                     share: Path) -> None:
+def test_no_subsystem_falls_back_to_one_command_for_all(hosts: tuple[HostSpec, HostSpec],
+                                                        share: Path) -> None:
     bare = SshTransport(hosts[1])
     bare.connect(10.0)
     try:
         reads = FileReads(hosts[1])
-        job = _job(hosts[1], "cgroup", os.getpid(), share / "server.log")
-        assert reads.read(bare, job, 5.0) is None and reads.read(bare, job, 5.0) is None
+        jobs = [_job(hosts[1], "cgroup", pid, share / "server.log") for pid in (1, os.getpid())]
+        assert reads.read(bare, jobs[0], 5.0) == (None, [jobs[0]])  # nothing else under way
         assert bare.read_refused is not None and "SFTP" in bare.read_refused
         assert len(reads.fallbacks) == 1 and "commands" in reads.fallbacks[0]
-        ran = bare.run("cgroup", job.argv, 5.0, 1 << 16)  # what the capture runs instead
-        assert ran.ok and ran.stdout
+        done = reads.run_batch(bare, jobs, 5.0)  # what the capture runs instead: one command
+        assert [j for j, _ in done] == jobs
+        for (job, r), pid in zip(done, (1, os.getpid()), strict=True):
+            assert r.ok and r.stdout == Path(f"/proc/{pid}/cgroup").read_bytes(), r
+            assert r.argv[:3] == ("sudo", "-n", "timeout") or r.argv[0] == "timeout"
+        assert reads.fallbacks == [reads.fallbacks[0]]  # said once
     finally:
         bare.close()
 
@@ -190,9 +194,15 @@ def test_unreadable_privileged_file_goes_through_sudo(files: SshTransport,
     root_env = _job(hosts[0], "environ", 1, share / "server.log")  # pid 1: root's
     plain = files.read_file("environ", "/proc/1/environ", 5.0, 1 << 20)
     assert plain is not None and plain.exit_status == 1 and "Permission denied" in plain.stderr
-    assert reads.read(files, root_env, 5.0) is None  # sudo host + privileged: exec with sudo
+    assert reads.read(files, root_env, 5.0) == (None, [root_env])  # sudo host + privileged
     assert root_env.argv[:2] == ("sudo", "-n")
     assert len(reads.fallbacks) == 1 and "sudo -n" in reads.fallbacks[0]
+    # root's environ and a missing process's, in one `sudo -n` command, each with its own row
+    gone = _job(hosts[0], "environ", 4_000_000, share / "server.log")
+    (j1, r1), (j2, r2) = reads.run_batch(files, [root_env, gone], 5.0)
+    assert (j1, j2) == (root_env, gone) and r1.argv[:2] == ("sudo", "-n")
+    assert r1.ok and r1.stdout == Path("/proc/1/environ").read_bytes()
+    assert r2.exit_status == 1 and "No such file" in r2.stderr and r2.stdout == b""
     # an unprivileged source is not retried under sudo: the denial is the evidence
     secret = files.read_file("cgroup", str(share / "secret"), 5.0, 100)
     assert secret is not None and "Permission denied" in secret.stderr

@@ -267,7 +267,7 @@ class SizeResult:
     par_target_s: float
 
 
-def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path) -> SizeResult:
+def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines: bool = True) -> SizeResult:
     cluster_file = f.subset(n, "root" if login == "root" else None)
     rounds = []
     for i in range(rounds_n):
@@ -290,6 +290,9 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path) -> SizeRes
     cores = os.cpu_count() or 1
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
           f"= {(run.cpu_s + tcpu) / cores:.2f} s of wall time (the hosts share its cores)", flush=True)
+    if not baselines:  # --baselines-up-to: a large N's loops take minutes on a shared machine
+        none = Run(0.0, 0.0, 0.0, 0.0, 0)
+        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0)
     (seq, n_cmds), seq_t = target_cpu(f, n, sequential, cluster_file, manifest)
     print(f"[N={n}] sequential ssh loop: wall {seq.wall_s:.2f} s ({n_cmds} commands), CPU {seq.cpu_s:.2f} s, "
           f"peak RSS {seq.tree_mb:.0f} MB, target CPU {seq_t:.1f} s; {load()}", flush=True)
@@ -311,6 +314,8 @@ def main() -> int:
     ap.add_argument("--login", choices=("ops", "root"), default="ops")
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--fault", default="transfer-stuck")
+    ap.add_argument("--baselines-up-to", type=int, default=10**6,
+                    help="run the sequential and parallel-ssh baselines only for N up to this")
     ap.add_argument("--login-rc-cpu", type=float, default=LOGIN_RC_CPU_S,
                     help="CPU-s every login shell burns first (conda init on a GPU host; 0: bare sh)")
     args = ap.parse_args()
@@ -323,7 +328,7 @@ def main() -> int:
         print(f"fleet: {max(sizes)} hosts up in {time.monotonic() - t_up:.1f} s (tp {args.tp}, {args.fault}, "
               f"login {args.login}); {load()}", flush=True)
         for n in sizes:
-            table.append(one_size(f, n, args.rounds, args.login, root))
+            table.append(one_size(f, n, args.rounds, args.login, root, n <= args.baselines_up_to))
     base = next((r.ours.wall_s for r in table if r.n == 1), None)
     cores = os.cpu_count() or 1
     print("\n| N | capture wall | collection | limit | wall / limit | tool CPU | peak RSS | target CPU | "

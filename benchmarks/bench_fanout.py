@@ -248,10 +248,16 @@ def connect_setup(cluster_file: Path, tries: int = 3) -> float:
 def target_cpu(f: Fleet, n: int, action: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     """action(*args)'s result and the CPU seconds it cost the first n hosts' sshd trees together."""
     hosts = f.hosts[:n]
-    before = sum(tree_cpu(f.sshd_pid(h)) for h in hosts)
+    before = sum(sshd_cpu(f, h) for h in hosts)
     out = action(*args)
     wait_sessions_closed(f)
-    return out, sum(tree_cpu(f.sshd_pid(h)) for h in hosts) - before
+    return out, sum(sshd_cpu(f, h) for h in hosts) - before
+
+
+def sshd_cpu(f: Fleet, h: Any) -> float:
+    """The host's sshd side: its cpuacct cgroup where the fleet made one, else the process tree."""
+    exact = f.sshd_cpu(h)
+    return exact if exact is not None else tree_cpu(f.sshd_pid(h))
 
 
 @dataclass(frozen=True)

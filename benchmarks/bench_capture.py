@@ -25,10 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.collectors.base import REGISTRY
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl
 from pdforensics.config import load_cluster_file
 from pdforensics.lab import lab_down, lab_up
 from pdforensics.model import HostSpec
+from pdforensics.planner import PlanOptions
 from pdforensics.transport.base import remote_argv
 
 BASE_PORT = 45600
@@ -44,10 +46,19 @@ def replay_commands(cluster_file: Path, manifest: dict) -> list[tuple[HostSpec, 
         argv = r.get("argv")
         if not argv and r.get("url"):  # the bundle keeps an endpoint's URL, not its curl argv
             argv = remote_argv(curl(r["url"], HTTP_TIMEOUT_S), HTTP_TIMEOUT_S + 2)
+        if not argv and r.get("read"):  # a file read over SFTP: its command (cat / tail -c)
+            argv = read_command(r["source"], r["read"])
         if not argv or r["source"] == "connect" or (r.get("error") or "").startswith("not run"):
             continue
         out.append((cluster[r["host"]], tuple(argv), r))
     return out
+
+
+def read_command(source: str, path: str) -> tuple[str, ...]:
+    """The command a file-read row stands for, as the source would have run it."""
+    src = REGISTRY[source]
+    cmd = ("tail", "-c", str(src.max_bytes), "--", path) if src.tail else ("cat", path)
+    return remote_argv(cmd, src.timeout_s)
 
 
 def ssh_argv(h: HostSpec, remote: Sequence[str]) -> list[str]:
@@ -76,10 +87,11 @@ def ops_cluster_file(lab_dir: Path, login: str) -> Path:
     return root
 
 
-def one_round(cluster_file: Path) -> tuple[float, float, int, int, str]:
+def one_round(cluster_file: Path, samples: int) -> tuple[float, float, int, int, str]:
     out = Path(tempfile.mkdtemp(prefix="bench-out-"))
     t0 = time.monotonic()
-    outcome = run_capture(load_cluster_file(cluster_file), CaptureOptions(out_dir=out))
+    plan = PlanOptions(samples=samples)  # as `capture --samples N` (py-spy dumps stay at 3)
+    outcome = run_capture(load_cluster_file(cluster_file), CaptureOptions(out_dir=out, plan=plan))
     ours = time.monotonic() - t0
     manifest = json.loads((outcome.bundle / "manifest.json").read_text())
     seq, n = sequential_ssh(cluster_file, manifest)
@@ -90,6 +102,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--login", choices=("root", "ops", "both"), default="both")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--samples", type=int, default=3,
+                    help="/metrics samples and py-spy dumps (1: the user's quick check)")
     args = ap.parse_args()
     lab_dir = Path(tempfile.mkdtemp(prefix="bench-lab-"))
     lab_up(lab_dir, fault="transfer-stuck", ssh=True, base_port=BASE_PORT, sudo_user=OPS_USER)
@@ -99,7 +113,7 @@ def main() -> None:
             cluster_file = ops_cluster_file(lab_dir, login)
             ratios = []
             for i in range(args.rounds):
-                ours, seq, results, n, status = one_round(cluster_file)
+                ours, seq, results, n, status = one_round(cluster_file, args.samples)
                 ratios.append(seq / ours)
                 print(f"[{login}] round {i + 1}: pdforensics capture {ours:.2f} s ({results} results, "
                       f"{status}); sequential ssh loop {seq:.2f} s ({n} commands); ratio {seq / ours:.1f}x",

@@ -53,7 +53,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_capture import replay_commands, ssh_argv  # noqa: E402
 from bench_target_load import tree_cpu, wait_sessions_closed  # noqa: E402
-from fleet import Fleet, fleet  # noqa: E402
+from fleet import LOGIN_RC_CPU_S, Fleet, fleet  # noqa: E402
 
 from pdforensics.config import load_cluster_file  # noqa: E402
 from pdforensics.planner import STUCK_SPAN_S  # noqa: E402
@@ -248,10 +248,16 @@ def connect_setup(cluster_file: Path, tries: int = 3) -> float:
 def target_cpu(f: Fleet, n: int, action: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     """action(*args)'s result and the CPU seconds it cost the first n hosts' sshd trees together."""
     hosts = f.hosts[:n]
-    before = sum(tree_cpu(f.sshd_pid(h)) for h in hosts)
+    before = sum(sshd_cpu(f, h) for h in hosts)
     out = action(*args)
     wait_sessions_closed(f)
-    return out, sum(tree_cpu(f.sshd_pid(h)) for h in hosts) - before
+    return out, sum(sshd_cpu(f, h) for h in hosts) - before
+
+
+def sshd_cpu(f: Fleet, h: Any) -> float:
+    """The host's sshd side: its cpuacct cgroup where the fleet made one, else the process tree."""
+    exact = f.sshd_cpu(h)
+    return exact if exact is not None else tree_cpu(f.sshd_pid(h))
 
 
 @dataclass(frozen=True)
@@ -267,7 +273,7 @@ class SizeResult:
     par_target_s: float
 
 
-def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path) -> SizeResult:
+def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines: bool = True) -> SizeResult:
     cluster_file = f.subset(n, "root" if login == "root" else None)
     rounds = []
     for i in range(rounds_n):
@@ -290,6 +296,9 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path) -> SizeRes
     cores = os.cpu_count() or 1
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
           f"= {(run.cpu_s + tcpu) / cores:.2f} s of wall time (the hosts share its cores)", flush=True)
+    if not baselines:  # --baselines-up-to: a large N's loops take minutes on a shared machine
+        none = Run(0.0, 0.0, 0.0, 0.0, 0)
+        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0)
     (seq, n_cmds), seq_t = target_cpu(f, n, sequential, cluster_file, manifest)
     print(f"[N={n}] sequential ssh loop: wall {seq.wall_s:.2f} s ({n_cmds} commands), CPU {seq.cpu_s:.2f} s, "
           f"peak RSS {seq.tree_mb:.0f} MB, target CPU {seq_t:.1f} s; {load()}", flush=True)
@@ -311,21 +320,27 @@ def main() -> int:
     ap.add_argument("--login", choices=("ops", "root"), default="ops")
     ap.add_argument("--tp", type=int, default=1)
     ap.add_argument("--fault", default="transfer-stuck")
+    ap.add_argument("--baselines-up-to", type=int, default=10**6,
+                    help="run the sequential and parallel-ssh baselines only for N up to this")
+    ap.add_argument("--login-rc-cpu", type=float, default=LOGIN_RC_CPU_S,
+                    help="CPU-s every login shell burns first (conda init on a GPU host; 0: bare sh)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="pdfx-fanout-"))
     print(f"machine: {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.1f} GiB; {load()}")
     table = []
     t_up = time.monotonic()
-    with fleet(root, max(sizes), tp=args.tp, fault=args.fault) as f:
+    with fleet(root, max(sizes), tp=args.tp, fault=args.fault, login_rc_cpu_s=args.login_rc_cpu) as f:
         print(f"fleet: {max(sizes)} hosts up in {time.monotonic() - t_up:.1f} s (tp {args.tp}, {args.fault}, "
               f"login {args.login}); {load()}", flush=True)
         for n in sizes:
-            table.append(one_size(f, n, args.rounds, args.login, root))
+            table.append(one_size(f, n, args.rounds, args.login, root, n <= args.baselines_up_to))
     base = next((r.ours.wall_s for r in table if r.n == 1), None)
+    cores = os.cpu_count() or 1
     print("\n| N | capture wall | collection | limit | wall / limit | tool CPU | peak RSS | target CPU | "
-          "sequential ssh | seq / capture | parallel-ssh | pssh / capture | wall / 1-host wall |")
-    print("|" + "---|" * 13)
+          "sequential ssh | seq / capture | parallel-ssh | pssh / capture | wall / 1-host wall | "
+          "target CPU / host | wall / CPU bound |")
+    print("|" + "---|" * 15)
     for r in table:
         rel = f"{r.ours.wall_s / base:.2f}x" if base else "-"
         print(f"| {r.n} | {r.ours.wall_s:.2f} s | {r.collect_s:.2f} s | {r.limit_s:.2f} s | "
@@ -333,7 +348,8 @@ def main() -> int:
               f"{r.target_s:.1f} s | {r.seq.wall_s:.1f} s (CPU {r.seq.cpu_s:.1f} s, target {r.seq_target_s:.1f} s) | "
               f"{r.seq.wall_s / r.ours.wall_s:.1f}x | {r.par.wall_s:.1f} s (CPU {r.par.cpu_s:.1f} s, "
               f"RSS {r.par.tree_mb:.0f} MB, target {r.par_target_s:.1f} s) | "
-              f"{r.par.wall_s / r.ours.wall_s:.1f}x | {rel} |")
+              f"{r.par.wall_s / r.ours.wall_s:.1f}x | {rel} | {r.target_s / r.n:.2f} s | "
+              f"{r.ours.wall_s / max(1e-9, (r.ours.cpu_s + r.target_s) / cores):.2f}x |")
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import pwd
 import signal
 import time
 from collections.abc import Iterator
@@ -37,6 +38,19 @@ SERVER_PORT0 = 41000
 BOOTSTRAP_PORT0 = 41100
 MAX_HOSTS = 99
 READY_TIMEOUT_S = 180.0
+# What a GPU host's login shell costs: conda's or pyenv's init in the rc file runs a Python
+# process (`conda shell.bash hook`) for every command sshd starts, about 0.2 CPU-s.
+LOGIN_RC_CPU_S = 0.2
+LOGIN_RC = """# ~/.bashrc: Debian's bash sources it for every command sshd starts; this burns what a
+# conda-initialised rc burns (`eval "$(conda shell.bash hook)"`)
+/usr/bin/python3 -I -S -c 'import time
+end = time.process_time() + {cpu_s}
+while time.process_time() < end: pass'
+"""
+# The ops user whose ~/.bashrc burns it: the fleet's own account (created and removed with the
+# fleet), so the lab's shared `pdfx` keeps its cheap shell for everyone else's tests.
+RC_USER = "pdfxgpu"
+DEBIAN_SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # run through the login shell, as stock sshd does
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,15 @@ class Fleet:
 
     def sshd_pid(self, host: FleetHost) -> int:
         return self.procs[f"sshd:{host.name}"].pid
+
+    def sshd_cpu(self, host: FleetHost) -> float | None:
+        """CPU seconds the host's sshd and everything it started used so far (sessions, shells,
+        sudo, the commands), from its cpuacct cgroup: exact even where a process exits before
+        its parent reaps it (a process tree's reaped-children times miss those); None without."""
+        try:
+            return int((_cgroup(self.dir, host) / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return None
 
     def server_pid(self, host: FleetHost) -> int:
         return self.procs[f"server:{host.name}"].pid
@@ -150,8 +173,48 @@ def fleet_down(f: Fleet) -> None:
         left = kill_all(list(found.values()))
     finally:
         sshd.revoke_sudo_user(f.dir)  # the ops user's account (if made here) and sudoers drop-in
+        _drop_cgroups(f.dir)
     if left:
         raise RuntimeError(f"fleet: could not stop {', '.join(str(p.pid) for p in left)}")
+
+
+def login_rc(user: str, cpu_s: float) -> Path:
+    """Write the fleet user's ~/.bashrc (its account is the fleet's own: userdel -r removes it)."""
+    entry = pwd.getpwnam(user)
+    path = Path(entry.pw_dir) / ".bashrc"
+    path.write_text(LOGIN_RC.format(cpu_s=cpu_s))
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _cgroup(root: Path, host: FleetHost) -> Path:
+    return CPUACCT / f"pdfx-fleet-{root.name}" / host.name
+
+
+def _account(root: Path, host: FleetHost, pid: int) -> None:
+    """Put the host's sshd in its own cpuacct cgroup (its children inherit it), if there is one."""
+    try:
+        group = _cgroup(root, host)
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cgroup.procs").write_text(f"{pid}\n")
+    except OSError:
+        pass
+
+
+def _drop_cgroups(root: Path) -> None:
+    base = CPUACCT / f"pdfx-fleet-{root.name}"
+    for group in (base.iterdir() if base.is_dir() else []):
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+    try:
+        base.rmdir()
+    except OSError:
+        pass
 
 
 def _sigterm(signum: int, frame: object) -> None:
@@ -159,9 +222,13 @@ def _sigterm(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: str = "pdfx") -> Iterator[Fleet]:
-    """Bring up n hosts under root, yield the Fleet, kill everything on the way out."""
+def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: str | None = None,
+          login_rc_cpu_s: float = LOGIN_RC_CPU_S) -> Iterator[Fleet]:
+    """Bring up n hosts under root, yield the Fleet, kill everything on the way out. Every
+    command's login shell (and the SFTP server's) first burns login_rc_cpu_s (0: a bare shell,
+    logging in as the lab's `pdfx`; else as RC_USER, whose ~/.bashrc burns it)."""
     root = Path(root).resolve()
+    user = user or (RC_USER if login_rc_cpu_s > 0 else "pdfx")
     hosts = fleet_hosts(root, n, tp)
     for h in hosts:
         for port in (FLEET_SSH_PORT, h.port) + ((_ports(h).bootstrap,) if h.role == "prefill" else ()):
@@ -174,9 +241,19 @@ def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: 
         sshd.prepare(root, tuple(_lab_host(h) for h in hosts), FLEET_SSH_PORT)
         for h in hosts:  # say why a connection ended (client close, signal, error) in logs/sshd-<host>.log
             conf = root / "sshd" / f"{h.name}.conf"
-            conf.write_text(conf.read_text() + "LogLevel VERBOSE\n")
+            text = conf.read_text() + "LogLevel VERBOSE\n"
+            if os.path.exists(DEBIAN_SFTP_SERVER):
+                text = text.replace("Subsystem sftp internal-sftp", f"Subsystem sftp {DEBIAN_SFTP_SERVER}")
+            conf.write_text(text)
         if user != "root":
             sshd.ensure_sudo_user(user, root)
+            if user == RC_USER:
+                grant = sshd.sudo_user.read_grant(root)
+                if grant is None or not grant.created:
+                    raise RuntimeError(f"fleet: user {user} existed before the fleet; its ~/.bashrc "
+                                       "is not the fleet's to write")
+                login_rc(user, login_rc_cpu_s)
+                os.chmod(root, 0o711)  # the services' logs are the login user's to read, as often
         for h in hosts:
             for sub in ("logs", "run"):
                 (h.lab_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -186,6 +263,7 @@ def fleet(root: Path, n: int, tp: int = 1, fault: str = "transfer-stuck", user: 
             install_nvidia_smi(h.lab_dir, _lab_host(h))
             f.procs[f"sshd:{h.name}"] = spawn(sshd.sshd_argv(root, _lab_host(h)), dict(os.environ),
                                               root / "logs" / f"sshd-{h.name}.log", root)
+            _account(root, h, f.procs[f"sshd:{h.name}"].pid)
             f.procs[f"server:{h.name}"] = spawn(_argv(h), server_env(h.lab_dir, _lab_host(h), None),
                                                 h.lab_dir / "logs" / f"{h.role}.log", h.lab_dir)
         end = time.monotonic() + READY_TIMEOUT_S

@@ -65,6 +65,7 @@ class ResultEntry:
     error: str | None
     stderr: str = ""
     target: dict[str, Any] = field(default_factory=dict)
+    read: str | None = None  # the file read without a shell (then argv is None)
 
     @property
     def ok(self) -> bool:
@@ -149,12 +150,13 @@ class BundleWriter:
 
     def add(self, result: CommandResult, key: str, url: str | None = None,
             extension: str = "txt", environ: bool = False,
-            target: dict[str, Any] | None = None) -> ResultEntry:
+            target: dict[str, Any] | None = None, read: str | None = None) -> ResultEntry:
         """Redact and write one result's output, then log its manifest row."""
         data = self.redactor.output(result.source, result.stdout, environ)
         stderr = self.redactor.string(result.stderr)
         argv = self.redactor.argv(result.argv)
         url = self.redactor.string(url) if url else url
+        read = self.redactor.string(read) if read else read
         with self._lock:
             key = self._unique(result.host, key)
         rel = f"raw/{result.host}/{key}.{extension}"
@@ -171,7 +173,7 @@ class BundleWriter:
                 self.write_errors.append(msg)
         entry = ResultEntry(
             host=result.host, source=result.source, key=key,
-            argv=None if url else argv, url=url, exit_status=result.exit_status,
+            argv=None if url or read else argv, url=url, read=read, exit_status=result.exit_status,
             duration_s=round(result.duration_s, 4), started_at=result.started_at,
             timed_out=result.timed_out, truncated=result.truncated, bytes=len(data),
             sha256=digest, path=path, error=error, stderr=stderr[-4000:],

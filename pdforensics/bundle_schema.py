@@ -164,12 +164,12 @@ RESULT_ROW = obj(
               "url": OPT_STR, "exit_status": OPT_INT, "duration_s": number, "started_at": epoch,
               "timed_out": boolean, "truncated": boolean, "bytes": count,
               "sha256": OPT_STR, "path": optional(rel_path), "error": OPT_STR},
-    opt={"stderr": string, "target": dict_of(string, SCALAR)},
+    opt={"stderr": string, "target": dict_of(string, SCALAR), "read": OPT_STR},
 )
 
 HOST_META = obj(required={"name": name},
                 opt={"address": OPT_STR, "reachable": boolean, "error": OPT_STR,
-                     "simulated_gpu": boolean, "sudo": boolean,
+                     "simulated_gpu": boolean, "sudo": boolean, "fallbacks": STRINGS,
                      "jobs_run": optional(count), "jobs_not_run": optional(count),
                      "services": list_of(obj({}, {"role": OPT_STR, "port": OPT_INT}))})
 

@@ -15,6 +15,7 @@ from typing import Any
 from pdforensics.bundle import BundleWriter, ResultEntry
 from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, Job
 from pdforensics.errors import Interrupted, PdforensicsError
+from pdforensics.file_reads import FileReads
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.readings import BackgroundParser
@@ -91,6 +92,7 @@ class HostRun:
         self.stop = stop
         self.progress = progress
         self.planner = HostPlanner(host, options.plan)
+        self.files = FileReads(host, self.planner.notes)  # file-read sources: SFTP, or their command as fallback
         self.transport: Transport | None = None
         self.error: str | None = None
         self.reachable = False
@@ -208,36 +210,67 @@ class HostRun:
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
             result = self._fetch(job, timeout) if job.url else None
+            read = None
+            if job.read is not None and result is None:
+                result, due = self.files.read(self.transport, job, timeout)
+                read = job.read if result is not None else None
+                if result is not None:
+                    self._finish(job, result, read)
+                if due:  # reads that need the command: one command for all (batch_reads)
+                    for j, r in self._run_batch(due, timeout):
+                        self._finish(j, r, None)
+                if result is not None or not job.source.tail:
+                    continue  # finished here, or by the batch of whoever ran it
             if result is None:
                 result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
                                                          job.source.max_bytes), self.banner)
-            if result.error == "connection lost":
-                self.lost = True
-            if self._retry(job, result):
-                continue
-            if result.exit_status in job.source.timeout_exits and not result.timed_out:
-                result = _replace(result, timed_out=True)
-            entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                                    environ=job.source.redact_environ, target=target_json(job.target))
-            self.parser.submit(entry)
-            try:
-                follow = self.planner.on_result(job, result)
-            except PdforensicsError as exc:
-                follow = []
-                self.planner.notes.append(f"planning after {job.key} failed: {exc}")
-            d = self.planner.discovery
-            if job.priority == DISCOVERY and d is not None and follow and not self._said_found:
-                self._said_found = True  # said once, and before the follow-up jobs run
-                self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
-            with self._cond:
-                self.jobs_run += 1
-                self._inflight -= 1
-                self._environ_inflight -= job.source.redact_environ
-                if job.priority >= SLOW:
-                    self._slow_inflight -= 1
-                self._pending.extend(follow)
-                self._cond.notify_all()
-            self._tick(job)
+            self._finish(job, result, read)
+
+    def _finish(self, job: Job, result: CommandResult, read: str | None) -> None:
+        """Keep a job's result (or put it back for its one retry) and plan what follows."""
+        if result.error == "connection lost":
+            self.lost = True
+        if self._retry(job, result):
+            return
+        if result.exit_status in job.source.timeout_exits and not result.timed_out:
+            result = _replace(result, timed_out=True)
+        entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                                environ=job.source.redact_environ, target=target_json(job.target),
+                                read=read)
+        self.parser.submit(entry)
+        try:
+            follow = self.planner.on_result(job, result)
+        except PdforensicsError as exc:
+            follow = []
+            self.planner.notes.append(f"planning after {job.key} failed: {exc}")
+        d = self.planner.discovery
+        if job.priority == DISCOVERY and d is not None and follow and not self._said_found:
+            self._said_found = True  # said once, and before the follow-up jobs run
+            self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
+        with self._cond:
+            self.jobs_run += 1
+            self._inflight -= 1
+            self._environ_inflight -= job.source.redact_environ
+            if job.priority >= SLOW:
+                self._slow_inflight -= 1
+            self._pending.extend(follow)
+            self._cond.notify_all()
+        self._tick(job)
+
+    def _run_batch(self, due: list[Job], timeout: float) -> list[tuple[Job, CommandResult]]:
+        """Run the command of file reads for them and every ready job of their source at once
+        (see batch_reads); each job taken from the queue counts as running until finished."""
+        assert self.transport is not None
+        with self._cond:
+            now = time.time()
+            more = [j for j in self._pending if j.source.name == due[0].source.name
+                    and j.read is not None and j.not_before <= now]
+            for j in more:
+                self._pending.remove(j)
+                self._inflight += 1
+                self._environ_inflight += j.source.redact_environ
+                self._slow_inflight += j.priority >= SLOW
+        return self.files.run_batch(self.transport, [*due, *more], timeout, self.banner)
 
     def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
         """An endpoint through the SSH connection itself (no curl process on the host), within
@@ -408,6 +441,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "hosts": [{"name": h.name, "address": h.address, "reachable": h.reachable,
                    "error": h.error, "jobs_run": h.jobs_run, "jobs_not_run": h.jobs_not_run,
                    "simulated_gpu": spec.simulated_gpu, "sudo": spec.sudo,
+                   "fallbacks": run.files.fallbacks,
                    "services": [{"role": s.role, "port": s.port, "unit": s.unit,
                                  "metrics_port": s.metrics_port, "log_file": s.log_file}
                                 for s in spec.services]}

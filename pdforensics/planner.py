@@ -66,7 +66,9 @@ def make_job(host: HostSpec, source: Source, target: Target, not_before: float =
         url = argv[-1]
     wrapped = remote_argv(argv, timeout_s or source.timeout_s,
                           sudo=host.sudo and source.privileged)
-    return Job(source=source, target=target, argv=wrapped, not_before=not_before, url=url)
+    read = source.reads(host, target) if source.reads is not None else None
+    return Job(source=source, target=target, argv=wrapped, not_before=not_before, url=url,
+               read=read)
 
 
 class HostPlanner:

@@ -60,6 +60,10 @@ class Source:
     # exit codes that mean "timed out": coreutils timeout (124, 137 after -k), curl (28)
     timeout_exits: tuple[int, ...] = (124, 137)
     feeds: Feed | None = None  # the view of the loaded capture its reading fills
+    # a file read: the path whose bytes are the evidence, read without a shell where the
+    # transport can (Transport.read_file); `build` stays the command run where it cannot
+    reads: Callable[[HostSpec, Target], str] | None = field(default=None, compare=False)
+    tail: bool = False  # read the file's last max_bytes (from a whole line), as `tail -c`
 
 
 REGISTRY: dict[str, Source] = {}
@@ -82,6 +86,7 @@ class Job:
     argv: tuple[str, ...]
     not_before: float = 0.0
     url: str | None = None
+    read: str | None = None  # the file a file-read source reads (Source.reads)
 
     @property
     def key(self) -> str:

@@ -31,6 +31,7 @@ JOURNAL = register(Source(
 LOG_FILE = register(Source(
     name="log_file", description="tail of the service's log file (bounded)",
     scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", _file(t)),
+    reads=lambda host, t: _file(t), tail=True,
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
     sample="log_compose_sglang.txt", privileged=True, feeds=Feed("service.log_hits", log_hits_and_requests),
 ))

@@ -22,6 +22,7 @@ PS = register(Source(
 CMDLINE = register(Source(
     name="cmdline", description="exact argv of an SGLang process (/proc/PID/cmdline)",
     scope="process", build=lambda host, t: ("cat", f"/proc/{_pid(t)}/cmdline"),
+    reads=lambda host, t: f"/proc/{_pid(t)}/cmdline",
     timeout_s=5, max_bytes=1 * MIB, priority=CHEAP, parser="proc:parse_cmdline",
     sample="proc_cmdline.bin", extension="bin", feeds=Feed("process.cmdline", first_ok),
 ))
@@ -29,6 +30,7 @@ CMDLINE = register(Source(
 ENVIRON = register(Source(
     name="environ", description="environment of an SGLang process, secrets redacted",
     scope="process", build=lambda host, t: ("cat", f"/proc/{_pid(t)}/environ"),
+    reads=lambda host, t: f"/proc/{_pid(t)}/environ",
     timeout_s=5, max_bytes=2 * MIB, priority=CHEAP, parser="proc:parse_environ",
     sample="proc_environ.bin", privileged=True, extension="bin", redact_environ=True,
     feeds=Feed("process.environ", first_ok),
@@ -37,6 +39,7 @@ ENVIRON = register(Source(
 CGROUP = register(Source(
     name="cgroup", description="cgroup of a server/router root process (its systemd unit)",
     scope="process", build=lambda host, t: ("cat", f"/proc/{_pid(t)}/cgroup"),
+    reads=lambda host, t: f"/proc/{_pid(t)}/cgroup",
     timeout_s=5, max_bytes=64 * 1024, priority=CHEAP, parser="proc:parse_cgroup_unit",
     sample="proc_cgroup_systemd.txt", feeds=Feed(f"{CAPTURE_LEVEL}.discovery"),
 ))

@@ -34,8 +34,12 @@ def _keygen(path: Path, comment: str) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def prepare(lab_dir: Path, hosts: tuple[LabHost, ...], port: int) -> None:
-    """Client key pair, authorized_keys, per-host host keys, known_hosts and sshd configs."""
+def prepare(lab_dir: Path, hosts: tuple[LabHost, ...], port: int,
+            no_sftp: tuple[str, ...] = ()) -> None:
+    """Client key pair, authorized_keys, per-host host keys, known_hosts and sshd configs.
+    Each sshd serves the SFTP subsystem (in-process `internal-sftp`; Debian's config names
+    sftp-server), except the hosts named in no_sftp: no `Subsystem` line, as a locked-down
+    host might have."""
     keys, conf_dir = lab_dir / "keys", lab_dir / "sshd"
     keys.mkdir(parents=True, exist_ok=True)
     conf_dir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +61,7 @@ def prepare(lab_dir: Path, hosts: tuple[LabHost, ...], port: int) -> None:
             "StrictModes no\n"
             "UsePAM no\n"
             + lab_clock.sshd_lines(lab_dir, host.name)
+            + ("Subsystem sftp internal-sftp\n" if host.name not in no_sftp else "")
         )
     (keys / "known_hosts").write_text("\n".join(known) + "\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)

@@ -32,6 +32,13 @@ class Transport(Protocol):
         form; None when this transport cannot (then the endpoint's curl command is run)."""
         ...
 
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        """Read a regular file on the host without a shell, as `cat PATH` (tail: as
+        `tail -c max_bytes -- PATH`, from the first whole line) would; argv ("read", PATH).
+        None when this transport cannot (then the source's command is run)."""
+        ...
+
     def close(self) -> None:
         """Close the connection; in-flight runs end with an error result."""
 

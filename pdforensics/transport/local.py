@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
+from pdforensics.transport.local_read import read_local
 
 
 class LocalTransport:
@@ -22,6 +23,11 @@ class LocalTransport:
     def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
         """Local endpoints are fetched by their curl command."""
         return None
+
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        """Read the file directly (same caps as `cat`; non-regular files refused)."""
+        return read_local(self.host.name, source, path, timeout_s, max_bytes, tail, self._closed)
 
     def __init__(self, host: HostSpec):
         self.host = host

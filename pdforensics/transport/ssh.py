@@ -18,6 +18,7 @@ from pdforensics.known_hosts import fingerprint
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 from pdforensics.transport.http_forward import ResponseReader, build_request
+from pdforensics.transport.sftp_read import SftpReader
 
 BACKPRESSURE_SLEEP_S = 0.1
 EOF_GRACE_S = 2.0  # how long output may still follow the exit status
@@ -49,6 +50,8 @@ class SshTransport:
         self._channels: set[paramiko.Channel] = set()
         self._lock = threading.Lock()
         self.forwarding_refused = False  # sshd said no to direct-tcpip: endpoints go by curl
+        self._files = SftpReader(host.name, self._open_channel, self._release, self._closed,
+                                 lambda: self.connection_lost)
 
     # -- connection -------------------------------------------------------------------
     def connect(self, timeout_s: float) -> None:
@@ -179,6 +182,22 @@ class SshTransport:
             duration_s=time.monotonic() - t0, started_at=started,
             timed_out=timed_out, truncated=truncated, error=error,
         )
+
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        """Read a file over the connection's SFTP session (no shell, no process on the host);
+        None when sshd has no SFTP subsystem (see `read_refused`): run the command instead."""
+        return self._files.read(source, path, timeout_s, max_bytes, tail)
+
+    @property
+    def read_refused(self) -> str | None:
+        """Why files cannot be read over SFTP on this host (None: they can, or not tried)."""
+        return self._files.refused
+
+    def _release(self, chan: paramiko.Channel) -> None:
+        with self._lock:
+            self._channels.discard(chan)
+        chan.close()
 
     def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
         """GET url from the host's side through this connection (a direct-tcpip channel, as

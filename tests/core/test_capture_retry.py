@@ -34,6 +34,10 @@ class Replay:
 
     forwarding_refused = False  # the Transport protocol's attribute
 
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        return None  # files go through run(), as their cat/tail command
+
     def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
         return None  # endpoints go through run(), as their curl command
 

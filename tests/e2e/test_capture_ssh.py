@@ -100,7 +100,10 @@ def test_complete_capture_as_root(ssh_lab: Path, tmp_path: Path) -> None:
     bundle = Path(doc["bundle"])
     assert_every_family(bundle)
     assert_no_secret(bundle)
-    assert (bundle / "manifest.json").exists()
+    rows = json.loads((bundle / "manifest.json").read_text())["results"]
+    reads = {r["source"] for r in rows if r.get("read")}  # root reads every file over SFTP
+    assert {"cmdline", "environ", "cgroup", "log_file"} & {r["source"] for r in rows} <= reads
+    assert not any(r["argv"] and r["source"] in reads for r in rows)
     verify = CliRunner().invoke(main, ["verify", str(bundle)])
     assert verify.exit_code == 0, verify.output
 
@@ -113,7 +116,14 @@ def test_complete_capture_as_sudo_user(ssh_lab: Path, tmp_path: Path) -> None:
     rows = json.loads((bundle / "manifest.json").read_text())["results"]
     pyspy = [r for r in rows if r["source"] == "pyspy"]
     assert pyspy and all(r["argv"][:2] == ["sudo", "-n"] for r in pyspy)
-    assert all(r["argv"][0] != "sudo" for r in rows if r["source"] == "cmdline")
+    # cmdline is anyone's to read: over SFTP, no command and no sudo (the row names the file)
+    cmdlines = [r for r in rows if r["source"] == "cmdline"]
+    assert cmdlines and all(r["argv"] is None and r["read"].startswith("/proc/") for r in cmdlines)
+    # the root-owned servers' environ is not the login user's: `sudo -n cat` instead, said once
+    environ = [r for r in rows if r["source"] == "environ"]
+    assert environ and all(r["argv"][:2] == ["sudo", "-n"] and r["exit_status"] == 0 for r in environ)
+    hosts = json.loads((bundle / "manifest.json").read_text())["hosts"]
+    assert all(sum("sudo -n" in n for n in h["fallbacks"]) == 1 for h in hosts), hosts
     assert_every_family(bundle)
     assert_no_secret(bundle)
 

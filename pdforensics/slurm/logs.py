@@ -63,8 +63,8 @@ def attach_logs(host: HostSpec, discovery: Discovery) -> tuple[Discovery, list[s
         return discovery, []
     notes: list[str] = []
     by_role: dict[str, list[str]] = {}
-    for role, path in target.worker_logs:
-        by_role.setdefault(role, []).append(path)
+    for role, log_path in target.worker_logs:
+        by_role.setdefault(role, []).append(log_path)
     replaced = list(discovery.services)
     seen: dict[str, int] = {}
     for i in sorted(range(len(replaced)), key=lambda k: (replaced[k].role, replaced[k].port)):
@@ -74,7 +74,7 @@ def attach_logs(host: HostSpec, discovery: Discovery) -> tuple[Discovery, list[s
         n = seen.get(svc.role, 0)
         seen[svc.role] = n + 1
         candidates = by_role.get(svc.role, [])
-        path: str | None = candidates[n] if n < len(candidates) else target.job_log
+        path = candidates[n] if n < len(candidates) else target.job_log
         if path:
             kind = "worker log" if n < len(candidates) else "the job's output file"
             notes.append(f"{svc.label}: log from {kind} {path}")

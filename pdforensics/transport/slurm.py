@@ -16,13 +16,9 @@ from pdforensics.transport.local import LocalTransport
 #: what srun itself may take (step creation through slurmctld, I/O set-up) beyond the
 #: command's own timeout, before the local side gives up on it
 SRUN_SLACK_S = 3.0
-#: srun's own failures to start a step: job gone, node down or not in the job, step limit
-_START_FAILURE = re.compile(
-    r"srun: error: (Unable to (create step|confirm allocation|allocate)|.*Invalid job id|"
-    r".*[Jj]ob has expired|.*Requested node configuration is not available|"
-    r".*[Nn]ode .*(down|not responding|failure)|.*Socket timed out|.*Zero Bytes were transmitted|"
-    r".*Step limit|.*MaxStepCount|.*Job/step already completing|.*Communication connection failure"
-    r"|.*Invalid node name|.*pyxis)")
+#: srun's own errors (job gone or expired, node down or not in the job, step limit, container
+#: not found) are every `srun: error:` line except the report of a task's own exit
+_SRUN_ERROR = re.compile(r"^srun: error: (?!\S+: tasks? [\d,-]+: )")
 _WAITING = re.compile(r"srun: (Job \S+ step creation temporarily disabled|Job \S+ step creation still "
                       r"disabled|Step created for .*|.*retrying)")
 
@@ -84,7 +80,7 @@ def _classify(result: CommandResult) -> CommandResult:
     """A step srun could not start is an error with srun's reason, not the command's output."""
     if result.ok or result.stdout:
         return result
-    start = next((ln for ln in result.stderr.splitlines() if _START_FAILURE.search(ln)), None)
+    start = next((ln for ln in result.stderr.splitlines() if _SRUN_ERROR.match(ln)), None)
     if start is None and result.timed_out and _WAITING.search(result.stderr):
         start = next(ln for ln in result.stderr.splitlines() if _WAITING.search(ln))
         start += " (no step started before the timeout)"

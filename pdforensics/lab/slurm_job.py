@@ -17,6 +17,7 @@ from pathlib import Path
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab.core import (
     _check_fault,
+    _install_nvidia_smi,
     _preflight,
     _prepare_dir,
     _router_argv,
@@ -30,6 +31,7 @@ from pdforensics.lab.layout import LabHost, Ports, lab_hosts, paths
 from pdforensics.lab.requirements import require_lab_tools
 
 JOB_NAME = "pdfx-lab"
+NODE_HOST = "prefill-0,decode-0"  # the lab hosts sharing the job's node (see lab/bin/nvidia-smi)
 START_TIMEOUT_S = 30.0
 
 
@@ -46,8 +48,9 @@ class SlurmLab:
     def worker_log(self, role: str) -> Path:
         return self.out_dir / f"{self.node}_{role}_w0.log"
 
-    def nvidia_smi(self, role: str = "prefill") -> Path:
-        return self.dir / "hosts" / f"{role}-0" / "bin" / "nvidia-smi"
+    def nvidia_smi(self) -> Path:
+        """The node's fake nvidia-smi: prefill's and decode's GPUs together."""
+        return self.dir / "hosts" / NODE_HOST / "bin" / "nvidia-smi"
 
 
 def _env_argv(env: Mapping[str, str]) -> list[str]:
@@ -104,6 +107,7 @@ def slurm_lab_up(lab_dir: Path, fault: str = "healthy", base_port: int | None = 
     hosts = lab_hosts(False)
     _preflight(lab_dir, hosts, ports, False, None)
     _prepare_dir(lab_dir, hosts, ports, fault, False, (), None)
+    _install_nvidia_smi(lab_dir, LabHost(NODE_HOST, "node", "127.0.0.1", "local", ()))
     out_dir = lab_dir / "slurm-out"
     out_dir.mkdir(parents=True, exist_ok=True)
     script = lab_dir / "lab-job.sh"

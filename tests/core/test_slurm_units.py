@@ -139,3 +139,16 @@ def test_cli_refuses_half_given_slurm_options(tmp_path: Path) -> None:
     assert got.exit_code == 2 and "either HOST arguments or --slurm-job" in got.output
     got = runner.invoke(main, ["capture", "--slurm-job", "12;rm", "-o", str(tmp_path)])
     assert got.exit_code == 1 and "expected a number" in got.output
+
+
+def test_launchers_carrying_the_server_command_line_are_not_servers() -> None:
+    from pdforensics.discovery import classify
+
+    server = ("/work/wt/slurm/.venv/bin/python -m sglang.launch_server --model-path /models/DeepSeek-V3 "
+              "--disaggregation-mode prefill --port 26444")
+    # as ps showed them in a job: the srun client of a worker step, its helper, a bash -c wrapper
+    assert classify("srun --overlap -N1 -n1 --job-name=prefill_w0 --output=/o/%N_prefill_w0.log -- env "
+                    "CUDA_VISIBLE_DEVICES=0,1 " + server) is None
+    assert classify("/usr/bin/srun --container-name=sgl -- " + server) is None
+    assert classify("bash -c " + server) is None
+    assert classify(server) == ("server", None)

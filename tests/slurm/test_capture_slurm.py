@@ -108,3 +108,17 @@ def test_job_cancelled_mid_capture_gives_a_partial_bundle_with_the_reason(
                or "Invalid job id" in g["error"] for g in doc["gaps"]), doc["gaps"]
     cap = load_capture(Path(doc["bundle"]))
     assert any(r.source == "ps" and r.ok for r in cap.results)  # what came before is kept
+
+
+def test_snapshot_of_a_slurm_job(slurm_lab: SlurmLab, tmp_path: Path) -> None:
+    cluster = _cluster_file(slurm_lab, tmp_path / "slurm.toml", slurm_lab.job_id)
+    cluster.write_text(cluster.read_text().replace(f'slurm_job = "{slurm_lab.job_id}"\n', ""))
+    result = CliRunner().invoke(main, ["snapshot", "-c", str(cluster), "--store", str(tmp_path / "store"),
+                                       "--slurm-job", slurm_lab.job_id, "--samples", "1",
+                                       "--deadline", "30s", "--json"])
+    assert result.exit_code == 0, result.output
+    bundles = list((tmp_path / "store").rglob("manifest.json"))
+    assert len(bundles) == 1
+    manifest = json.loads(bundles[0].read_text())
+    assert manifest["slurm"]["job_id"] == slurm_lab.job_id
+    assert all(r["argv"][0] == "srun" for r in manifest["results"] if r["argv"]), manifest["results"][0]

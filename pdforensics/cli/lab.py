@@ -30,12 +30,22 @@ def _lab_dir(path: str | None) -> Path:
 @click.option("--sudo-user", help="Also allow SSH as this non-root user with passwordless sudo.")
 @click.option("--no-titles", is_flag=True,
               help="Ranks keep their python command lines (no sglang::scheduler_* titles).")
+@click.option("--slurm", is_flag=True, help="Run the servers as a Slurm batch job, one srun step per "
+                                            "worker (on the Slurm that SLURM_CONF names; docs/slurm.md).")
 @handles_errors
 def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
-           no_titles: bool) -> None:
+           no_titles: bool, slurm: bool = False) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
     from pdforensics.lab import lab_up as up
 
+    if slurm:
+        from pdforensics.lab.slurm_job import slurm_lab_up
+
+        job = slurm_lab_up(_lab_dir(lab_dir), fault=fault, base_port=base_port)
+        click.echo(f"lab up in {job.dir} with fault {fault}: slurm job {job.job_id} on {job.node}, "
+                   f"worker logs in {job.out_dir}")
+        click.echo(f"capture it:   pdforensics capture --slurm-job {job.job_id}")
+        return
     info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user,
               titles=not no_titles)
     click.echo(f"lab up in {info.dir} with fault {info.fault}")
@@ -47,8 +57,8 @@ def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, su
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @handles_errors
 def lab_down(lab_dir: str | None) -> None:
-    """Stop every process of the lab."""
-    from pdforensics.lab import lab_down as down
+    """Stop every process of the lab (and cancel its Slurm job, if it runs as one)."""
+    from pdforensics.lab.slurm_job import slurm_lab_down as down
 
     down(_lab_dir(lab_dir))
     click.echo("lab down")

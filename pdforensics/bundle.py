@@ -173,7 +173,9 @@ class BundleWriter:
                 self.write_errors.append(msg)
         entry = ResultEntry(
             host=result.host, source=result.source, key=key,
-            argv=None if url or read else argv, url=url, read=read, exit_status=result.exit_status,
+            # an endpoint fetched by curl on the host (or through srun) keeps that command
+            argv=None if read or (url and argv[:1] == ("GET",)) else argv, url=url, read=read,
+            exit_status=result.exit_status,
             duration_s=round(result.duration_s, 4), started_at=result.started_at,
             timed_out=result.timed_out, truncated=result.truncated, bytes=len(data),
             sha256=digest, path=path, error=error, stderr=stderr[-4000:],

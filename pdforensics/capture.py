@@ -137,7 +137,7 @@ class HostRun:
             self.error = f"{self.host.name}: connection failed: {type(exc).__name__}: {exc}"
         if self.error:
             self.writer.add(CommandResult(
-                host=self.host.name, source="connect", argv=("ssh", self.host.address),
+                host=self.host.name, source="connect", argv=_connect_argv(self.host),
                 exit_status=None, stdout=b"", stderr="", duration_s=time.time() - t0,
                 started_at=t0, error=self.error), key="connect")
             self._say("unreachable: " + self.error)
@@ -317,6 +317,14 @@ class HostRun:
             self.progress(self.host.name, text)
 
 
+def _connect_argv(host: HostSpec) -> tuple[str, ...]:
+    if host.slurm is not None and not host.slurm.via_ssh:
+        from pdforensics.transport.slurm import SlurmTransport
+
+        return SlurmTransport(host).srun_argv(("true",))
+    return ("ssh", host.address)
+
+
 def _with_timeout(host: HostSpec, job: Job, timeout: float) -> Job:
     from pdforensics.planner import make_job
 
@@ -447,6 +455,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
                                 for s in spec.services]}
                   for h, spec in zip(hosts, cluster.hosts, strict=True)],
         "interrupted": interrupted is not None,
+        **({"slurm": cluster.extra["slurm"]} if "slurm" in cluster.extra else {}),
         **(extra_manifest or {}),
     }
     parser.finish(rewritten)

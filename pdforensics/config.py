@@ -42,7 +42,7 @@ def cluster_from_dict(data: dict[str, Any], base: Path, origin: str = "cluster")
         raise ConfigError(f"{origin}: [cluster] must be a table")
     check_keys(cluster, CLUSTER_KEYS, f"{origin}: [cluster]")
     hosts_raw = data.get("hosts", [])
-    if not isinstance(hosts_raw, list) or not hosts_raw:
+    if not isinstance(hosts_raw, list) or (not hosts_raw and "slurm_job" not in cluster):
         raise ConfigError(f"{origin}: at least one [[hosts]] entry is needed")
     hosts = tuple(_host(h, i, base, origin) for i, h in enumerate(hosts_raw))
     names = [h.name for h in hosts]

@@ -11,7 +11,8 @@ from typing import Any
 from pdforensics.errors import ConfigError
 
 TOP_KEYS = frozenset({"cluster", "hosts"})
-CLUSTER_KEYS = frozenset({"name", "store", "accept_new_host_keys", "keep_last", "keep_days"})
+CLUSTER_KEYS = frozenset({"name", "store", "accept_new_host_keys", "keep_last", "keep_days",
+                          "slurm_job", "slurm_container", "slurm_ssh"})
 HOST_KEYS = frozenset({"name", "address", "port", "user", "identity", "known_hosts", "sudo",
                        "services", "proxy_jump", "nvidia_smi", "simulated_gpu", "py_spy"})
 SERVICE_KEYS = frozenset({"role", "port", "unit", "metrics_port", "log_file"})
@@ -20,6 +21,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "store": str, "accept_new_host_keys": bool, "address": str, "user": str,
     "identity": str, "known_hosts": str, "sudo": bool, "proxy_jump": str, "nvidia_smi": str,
     "simulated_gpu": bool, "py_spy": str, "unit": str, "log_file": str, "services": list,
+    "slurm_job": (str, int), "slurm_container": str, "slurm_ssh": bool,
 }
 
 
@@ -35,7 +37,8 @@ def check_keys(raw: dict[str, Any], allowed: Iterable[str], where: str) -> None:
         want = _TYPES.get(key)
         if want is not None and not isinstance(value, want):
             name = want.__name__ if isinstance(want, type) else "/".join(t.__name__ for t in want)
-            shown = {"str": "a string", "bool": "true or false", "list": "a list of tables"}[name]
+            shown = {"str": "a string", "bool": "true or false", "list": "a list of tables",
+                     "str/int": "a string or a number"}[name]
             raise ConfigError(f"{where}.{key} must be {shown}, not {value!r}")
 
 

@@ -56,8 +56,17 @@ class Discovery:
     missing: tuple[str, ...] = ()  # declared services with no process found
 
 
+#: processes that start a server and stay its parent, carrying its command line in theirs
+#: (`srun ... python -m sglang.launch_server`, `bash -c "..."`): never the server itself
+LAUNCHERS = frozenset({"srun", "salloc", "sbatch", "mpirun", "mpiexec", "timeout", "sh", "bash",
+                       "dash", "zsh"})
+
+
 def classify(args: str) -> tuple[str, str | None] | None:
     """(kind, rank) of a process from its ps args, or None when it is not SGLang's."""
+    first = args.split(maxsplit=1)[0] if args.strip() else ""
+    if first.rsplit("/", 1)[-1] in LAUNCHERS:
+        return None
     m = TITLE.match(args)
     if m:
         name = m.group(1)

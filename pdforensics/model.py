@@ -42,6 +42,19 @@ class ServiceSpec:
 
 
 @dataclass(frozen=True)
+class SlurmTarget:
+    """A host reached inside a Slurm job (pdforensics.slurm): its job, its node, the Pyxis
+    container its steps run in, and the job's log files found for that node."""
+
+    job_id: str
+    node: str
+    container: str | None = None
+    worker_logs: tuple[tuple[str, str], ...] = ()  # (role, path) from {node}_{role}_w{n} files
+    job_log: str | None = None  # the job's StdOut (or StdErr) file
+    via_ssh: bool = False  # reach the node over SSH instead of srun (--slurm-ssh)
+
+
+@dataclass(frozen=True)
 class HostSpec:
     """One host of the cluster as the cluster file or the command line gives it."""
 
@@ -57,6 +70,7 @@ class HostSpec:
     nvidia_smi: str = "nvidia-smi"
     simulated_gpu: bool = False
     py_spy: str = "py-spy"
+    slurm: SlurmTarget | None = None  # run every command through `srun --overlap` into a job
 
     @property
     def is_local(self) -> bool:

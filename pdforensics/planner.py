@@ -184,6 +184,12 @@ class HostPlanner:
         listening = parse_listening(self._listen_text or "")
         self.discovery = d = discover(table, self.host.services, _listen_pids(listening), now=now,
                                       listen_addresses=_listen_addresses(listening))
+        if self.host.slurm is not None:  # worker logs of a Slurm job (pdforensics.slurm.logs)
+            from pdforensics.slurm.logs import attach_logs
+
+            self.discovery, said = attach_logs(self.host, d)
+            d = self.discovery
+            self.notes += said
         self.discovered_at = now
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (

@@ -10,7 +10,8 @@ want_tests=0
 # Debian packages: sshd for the lab's loopback hosts, sudo for the non-root login,
 # curl/ss/ps for the collectors; chromium and prometheus for the report and watch tests.
 pkgs=(openssh-server openssh-client sudo curl iproute2 procps)
-[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus)
+# slurm-wlm and munge: a real single-node Slurm for the Slurm tests (tests/support/slurm.py).
+[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus slurm-wlm munge)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

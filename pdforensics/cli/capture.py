@@ -11,6 +11,7 @@ import click
 
 from pdforensics.cli.errors import handles_errors
 from pdforensics.cli.options import DURATION, cluster_help, fail_on_option, fails, quiet_option
+from pdforensics.cli.slurm import apply_slurm, slurm_options
 from pdforensics.errors import ExitStatus
 
 
@@ -50,6 +51,7 @@ from pdforensics.errors import ExitStatus
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
+@slurm_options
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
@@ -57,7 +59,8 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
             no_probes: bool, archive: bool, as_json: bool, markdown_file: str | None, quiet: bool, fail_on: str | None,
             prometheus: str | None,
             history: float, with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
-            keep_env: tuple[str, ...]) -> None:
+            keep_env: tuple[str, ...], slurm_job: str | None = None, slurm_container: str | None = None,
+            slurm_ssh: bool | None = None) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (a host unreachable, a collector timed out or could
@@ -67,7 +70,8 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     from pdforensics.capture import CaptureOptions, run_capture
     from pdforensics.planner import PlanOptions
 
-    cluster = resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo)
+    cluster = apply_slurm(resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo),
+                          slurm_job, slurm_container, slurm_ssh, hosts)
     options = CaptureOptions(
         out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,

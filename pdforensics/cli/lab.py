@@ -32,12 +32,22 @@ def _lab_dir(path: str | None) -> Path:
               help="Ranks keep their python command lines (no sglang::scheduler_* titles).")
 @click.option("--router", "router", default="smg", show_default=True, type=click.Choice(("smg", "standin")),
               help="smg: the real SGLang model gateway; standin: the old `sglang_router` command line.")
+@click.option("--slurm", is_flag=True, help="Run the servers as a Slurm batch job, one srun step per "
+                                            "worker (on the Slurm that SLURM_CONF names; docs/slurm.md).")
 @handles_errors
 def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
-           no_titles: bool, router: str) -> None:
+           no_titles: bool, router: str, slurm: bool = False) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
     from pdforensics.lab import lab_up as up
 
+    if slurm:
+        from pdforensics.lab.slurm_job import slurm_lab_up
+
+        job = slurm_lab_up(_lab_dir(lab_dir), fault=fault, base_port=base_port)
+        click.echo(f"lab up in {job.dir} with fault {fault}: slurm job {job.job_id} on {job.node}, "
+                   f"worker logs in {job.out_dir}")
+        click.echo(f"capture it:   pdforensics capture --slurm-job {job.job_id}")
+        return
     info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, sudo_user=sudo_user,
               titles=not no_titles, router=router)
     click.echo(f"lab up in {info.dir} with fault {info.fault}")
@@ -49,8 +59,8 @@ def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, su
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @handles_errors
 def lab_down(lab_dir: str | None) -> None:
-    """Stop every process of the lab."""
-    from pdforensics.lab import lab_down as down
+    """Stop every process of the lab (and cancel its Slurm job, if it runs as one)."""
+    from pdforensics.lab.slurm_job import slurm_lab_down as down
 
     down(_lab_dir(lab_dir))
     click.echo("lab down")

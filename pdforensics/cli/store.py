@@ -12,6 +12,7 @@ import click
 
 from pdforensics.cli.errors import handles_errors
 from pdforensics.cli.options import CLUSTER_ENV, DURATION, cluster_help, configured_cluster_file, fail_on_option
+from pdforensics.cli.slurm import apply_slurm, slurm_options
 from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
 
@@ -75,11 +76,13 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @click.option("--doctor", "with_doctor", is_flag=True,
               help="Also run `doctor`'s checks; kept with the snapshot, so `diff` shows readiness getting worse.")
+@slurm_options
 @handles_errors
 def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probes: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
              verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...],
-             with_doctor: bool) -> None:
+             with_doctor: bool, slurm_job: str | None = None, slurm_container: str | None = None,
+             slurm_ssh: bool | None = None) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
     Silent while HEALTHY (or -v); one line when not. Exit codes: 0 the snapshot was taken
@@ -93,7 +96,7 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     from pdforensics.snapshot import SnapshotOptions, take_snapshot
     from pdforensics.store.retention import RetentionPolicy
 
-    cluster = _cluster(cluster_file) or local_cluster()
+    cluster = apply_slurm(_cluster(cluster_file) or local_cluster(), slurm_job, slurm_container, slurm_ssh)
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
     options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks, probes=not no_probes,
                               deadline_s=deadline, retention=policy, keep_env=keep_env,

@@ -10,10 +10,14 @@ __all__ = ["LocalTransport", "SshTransport", "Transport", "remote_argv", "open_t
 
 
 def open_transport(host: object, accept_new_host_keys: bool = False) -> Transport:
-    """The transport for a host: local subprocesses or one SSH connection."""
+    """The transport for a host: srun into a Slurm job, local subprocesses or one SSH connection."""
     from pdforensics.model import HostSpec
 
     assert isinstance(host, HostSpec)
+    if host.slurm is not None and not host.slurm.via_ssh:
+        from pdforensics.transport.slurm import SlurmTransport
+
+        return SlurmTransport(host)
     if host.is_local:
         return LocalTransport(host)
     return SshTransport(host, accept_new_host_keys=accept_new_host_keys)

@@ -26,7 +26,10 @@ def security_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     info = lab_up(lab_dir, fault="healthy", ssh=True, base_port=BASE_PORT,
                   secret_env={**ps.ENV_BY_NAME, **ps.ENV_BY_SHAPE, **ps.ENV_PLAIN, **ps.ENV_KEPT},
                   extra_args={role: list(ps.FLAGS) for role in ("prefill", "decode", "router")},
-                  secret_log=ps.LOG_LINES, secret_labels=ps.LABELS)
+                  secret_log=ps.LOG_LINES, secret_labels=ps.LABELS,
+                  # the stand-in router: its command line and environment carry the planted
+                  # flags and env vars (smg rejects unknown flags and its title hides both)
+                  router="standin")
     try:
         yield info.cluster_file
     finally:

@@ -171,7 +171,8 @@ class BundleWriter:
                 self.write_errors.append(msg)
         entry = ResultEntry(
             host=result.host, source=result.source, key=key,
-            argv=None if url else argv, url=url, exit_status=result.exit_status,
+            argv=None if url and argv[:1] == ("GET",) else argv,  # a command (curl) that ran is kept
+            url=url, exit_status=result.exit_status,
             duration_s=round(result.duration_s, 4), started_at=result.started_at,
             timed_out=result.timed_out, truncated=result.truncated, bytes=len(data),
             sha256=digest, path=path, error=error, stderr=stderr[-4000:],

@@ -19,6 +19,7 @@ from pdforensics.collectors import REGISTRY
 from pdforensics.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.journal import SignatureHit
+from pdforensics.parsers.k8s import PodEvent, PodFacts
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
 from pdforensics.parsers.ss import SocketTable
@@ -129,6 +130,9 @@ class HostView:
     nvml: NvmlReport | None = None
     nvlink: tuple[NvlinkGpu, ...] = ()  # nvidia-smi nvlink -e: error counters per link
     row_remap: tuple[RowRemap, ...] = ()  # nvidia-smi -q -d ROW_REMAPPER
+    k8s_pod: PodFacts | None = None  # kubectl get pod: restarts, probes, node, group
+    k8s_events: tuple[PodEvent, ...] = ()  # kubectl get events of the pod
+    k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
 
 
 @dataclass(frozen=True)

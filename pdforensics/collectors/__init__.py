@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors import gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import gpu, http, k8s, logs, proc, pyspy, sockets, systemd, versions
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
-__all__ = ["REGISTRY", "Job", "Source", "Target", "gpu", "http", "logs", "proc", "pyspy",
+__all__ = ["REGISTRY", "Job", "Source", "Target", "gpu", "http", "k8s", "logs", "proc", "pyspy",
            "sockets", "systemd", "versions"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
     gpus,
+    k8s,
     logs,
     pd_config,
     pd_queues,

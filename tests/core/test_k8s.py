@@ -153,3 +153,31 @@ def test_rules_on_pod_facts(tmp_path: Path) -> None:
     assert "restarted 3 time(s)" in restarted.title and "Error (exit 1)" in restarted.title
     assert "failed liveness probe" in found["K8S_POD_EVENTS"].title
     assert "LeaderWorkerSet sglang" in found["K8S_GROUP_RECREATE_RISK"].title
+
+
+def test_exec_streams_are_bounded_per_node(standin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from pdforensics.transport import kubectl
+
+    monkeypatch.setattr(kubectl, "PER_NODE_EXECS", 1)
+    monkeypatch.setattr(kubectl, "GATES", kubectl._Gates())
+    pods = [PodTarget("inference", "sglang-pd-prefill-0", "prefill", node="gpu-node-1"),
+            PodTarget("inference", "llama-70b-decoder-5c7cbd94ff-crxrp", "ome-container", node="gpu-node-2")]
+    transports = [KubectlTransport(HostSpec(name=f"h{i}", address=t.address())) for i, t in enumerate(pods)]
+    spans: dict[str, list[tuple[float, float]]] = {"gpu-node-1": [], "gpu-node-2": []}
+
+    def one(t: KubectlTransport) -> None:
+        t0 = time.monotonic()
+        assert t.run("ps", remote_argv(("sleep", "0.4"), 5), 5, 64).ok
+        spans[t.target.node or "?"].append((t0, time.monotonic()))
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in transports for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for node, got in spans.items():
+        (_, end_a), (_, end_b) = sorted(got, key=lambda s: s[1])
+        assert end_b - end_a >= 0.35, f"{node}: two execs overlapped"  # one at a time per node

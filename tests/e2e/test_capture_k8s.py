@@ -101,3 +101,19 @@ def test_exec_failure_is_a_gap_with_the_reason(lab: LabInfo, tmp_path: Path) -> 
     decode = next(h for h in doc["hosts"] if h["name"] == lab.host("decode").name)
     assert not decode["reachable"] and why in decode["error"]
     assert any(r.endswith("unreachable") for r in doc["partial_reasons"])
+
+
+def test_debug_container_runs_py_spy_and_is_recorded(lab: LabInfo, tmp_path: Path) -> None:
+    fixture = write_fixture(lab, tmp_path / "pods.json")
+    code, doc = _capture(["--k8s", "-n", NAMESPACE, "--k8s-debug", "--k8s-debug-image", "pyspy:test",
+                          "-o", str(tmp_path / "out")], env=standin_env(fixture))
+    manifest = _manifest(doc)
+    debug = manifest["k8s"]["debug"]
+    assert debug["asked"] and not debug["removable"] and len(debug["argv"]) == 3
+    assert all("--profile=sysadmin" in a and "--image=pyspy:test" in a for a in debug["argv"])
+    names = {p["debug_container"] for p in manifest["k8s"]["pods"]}
+    assert len(names) == 1 and None not in names
+    spies = [r for r in manifest["results"] if r["source"] == "pyspy"]
+    assert spies and all(r["argv"][r["argv"].index("-c") + 1] in names for r in spies)
+    assert any(r["exit_status"] == 0 for r in spies)
+    assert any(f["key"] == "K8S_DEBUG_CONTAINER_ADDED" for f in doc["findings"])

@@ -181,3 +181,18 @@ def test_exec_streams_are_bounded_per_node(standin: Path, monkeypatch: pytest.Mo
     for node, got in spans.items():
         (_, end_a), (_, end_b) = sorted(got, key=lambda s: s[1])
         assert end_b - end_a >= 0.35, f"{node}: two execs overlapped"  # one at a time per node
+
+
+def test_report_shows_the_pods(tmp_path: Path) -> None:
+    from pdforensics.report.page import render
+
+    b = BundleBuilder(tmp_path)
+    b.add(host="sglang-0", role="decode", port=8000)
+    b.host_outputs[("sglang-0", "k8s_pod")] = ((DATA / "k8s_pod_lws_sglang.json").read_text(), "json")
+    b.host_outputs[("sglang-0", "k8s_events")] = ((DATA / "k8s_events_probe_failures.json").read_text(), "json")
+    cap = load_capture(b.write())
+    html = render(cap, analyze(cap))
+    row = html.split("<h3>Pods</h3>", 1)[1].split("</table>", 1)[0]
+    for text in ("default/sglang-0", "gpu-node-7", "LeaderWorkerSet sglang [0]", "Error exit 1",
+                 "liveness http /health (200x30s)", '<td class="num">3</td>'):
+        assert text in row, text

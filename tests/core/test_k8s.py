@@ -196,3 +196,18 @@ def test_report_shows_the_pods(tmp_path: Path) -> None:
     for text in ("default/sglang-0", "gpu-node-7", "LeaderWorkerSet sglang [0]", "Error exit 1",
                  "liveness http /health (200x30s)", '<td class="num">3</td>'):
         assert text in row, text
+
+
+def test_cli_k8s_options_need_k8s_and_a_failed_listing_is_one_error_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from pdforensics.cli import main
+
+    monkeypatch.delenv("PDFORENSICS_CLUSTER", raising=False)
+    res = CliRunner().invoke(main, ["capture", "--local", "-n", "inference", "-o", str(tmp_path)])
+    assert res.exit_code == 2 and "need --k8s" in res.output
+    monkeypatch.setenv("PDFORENSICS_KUBECTL", "/bin/false")
+    res = CliRunner().invoke(main, ["capture", "--k8s", "-n", "inference", "-o", str(tmp_path)])
+    assert res.exit_code == 1 and "kubectl could not list pods" in res.output
+    assert "Traceback" not in res.output

@@ -130,6 +130,8 @@ class HostRun:
             budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
             self.transport.connect(max(1.0, budget))
             self.reachable = True
+            if (probe := getattr(self.transport, "connect_result", None)) is not None:
+                self.writer.add(probe, key="connect")  # a kubectl exec probe: its argv is kept
             self._probe_banner()
         except PdforensicsError as exc:
             self.error = str(exc)
@@ -137,7 +139,8 @@ class HostRun:
             self.error = f"{self.host.name}: connection failed: {type(exc).__name__}: {exc}"
         if self.error:
             self.writer.add(CommandResult(
-                host=self.host.name, source="connect", argv=_connect_argv(self.host),
+                host=self.host.name, source="connect",
+                argv=getattr(self.transport, "connect_argv", None) or _connect_argv(self.host),
                 exit_status=None, stdout=b"", stderr="", duration_s=time.time() - t0,
                 started_at=t0, error=self.error), key="connect")
             self._say("unreachable: " + self.error)

@@ -42,8 +42,9 @@ def cluster_from_dict(data: dict[str, Any], base: Path, origin: str = "cluster")
         raise ConfigError(f"{origin}: [cluster] must be a table")
     check_keys(cluster, CLUSTER_KEYS, f"{origin}: [cluster]")
     hosts_raw = data.get("hosts", [])
-    if not isinstance(hosts_raw, list) or (not hosts_raw and "slurm_job" not in cluster):
-        raise ConfigError(f"{origin}: at least one [[hosts]] entry is needed")
+    k8s = data.get("k8s")  # [k8s]: pods are the hosts (pdforensics/k8s/settings.py checks it)
+    if not isinstance(hosts_raw, list) or not (hosts_raw or k8s is not None or "slurm_job" in cluster):
+        raise ConfigError(f"{origin}: at least one [[hosts]] entry (or a [k8s] table, or slurm_job) is needed")
     hosts = tuple(_host(h, i, base, origin) for i, h in enumerate(hosts_raw))
     names = [h.name for h in hosts]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -55,7 +56,8 @@ def cluster_from_dict(data: dict[str, Any], base: Path, origin: str = "cluster")
         hosts=hosts,
         store=str((base / store).resolve()) if isinstance(store, str) else None,
         accept_new_host_keys=bool(cluster.get("accept_new_host_keys", False)),
-        extra={k: v for k, v in cluster.items() if k not in {"name", "store"}},
+        extra={**{k: v for k, v in cluster.items() if k not in {"name", "store"}},
+               **({"k8s": k8s} if k8s is not None else {})},
     )
 
 

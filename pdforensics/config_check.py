@@ -10,7 +10,7 @@ from typing import Any
 
 from pdforensics.errors import ConfigError
 
-TOP_KEYS = frozenset({"cluster", "hosts"})
+TOP_KEYS = frozenset({"cluster", "hosts", "k8s"})
 CLUSTER_KEYS = frozenset({"name", "store", "accept_new_host_keys", "keep_last", "keep_days",
                           "slurm_job", "slurm_container", "slurm_ssh"})
 HOST_KEYS = frozenset({"name", "address", "port", "user", "identity", "known_hosts", "sudo",

@@ -21,6 +21,7 @@ from pdforensics.hostclock import on_capture_clock
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
+from pdforensics.parsers.k8s import PodEvent, PodFacts
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
 from pdforensics.parsers.requests import RequestLog
@@ -138,6 +139,9 @@ class HostView:
     row_remap: tuple[RowRemap, ...] = ()  # nvidia-smi -q -d ROW_REMAPPER
     clock_offset_s: float | None = None  # the host's clock minus ours, at capture time
     # (the times this host wrote -- unit, log and Xid times -- are already corrected by it)
+    k8s_pod: PodFacts | None = None  # kubectl get pod: restarts, probes, node, group
+    k8s_events: tuple[PodEvent, ...] = ()  # kubectl get events of the pod
+    k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,15 @@ from pdforensics.errors import ExitStatus
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @slurm_options
+@click.option("--k8s", "use_k8s", is_flag=True,
+              help="Capture SGLang pods through your kubectl and kubeconfig (docs/kubernetes.md).")
+@click.option("-n", "--namespace", help="--k8s: the pods' namespace (default: the context's).")
+@click.option("-l", "--selector", help="--k8s: label selector, or a preset: lws, rbg, ome, gateway-pd.")
+@click.option("--context", help="--k8s: kubeconfig context.")
+@click.option("--k8s-debug", is_flag=True,
+              help="--k8s: add an ephemeral debug container per pod for py-spy (changes the pod; "
+                   "it cannot be removed, it exits after the deadline).")
+@click.option("--k8s-debug-image", help="--k8s-debug: image with py-spy (default python:3.12-slim).")
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
@@ -60,7 +69,9 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
             prometheus: str | None,
             history: float, with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
             keep_env: tuple[str, ...], slurm_job: str | None = None, slurm_container: str | None = None,
-            slurm_ssh: bool | None = None) -> None:
+            slurm_ssh: bool | None = None, use_k8s: bool = False, namespace: str | None = None,
+            selector: str | None = None, context: str | None = None, k8s_debug: bool = False,
+            k8s_debug_image: str | None = None) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
     Exit codes: 0 complete, 3 partial (a host unreachable, a collector timed out or could
@@ -68,10 +79,17 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     1 error, 2 usage or cluster-file error, 130 interrupted (the partial bundle is still written).
     """
     from pdforensics.capture import CaptureOptions, run_capture
+    from pdforensics.cli.options import configured_cluster_file
+    from pdforensics.k8s.options import k8s_capture
     from pdforensics.planner import PlanOptions
 
     cluster = apply_slurm(resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo),
                           slurm_job, slurm_container, slurm_ssh, hosts)
+    from_file = not hosts and not local and configured_cluster_file(cluster_file) is not None
+    k8s = k8s_capture(cluster, from_file, use_k8s, namespace, selector, context, k8s_debug,
+                      k8s_debug_image, deadline)
+    if k8s is not None:
+        cluster = k8s.cluster
     options = CaptureOptions(
         out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
@@ -94,7 +112,9 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         outcome = run_capture(cluster, options, progress=progress, redactor=NoRedactor() if no_redact
                               else Redactor(allow=Allowlist.with_extra(keep_env)),
                               sidecars=[*sidecars_for(prometheus, history),
-                                        *client_dump_sidecars(client_dumps)])
+                                        *client_dump_sidecars(client_dumps),
+                                        *([k8s.sidecar] if k8s else [])],
+                              extra_manifest={"k8s": k8s.manifest} if k8s else None)
     finally:
         if progress is not None:
             progress.close()

@@ -6,6 +6,7 @@ from pdforensics.collectors import (
     clock,
     gpu,
     http,
+    k8s,
     logs,
     proc,
     pyspy,
@@ -16,5 +17,6 @@ from pdforensics.collectors import (
 )
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
-__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "logs", "proc", "pyspy", "router",
+__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "k8s", "logs", "proc", "pyspy",
+           "router",
            "sockets", "systemd", "versions"]

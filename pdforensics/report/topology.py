@@ -12,6 +12,7 @@ from pdforensics.analysis.router_view import router_in_flight, worker_breakers
 from pdforensics.loaded import HostView, LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, host_id, num, service_id
+from pdforensics.report.pods import PodRow, pod_rows
 
 # (label, metric) shown per role, in order
 QUEUES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -47,6 +48,7 @@ class NodeView:
 class TopologyView:
     nodes: tuple[NodeView, ...]
     diagram: Markup
+    pods: tuple[PodRow, ...] = ()  # capture --k8s: the pods behind the hosts (report/pods.py)
 
 
 def last_value(s: ServiceView, metric: str) -> float | None:
@@ -149,7 +151,7 @@ def build_topology(capture: LoadedCapture) -> tuple[TopologyView, list[str]]:
         nodes.extend(_node(h, s) for s in h.services)
     if not nodes:
         missing.append("no hosts or services in this capture")
-    return TopologyView(tuple(nodes), diagram(nodes)), missing
+    return TopologyView(tuple(nodes), diagram(nodes), pod_rows(capture)), missing
 
 
 _W, _H, _GAP_X, _GAP_Y, _PAD = 270.0, 134.0, 70.0, 18.0, 16.0

@@ -10,7 +10,8 @@ __all__ = ["LocalTransport", "SshTransport", "Transport", "remote_argv", "open_t
 
 
 def open_transport(host: object, accept_new_host_keys: bool = False) -> Transport:
-    """The transport for a host: srun into a Slurm job, local subprocesses or one SSH connection."""
+    """The transport for a host: srun into a Slurm job, local subprocesses, `kubectl exec` into
+    a pod, or one SSH connection."""
     from pdforensics.model import HostSpec
 
     assert isinstance(host, HostSpec)
@@ -20,4 +21,8 @@ def open_transport(host: object, accept_new_host_keys: bool = False) -> Transpor
         return SlurmTransport(host)
     if host.is_local:
         return LocalTransport(host)
+    if host.address.startswith("k8s://"):
+        from pdforensics.transport.kubectl import KubectlTransport
+
+        return KubectlTransport(host)
     return SshTransport(host, accept_new_host_keys=accept_new_host_keys)

@@ -6,6 +6,7 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     client,
     clock,
     gpus,
+    k8s,
     logs,
     pd_config,
     pd_queues,

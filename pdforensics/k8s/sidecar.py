@@ -1,0 +1,70 @@
+"""Pod facts beside the capture: the pod object, its events and its server's log, read by
+kubectl on this machine (never inside the pod), each result with its kubectl argv."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from pdforensics.bundle import BundleWriter
+from pdforensics.capture import Sidecar
+from pdforensics.collectors.base import Source, Target
+from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD
+from pdforensics.discovery import Service
+from pdforensics.model import CommandResult
+from pdforensics.planner import target_json
+
+from .discover import PodHost, run_kubectl
+from .podjson import scrub_pod_json
+
+WORKERS = 4
+MARGIN_S = 3.0
+
+
+def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult] = ()) -> Sidecar:
+    """A sidecar that writes the kubectl results taken before the capture (discovery, debug
+    containers) and then reads each pod's facts, events and log within the deadline."""
+
+    def run(writer: BundleWriter, deadline: float) -> None:
+        for i, result in enumerate(recorded):
+            data = scrub_pod_json(result.stdout, writer.redactor) if result.source == "k8s_pods" \
+                else result.stdout
+            ext = "json" if result.source == "k8s_pods" else "txt"
+            writer.add(_with_stdout(result, data), key=f"{result.source}.{i}", extension=ext)
+        jobs = [(ph, src, tgt) for ph in hosts for src, tgt in _sources(ph)]
+        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="k8s-facts") as pool:
+            for _ in pool.map(lambda j: _one(writer, deadline, *j), jobs):
+                pass
+
+    return run
+
+
+def _sources(ph: PodHost) -> list[tuple[Source, Target]]:
+    out: list[tuple[Source, Target]] = [(K8S_POD, Target()), (K8S_EVENTS, Target())]
+    for spec in ph.host.services:
+        svc = Service(role=spec.role, kind="router" if spec.role == "router" else "server",
+                      port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
+                      metrics_port=spec.metrics_port, unit=None, log_file=None, declared=True)
+        out.append((K8S_LOGS, Target(service=svc)))
+    return out
+
+
+def _one(writer: BundleWriter, deadline: float, ph: PodHost, src: Source, target: Target) -> None:
+    left = deadline - time.monotonic() - MARGIN_S
+    key = f"{src.name}.{target.label}" if target.label else src.name
+    argv = src.build(ph.host, target)
+    if left < 1.0:
+        result = CommandResult(host=ph.host.name, source=src.name, argv=argv, exit_status=None,
+                               stdout=b"", stderr="", duration_s=0.0, started_at=time.time(),
+                               error="not run: deadline reached")
+    else:
+        result = run_kubectl(src.name, argv, min(src.timeout_s, left), src.max_bytes,
+                             host=ph.host.name)
+        if src is K8S_POD:
+            result = _with_stdout(result, scrub_pod_json(result.stdout, writer.redactor))
+    writer.add(result, key=key, extension=src.extension, target=target_json(target) or None)
+
+
+def _with_stdout(result: CommandResult, data: bytes) -> CommandResult:
+    return CommandResult(**{**result.__dict__, "stdout": data})

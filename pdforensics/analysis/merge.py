@@ -72,18 +72,23 @@ def merge_queue_findings(findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
-#: finding key -> the more specific key that absorbs it when both are about one service
-FOLD_INTO: dict[str, str] = {"SCHEDULER_PROBE_HANG": "SCHEDULER_ENDPOINT_HANG"}
+#: finding key -> the more specific keys that absorb it when about the same service (a rank
+#: outlier only when critical: an odd rank of a server that progresses explains no hang)
+FOLD_INTO: dict[str, tuple[str, ...]] = {
+    "SCHEDULER_PROBE_HANG": ("SCHEDULER_ENDPOINT_HANG", "RANK_OUTLIER"),
+}
 
 
 def fold_same_subject(findings: Sequence[Finding]) -> list[Finding]:
-    """A probe hang beside /server_info's hang on one server is one blocked scheduler: the
-    endpoint finding takes the probe's evidence and lists its key in ``merged``."""
+    """A probe hang beside /server_info's hang, or beside a rank stuck apart from its peers,
+    on one server is one blocked scheduler: the more specific finding takes the probe's
+    evidence and lists its key in ``merged``."""
     out: list[Finding] = list(findings)
     for f in findings:
-        target = FOLD_INTO.get(f.key)
-        j = next((k for k, g in enumerate(out) if target is not None and f.subject is not None
-                  and g.key == target and g.subject == f.subject), None)
+        targets = FOLD_INTO.get(f.key, ())
+        j = next((k for k, g in enumerate(out) if f.subject is not None and g.key in targets
+                  and g.subject == f.subject
+                  and (g.key != "RANK_OUTLIER" or g.severity == "critical")), None)
         if j is None:
             continue
         g = out[j]

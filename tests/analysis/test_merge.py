@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 from pdforensics.analysis.engine import analysis_json, analyze, format_analysis_text
+from pdforensics.analysis.findings import Finding
+from pdforensics.analysis.merge import merge_findings
 from pdforensics.analysis.result_json import analysis_from_json
 from pdforensics.loaded import load_capture
 
@@ -116,3 +118,19 @@ def test_signatures_matching_one_log_line_are_one_piece_of_evidence(builder: Any
     keys = ("KV_WAITING_TIMEOUT", "DECODE_TRANSFER_FAILED", "KV_TRANSFER_ERROR")
     assert all(text.count(k) == 1 for k in keys), text  # every signature of the line, once
     assert all(k in sig.title for k in keys) and "x4" in sig.title, sig.title
+
+
+def test_a_probe_hang_folds_into_a_critical_rank_outlier_of_the_same_server() -> None:
+    probe = Finding("SCHEDULER_PROBE_HANG", "critical", "probe hangs", ("probe timed out",), "dump",
+                    section="scheduler", subject="decode.30001")
+    stuck = Finding("RANK_OUTLIER", "critical", "rank TP1 stuck", ("TP1 in broadcast",), "look",
+                    section="ranks", subject="decode.30001")
+    merged = merge_findings([probe, stuck])
+    assert [f.key for f in merged] == ["RANK_OUTLIER"]
+    assert merged[0].merged == ("SCHEDULER_PROBE_HANG",) and "probe timed out" in merged[0].evidence
+    info = Finding("RANK_OUTLIER", "info", "odd rank", ("TP1 elsewhere",), "look",
+                   section="ranks", subject="decode.30001")
+    assert {f.key for f in merge_findings([probe, info])} == {"SCHEDULER_PROBE_HANG", "RANK_OUTLIER"}
+    other = Finding("RANK_OUTLIER", "critical", "rank stuck", ("x",), "look",
+                    section="ranks", subject="prefill.30000")
+    assert {f.key for f in merge_findings([probe, other])} == {"SCHEDULER_PROBE_HANG", "RANK_OUTLIER"}

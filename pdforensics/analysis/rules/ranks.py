@@ -162,6 +162,7 @@ def _outlier(ctx: Context, svc: ServiceView,
         "RANK_OUTLIER", severity, title, tuple(ev), step,
         section="ranks", wedge=critical and state == "frozen",
         rank=14 if critical and cls in CAUSE_CLASSES else None,  # one odd rank explains most
+        subject=svc.label,
     )
 
 

@@ -11,7 +11,7 @@ want_tests=0
 # curl/ss/ps for the collectors; chromium and prometheus for the report and watch tests.
 pkgs=(openssh-server openssh-client sudo curl iproute2 procps)
 # slurm-wlm and munge: a real single-node Slurm for the Slurm tests (tests/support/slurm.py).
-[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus slurm-wlm munge)
+[ "$want_tests" = 1 ] && pkgs+=(chromium prometheus slurm-wlm munge faketime)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

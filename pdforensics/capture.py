@@ -19,6 +19,7 @@ from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.planner import HostPlanner, PlanOptions, target_json
 from pdforensics.readings import BackgroundParser
 from pdforensics.redact import Redactor
+from pdforensics.request_log import restore_all
 from pdforensics.transport import open_transport
 from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
 from pdforensics.transport.base import Transport
@@ -71,6 +72,8 @@ class CaptureOutcome:
     hosts: tuple[HostOutcome, ...]
     entries: tuple[ResultEntry, ...]
     duration_s: float
+    # --request-log: servers whose request logging could not be put back (an error)
+    request_log_left_on: tuple[str, ...] = ()
 
     @property
     def gaps(self) -> list[ResultEntry]:
@@ -91,6 +94,7 @@ class HostRun:
         self.stop = stop
         self.progress = progress
         self.planner = HostPlanner(host, options.plan)
+        self.planner.request_log.deadline = deadline
         self.transport: Transport | None = None
         self.error: str | None = None
         self.reachable = False
@@ -207,19 +211,10 @@ class HostRun:
             timeout = max(1.0, min(job.source.timeout_s, remaining))
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
-            result = self._fetch(job, timeout) if job.url else None
-            if result is None:
-                result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
-                                                         job.source.max_bytes), self.banner)
-            if result.error == "connection lost":
-                self.lost = True
+            result = self._execute(job, timeout)
             if self._retry(job, result):
                 continue
-            if result.exit_status in job.source.timeout_exits and not result.timed_out:
-                result = _replace(result, timed_out=True)
-            entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                                    environ=job.source.redact_environ, target=target_json(job.target))
-            self.parser.submit(entry)
+            result = self._record(job, result)
             try:
                 follow = self.planner.on_result(job, result)
             except PdforensicsError as exc:
@@ -239,12 +234,58 @@ class HostRun:
                 self._cond.notify_all()
             self._tick(job)
 
+    def _execute(self, job: Job, timeout: float) -> CommandResult:
+        """Run one job: an endpoint through the connection when it can, else its command."""
+        assert self.transport is not None
+        result = self._fetch(job, timeout) if job.url else None
+        if result is None:
+            result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
+                                                     job.source.max_bytes), self.banner)
+        if result.error == "connection lost":
+            self.lost = True
+        return result
+
+    def _record(self, job: Job, result: CommandResult) -> CommandResult:
+        """Write a result's row and output; hand it to the background parser."""
+        if result.exit_status in job.source.timeout_exits and not result.timed_out:
+            result = _replace(result, timed_out=True)
+        sent = {"sent": job.body.decode("utf-8", "replace")} if job.body is not None else {}
+        entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                                environ=job.source.redact_environ,
+                                target=target_json(job.target) | sent)
+        self.parser.submit(entry)
+        return result
+
+    # -- the capture's finally (request_log.restore_all) ----------------------------------
+    def pending_keys(self) -> set[str]:
+        with self._cond:
+            return {j.key for j in self._pending}
+
+    def take_pending(self, wanted: Callable[[Job], bool]) -> list[Job]:
+        with self._cond:
+            taken = [j for j in self._pending if wanted(j)]
+            self._pending = [j for j in self._pending if not wanted(j)]
+            return taken
+
+    def add_pending(self, jobs: list[Job]) -> None:
+        with self._cond:
+            self._pending.extend(jobs)
+
+    def run_now(self, job: Job) -> None:
+        """Run one job on the calling thread, after the stop (a restore that must happen)."""
+        if self.transport is None:
+            return
+        result = self._record(job, self._execute(job, job.source.timeout_s))
+        self.add_pending(self.planner.on_result(job, result))
+
     def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
         """An endpoint through the SSH connection itself (no curl process on the host), within
         curl's --max-time; None when the transport cannot, and the curl command runs instead."""
         assert self.transport is not None and job.url is not None
-        result = self.transport.fetch(job.source.name, job.url, max(1.0, timeout - 2.0),
-                                      job.source.max_bytes)
+        wait = max(1.0, timeout - 2.0)
+        result = (self.transport.fetch(job.source.name, job.url, wait, job.source.max_bytes)
+                  if job.body is None else
+                  self.transport.fetch(job.source.name, job.url, wait, job.source.max_bytes, body=job.body))
         if result is None and self.transport.forwarding_refused \
                 and not self._said_curl:
             self._said_curl = True
@@ -351,7 +392,10 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
             interrupted = signal.SIGINT
         except _Terminated as exc:
             interrupted = exc.signum
-    stop.set()
+        finally:  # --request-log: what the capture switched on is put back, whatever happened
+            stop.set()
+            late = restore_all(runs)
+    interrupted = interrupted if interrupted is not None else late
     for run in runs:
         run.close()
     for run in runs:
@@ -392,6 +436,9 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
                                  run.jobs_run, len(not_run), disc))
     from pdforensics.completeness import NOTHING_COLLECTED, collection_reasons
 
+    left_on = [line for r in runs for line in r.planner.request_log.left_on()]
+    reasons += [*(f"{line.split(';')[0]}" for line in left_on),
+                *(g for r in runs for g in r.planner.request_log.gaps())]
     cut_off = [r.host.name for r in runs if r.error or r.lost]
     reasons += collection_reasons(writer.entries(), writer.tmp, unreachable=cut_off)
     if runs and all(r.error for r in runs):
@@ -415,14 +462,19 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "interrupted": interrupted is not None,
         **(extra_manifest or {}),
     }
+    if options.plan.request_log_s:
+        manifest["options"]["request_log_s"] = options.plan.request_log_s
+        manifest["request_log"] = {"servers": [row for r in runs for row in r.planner.request_log.rows()],
+                                   "left_on": left_on}
     parser.finish(rewritten)
     bundle = writer.finalise(manifest, archive=options.archive)
     outcome = CaptureOutcome(bundle=bundle, status=str(manifest["status"]),
                              partial_reasons=tuple(manifest["partial_reasons"]),
                              hosts=tuple(hosts), entries=tuple(writer.entries()),
-                             duration_s=time.monotonic() - t0)
+                             duration_s=time.monotonic() - t0,
+                             request_log_left_on=tuple(left_on))
     if interrupted is not None:
-        raise Interrupted(interrupted, str(bundle))
+        raise Interrupted(interrupted, str(bundle), detail="; ".join(left_on) or None)
     return outcome
 
 
@@ -431,6 +483,7 @@ def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
 
     return {"bundle": str(outcome.bundle), "status": outcome.status,
             "partial_reasons": list(outcome.partial_reasons),
+            "request_log_left_on": list(outcome.request_log_left_on),
             "hosts": [asdict(h) | {"discovery": None} for h in outcome.hosts],
             "gaps": [_gap(e) for e in outcome.gaps if not is_expected_absence(e, outcome.bundle)],
             "expected_absent": [f"{e.host} {e.key}" for e in outcome.gaps

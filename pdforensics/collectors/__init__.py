@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, sockets, systemd, versions
+from pdforensics.collectors import clock, gpu, http, logs, proc, pyspy, request_log, sockets, systemd, versions
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
 __all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "logs", "proc", "pyspy",
-           "sockets", "systemd", "versions"]
+           "request_log", "sockets", "systemd", "versions"]

@@ -82,6 +82,7 @@ class Job:
     argv: tuple[str, ...]
     not_before: float = 0.0
     url: str | None = None
+    body: bytes | None = None  # what a POST sends (JSON), e.g. /configure_logging
 
     @property
     def key(self) -> str:

@@ -180,11 +180,12 @@ class SshTransport:
             timed_out=timed_out, truncated=truncated, error=error,
         )
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
         """GET url from the host's side through this connection (a direct-tcpip channel, as
         `ssh -L` uses): nothing runs on the host. None when this cannot be done here (not
         http://, or sshd refuses forwarding): the caller runs curl on the host instead."""
-        request = build_request(url)
+        request = build_request(url, body)
         if request is None or self.forwarding_refused:
             return None
         started = time.time()
@@ -193,7 +194,8 @@ class SshTransport:
         def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
                    truncated: bool = False, status: int | None = None,
                    stderr: str = "") -> CommandResult:
-            return CommandResult(host=self.host.name, source=source, argv=("GET", url),
+            return CommandResult(host=self.host.name, source=source,
+                                 argv=("GET", url) if body is None else ("POST", url),
                                  exit_status=status, stdout=out, stderr=stderr,
                                  duration_s=time.monotonic() - t0, started_at=started,
                                  timed_out=timed_out, truncated=truncated, error=error)

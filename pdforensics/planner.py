@@ -77,7 +77,7 @@ class HostPlanner:
         self._first_dump_at: dict[int, float] = {}  # pid -> when its first py-spy dump started
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
-        self.request_log = RequestLogPlan(self.host, options.request_log_s)
+        self.request_log = RequestLogPlan(self.host, options.request_log_s, make_job)
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),

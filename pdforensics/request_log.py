@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
-from pdforensics.collectors.base import Job, Target
+from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.collectors.logs import JOURNAL, LOG_FILE
 from pdforensics.collectors.request_log import (
     REQUEST_LOG_ON,
@@ -46,6 +46,7 @@ RESERVE_S = 16.0
 #: how long the capture's finally waits for a switch-on or restore already in flight
 FINISH_WAIT_S = 8.0
 _HELD_SOURCES = (LOG_FILE.name, JOURNAL.name)
+MakeJob = Callable[[HostSpec, Source, Target, float], Job]
 _ENDED = ("restored", "restore_failed", "not_on", "already_on")
 
 
@@ -87,8 +88,9 @@ class _Switch:
 class RequestLogPlan:
     """The --request-log part of one host's plan (called from HostPlanner under its lock)."""
 
-    def __init__(self, host: HostSpec, seconds: float):
+    def __init__(self, host: HostSpec, seconds: float, make_job: MakeJob):
         self.host = host
+        self._make_job = make_job  # planner.make_job (passed in: the planner imports this module)
         self.seconds = min(max(0.0, seconds), MAX_WINDOW_S)
         self.deadline: float | None = None  # monotonic end of the capture (set by HostRun)
         self._switches: dict[str, _Switch] = {}
@@ -157,14 +159,15 @@ class RequestLogPlan:
         if sw.window_s < 1.0:
             return self._end(sw, "not_on", "no time left within --deadline for the window")
         sw.state = "switching"
-        on = _job(self.host, REQUEST_LOG_ON, sw.service)
+        on = self._make_job(self.host, REQUEST_LOG_ON, Target(service=sw.service), 0.0)
         sw.job_key = on.key
         return [on]
 
     def _restore_job(self, sw: _Switch, result: CommandResult) -> Job:
         assert sw.previous is not None and sw.window_s is not None
         src = restore_source(sw.previous.log_requests, sw.previous.log_requests_level)
-        job = _job(self.host, src, sw.service, result.started_at + result.duration_s + sw.window_s)
+        job = self._make_job(self.host, src, Target(service=sw.service),
+                             result.started_at + result.duration_s + sw.window_s)
         sw.job_key = job.key
         return job
 
@@ -231,12 +234,6 @@ class RequestLogPlan:
     def _settled(self) -> list[_Switch]:
         with self._lock:
             return list(self._switches.values())
-
-
-def _job(host: HostSpec, source: Any, svc: Service, not_before: float = 0.0) -> Job:
-    from pdforensics.planner import make_job
-
-    return make_job(host, source, Target(service=svc), not_before)
 
 
 def _status(result: CommandResult) -> int | None:

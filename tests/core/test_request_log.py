@@ -4,8 +4,11 @@ through an SSH forward; the window checks of the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,8 @@ from pdforensics.model import CommandResult, HostSpec
 from pdforensics.planner import make_job
 from pdforensics.request_log import RESERVE_S, RequestLogPlan
 from pdforensics.transport.http_forward import build_request
+from pdforensics.transport.local import LocalTransport
+from tests.support import ports
 
 HOST = HostSpec(name="prefill-0", address="127.0.0.3")
 SVC = Service(role="prefill", kind="server", port=30000, address="127.0.0.3", root_pid=7,
@@ -150,3 +155,33 @@ def test_cli_rejects_a_window_that_does_not_fit(args: list[str], said: str, tmp_
     res = CliRunner().invoke(main, ["capture", "--local", "-o", str(tmp_path), *args])
     assert res.exit_code == ExitStatus.USAGE, res.output
     assert said in res.output and not list(tmp_path.iterdir())
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str, bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.seen.append((self.path, self.headers.get("content-type") or "", body))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+def test_the_switch_on_is_one_curl_statement_on_hosts_without_forwarding() -> None:
+    server = HTTPServer(("127.0.0.1", ports.port()), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        svc = dataclasses.replace(SVC, address="127.0.0.1", port=server.server_address[1])
+        local = HostSpec(name="h", address="local")
+        job = make_job(local, REQUEST_LOG_ON, Target(service=svc))
+        assert job.argv[:3] == ("timeout", "-k", "2") and job.argv[4] == "curl"
+        result = LocalTransport(local).run("request_log_on", job.argv, 7.0, 1 << 16)
+    finally:
+        server.shutdown()
+    assert result.ok and result.stdout.startswith(b"HTTP/1.0 200"), result
+    assert _Recorder.seen == [("/configure_logging", "application/json",
+                               b'{"log_requests":true,"log_requests_level":1}')]

@@ -6,6 +6,9 @@ restore the server refuses is an error the user sees (stderr, exit 1, the bundle
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,3 +99,35 @@ def test_a_restore_the_server_refuses_is_an_error_the_user_sees(
     assert len(doc["request_log_left_on"]) == 2 and doc["status"] == "partial"
     assert any("request logging left ON at decode-0" in r for r in doc["partial_reasons"])
     assert {s["state"] for s in run.manifest()["request_log"]["servers"]} == {"restore_failed"}
+
+
+def test_ctrl_c_in_the_window_still_puts_the_setting_back(
+        lab: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    lab_dir, cluster = lab
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*fk.CLI, "capture", "-c", str(fk.write_cluster(cluster, tmp_path / "c.toml")),
+                             "-o", str(out), *FAST, "--request-log", "20", "--deadline", "45s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        end = time.monotonic() + 25
+        while time.monotonic() < end and not all(
+                (request_logging(lab_dir, role) or {}).get("log_requests") for _h, role in SERVERS):
+            time.sleep(0.1)
+        assert all(request_logging(lab_dir, role)["log_requests"] for _h, role in SERVERS)  # type: ignore[index]
+        proc.send_signal(signal.SIGINT)  # Ctrl-C inside the 20 s window
+        _stdout, stderr = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == ExitStatus.INTERRUPTED, stderr[-2000:]
+    assert "Traceback" not in stderr
+    for _host, role in SERVERS:
+        assert request_logging(lab_dir, role) == {"log_requests": False, "log_requests_level": 2}
+    bundle = fk.newest_bundle(out)
+    assert bundle is not None
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    backs = [r for r in manifest["results"] if r["source"] == "request_log_restore"]
+    assert len(backs) == 2 and all(r["exit_status"] == 0 and not r["error"] for r in backs), backs
+    assert {s["state"] for s in manifest["request_log"]["servers"]} == {"restored"}
+    assert manifest["interrupted"] is True

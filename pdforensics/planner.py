@@ -176,7 +176,7 @@ class HostPlanner:
         self.discovery = d = discover(table, self.host.services,
                                       _listen_pids(parse_listening(self._listen_text or "")), now=now)
         self.discovered_at = now
-        self.request_log.discovered(d.services)
+        self.request_log.discovered(d.services, d.processes)
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
                 "not checked (ps failed)" if "ps" in self.tools_failed

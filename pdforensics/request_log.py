@@ -27,17 +27,19 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
+from pdforensics.cmdline import flag_value, has_flag
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.collectors.logs import JOURNAL, LOG_FILE
 from pdforensics.collectors.request_log import (
+    LEVEL_ON,
     REQUEST_LOG_ON,
     REQUEST_LOG_RESTORE,
     body_json,
-    restore_source,
+    sending,
 )
 from pdforensics.discovery import Service
 from pdforensics.errors import ConfigError, ParseError
-from pdforensics.model import CommandResult, HostSpec
+from pdforensics.model import CommandResult, HostSpec, ProcessInfo
 
 #: the longest window --request-log may ask for
 MAX_WINDOW_S = 120.0
@@ -67,7 +69,8 @@ class LoggingSetting:
     """What a server's request logger is set to (as /server_info reports it)."""
 
     log_requests: bool
-    log_requests_level: int | None
+    log_requests_level: int | None  # None: not known (then the capture leaves the level alone)
+    read_from: str = "server_info"  # or "cmdline" (/server_info did not answer)
 
 
 @dataclass
@@ -75,6 +78,7 @@ class _Switch:
     """One server's way through the states (guarded by the planner's lock)."""
 
     service: Service
+    args: str | None = None  # the server's command line (the fallback for the setting)
     state: str = "reading"
     previous: LoggingSetting | None = None
     window_s: float | None = None
@@ -100,12 +104,14 @@ class RequestLogPlan:
     def active(self) -> bool:
         return self.seconds > 0
 
-    def discovered(self, services: Sequence[Service]) -> None:
+    def discovered(self, services: Sequence[Service], processes: Sequence[ProcessInfo] = ()) -> None:
         """One switch per SGLang server (routers have no request logger)."""
+        args = {p.pid: p.args for p in processes}
         with self._lock:
             for svc in services if self.active else ():
                 if svc.kind == "server":
-                    self._switches.setdefault(svc.label, _Switch(svc))
+                    root = args.get(svc.root_pid) if svc.root_pid is not None else None
+                    self._switches.setdefault(svc.label, _Switch(svc, root))
 
     def hold(self, jobs: list[Job]) -> list[Job]:
         """The jobs to queue now; a server's log reads wait while its switch is under way."""
@@ -148,6 +154,8 @@ class RequestLogPlan:
 
     def _read(self, sw: _Switch, job: Job, result: CommandResult, status: int | None) -> list[Job]:
         previous = _setting(result) if status == 200 and result.ok else None
+        if previous is None:  # a wedged scheduler makes /server_info hang: the command line says
+            previous = _from_cmdline(sw.args)
         if previous is None:
             said = _why(result) if status != 200 else "has no log_requests field"
             return self._end(sw, "not_on", f"the current setting is unknown: /{job.source.name} {said}")
@@ -159,13 +167,14 @@ class RequestLogPlan:
         if sw.window_s < 1.0:
             return self._end(sw, "not_on", "no time left within --deadline for the window")
         sw.state = "switching"
-        on = self._make_job(self.host, REQUEST_LOG_ON, Target(service=sw.service), 0.0)
+        level = None if previous.log_requests_level is None else LEVEL_ON
+        on = self._make_job(self.host, sending(REQUEST_LOG_ON, True, level), Target(service=sw.service), 0.0)
         sw.job_key = on.key
         return [on]
 
     def _restore_job(self, sw: _Switch, result: CommandResult) -> Job:
         assert sw.previous is not None and sw.window_s is not None
-        src = restore_source(sw.previous.log_requests, sw.previous.log_requests_level)
+        src = sending(REQUEST_LOG_RESTORE, sw.previous.log_requests, sw.previous.log_requests_level)
         job = self._make_job(self.host, src, Target(service=sw.service),
                              result.started_at + result.duration_s + sw.window_s)
         sw.job_key = job.key
@@ -209,7 +218,8 @@ class RequestLogPlan:
                 "host": self.host.name, "service": sw.service.label, "state": sw.state,
                 "window_s": sw.window_s, "on_at": sw.on_at, "restored_at": sw.restored_at,
                 "previous": None if prev is None else {"log_requests": prev.log_requests,
-                                                       "log_requests_level": prev.log_requests_level},
+                                                       "log_requests_level": prev.log_requests_level,
+                                                       "read_from": prev.read_from},
                 "why": sw.why})
         return out
 
@@ -257,6 +267,19 @@ def _setting(result: CommandResult) -> LoggingSetting | None:
         return None
     level = doc.get("log_requests_level")
     return LoggingSetting(doc["log_requests"], level if isinstance(level, int) else None)
+
+
+def _from_cmdline(args: str | None) -> LoggingSetting | None:
+    """The setting the server was started with, from its flags; None when a --config file may
+    set it. Without --log-requests-level the level is version-dependent: left unknown."""
+    if not args:
+        return None
+    argv = args.split()
+    if has_flag(argv, "--config"):
+        return None
+    level = flag_value(argv, "--log-requests-level")
+    return LoggingSetting(has_flag(argv, "--log-requests"),
+                          int(level) if level is not None and level.isdigit() else None, "cmdline")
 
 
 def _why(result: CommandResult) -> str:

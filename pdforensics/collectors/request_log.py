@@ -58,6 +58,7 @@ REQUEST_LOG_RESTORE = _source("request_log_restore", "POST /configure_logging: r
                               "put back as it was after --request-log", body_json(False, None))
 
 
-def restore_source(log_requests: bool, level: int | None) -> Source:
-    """The restore source, sending back the given setting (the registered one is its shape)."""
-    return dataclasses.replace(REQUEST_LOG_RESTORE, build=_builder(body_json(log_requests, level)))
+def sending(source: Source, log_requests: bool, level: int | None) -> Source:
+    """The switch-on or restore source sending this setting (the registered one is its shape);
+    a level of None leaves the server's level as it is."""
+    return dataclasses.replace(source, build=_builder(body_json(log_requests, level)))

@@ -20,7 +20,7 @@ from pdforensics.collectors.base import Target
 from pdforensics.collectors.request_log import REQUEST_LOG_ON, REQUEST_LOG_RESTORE
 from pdforensics.discovery import Service
 from pdforensics.errors import ExitStatus
-from pdforensics.model import CommandResult, HostSpec
+from pdforensics.model import CommandResult, HostSpec, ProcessInfo
 from pdforensics.planner import make_job
 from pdforensics.request_log import RESERVE_S, RequestLogPlan
 from pdforensics.transport.http_forward import build_request
@@ -37,7 +37,7 @@ ROUTER = Service(role="router", kind="router", port=8000, address="127.0.0.2", r
 
 
 def http_result(source: str, status: int, body: bytes = b"", **kw: object) -> CommandResult:
-    text = f"HTTP/1.1 {status} X\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body
+    text = f"HTTP/1.1 {status} X\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body if status else b""
     return CommandResult(host=HOST.name, source=source, argv=("GET", "u"), exit_status=0,
                          stdout=text, stderr="", duration_s=0.1, started_at=time.time(), **kw)  # type: ignore[arg-type]
 
@@ -47,10 +47,12 @@ def server_info(log_requests: object, level: int = 2) -> CommandResult:
     return http_result("server_info", 200, body.encode())
 
 
-def plan(seconds: float = 3.0, deadline_in: float = 60.0) -> tuple[RequestLogPlan, list]:
+def plan(seconds: float = 3.0, deadline_in: float = 60.0, args: str = "") -> tuple[RequestLogPlan, list]:
     p = RequestLogPlan(HOST, seconds, make_job)
     p.deadline = time.monotonic() + deadline_in
-    p.discovered([SVC, ROUTER])
+    proc = ProcessInfo(pid=7, ppid=1, state="S", start_epoch=0.0, threads=3, rss_kb=1, kind="server",
+                       args=args or "python3 -m sglang.launch_server --port 30000")
+    p.discovered([SVC, ROUTER], [proc])
     log_jobs = [make_job(HOST, logs.LOG_FILE, Target(service=SVC)),
                 make_job(HOST, logs.LOG_FILE, Target(service=ROUTER))]
     return p, log_jobs
@@ -75,7 +77,7 @@ def test_window_then_restore_with_the_previous_setting_and_logs_after() -> None:
     assert p.left_on() == [] and p.gaps() == []
     [row] = p.rows()
     assert row["state"] == "restored" and row["window_s"] == 3.0
-    assert row["previous"] == {"log_requests": False, "log_requests_level": 2}
+    assert row["previous"] == {"log_requests": False, "log_requests_level": 2, "read_from": "server_info"}
 
 
 def test_a_failed_restore_is_left_on_with_the_command_that_puts_it_back() -> None:
@@ -96,13 +98,16 @@ def test_a_failed_restore_is_left_on_with_the_command_that_puts_it_back() -> Non
     (http_result("server_info", 0, timed_out=True), "timed out"),
 ])
 def test_an_unknown_setting_is_a_gap_and_nothing_is_switched(answer: CommandResult, why: str) -> None:
-    p, log_jobs = plan()
+    p, log_jobs = plan(args=CONFIGURED)  # a --config file: the command line cannot tell either
     p.hold(log_jobs)
     info = make_job(HOST, http.SERVER_INFO, Target(service=SVC))
     assert p.on_result(info, answer) == [log_jobs[0]]  # the log is read at once
     [gap] = p.gaps()
     assert "request logging not turned on at prefill:30000" in gap and why in gap
     assert p.left_on() == []
+
+
+CONFIGURED = "python3 -m sglang.launch_server --config /etc/sglang.yaml"
 
 
 def test_already_on_changes_nothing_and_a_404_waits_for_the_old_name() -> None:
@@ -123,7 +128,7 @@ def test_the_window_is_cut_to_the_deadline_and_skipped_without_time() -> None:
     p2, _ = plan(seconds=30, deadline_in=RESERVE_S)
     assert p2.on_result(info, server_info(False)) == []
     assert "no time left" in p2.gaps()[0]
-    assert on.source is REQUEST_LOG_ON
+    assert on.source == REQUEST_LOG_ON  # the registered source, sending its body
 
 
 def test_a_switch_on_that_never_left_the_queue_is_not_on() -> None:
@@ -185,3 +190,29 @@ def test_the_switch_on_is_one_curl_statement_on_hosts_without_forwarding() -> No
     assert result.ok and result.stdout.startswith(b"HTTP/1.0 200"), result
     assert _Recorder.seen == [("/configure_logging", "application/json",
                                b'{"log_requests":true,"log_requests_level":1}')]
+
+
+@pytest.mark.parametrize(("args", "on", "back"), [
+    # the level on the command line: switched to 1, put back
+    ("python3 -m sglang.launch_server --port 30000 --log-requests-level 3",
+     {"log_requests": True, "log_requests_level": 1}, {"log_requests": False, "log_requests_level": 3}),
+    # no level given: its default depends on the version, so it is left alone
+    ("python3 -m sglang.launch_server --port 30000", {"log_requests": True}, {"log_requests": False}),
+])
+def test_a_hung_server_info_falls_back_to_the_command_line(args: str, on: dict, back: dict) -> None:
+    p, log_jobs = plan(args=args)
+    p.hold(log_jobs)
+    info = make_job(HOST, http.SERVER_INFO, Target(service=SVC))
+    [switch] = p.on_result(info, http_result("server_info", 0, timed_out=True))
+    assert json.loads(switch.body or b"") == on
+    [restore] = p.on_result(switch, http_result("request_log_on", 200))
+    assert json.loads(restore.body or b"") == back
+    assert p.rows()[0]["previous"]["read_from"] == "cmdline"
+
+
+@pytest.mark.parametrize("args", [CONFIGURED, "python3 -m sglang.launch_server --log-requests"])
+def test_a_config_file_or_logging_already_on_changes_nothing(args: str) -> None:
+    p, _ = plan(args=args)
+    info = make_job(HOST, http.SERVER_INFO, Target(service=SVC))
+    assert p.on_result(info, http_result("server_info", 503)) == []
+    assert p.rows()[0]["state"] == ("not_on" if "--config" in args else "already_on")

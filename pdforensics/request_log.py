@@ -86,6 +86,7 @@ class _Switch:
     on_at: float | None = None
     restored_at: float | None = None
     why: str | None = None  # why not on, or why the restore failed
+    unconfirmed: str | None = None  # the switch-on got no answer (restored at once, a gap)
     held: list[Job] = field(default_factory=list)
 
 
@@ -141,10 +142,14 @@ class RequestLogPlan:
                 return []  # the planner asks /get_server_info next
             return self._read(sw, job, result, status)
         if name == REQUEST_LOG_ON.name and sw.state == "switching":
-            if _status(result) == 200 and result.ok:
-                sw.state, sw.on_at = "on", result.started_at
-                return [self._restore_job(sw, result)]
-            return self._end(sw, "not_on", "the switch-on failed: " + _why(result))
+            status = _status(result)
+            if status is not None and (status != 200 or not result.ok):  # refused: nothing changed
+                return self._end(sw, "not_on", "the switch-on failed: " + _why(result))
+            sw.state, sw.on_at = "on", result.started_at
+            if status is None:  # no answer: it may have been applied, so it is put back at once
+                sw.unconfirmed = "the switch-on was not confirmed: " + _why(result)
+                sw.window_s = 0.0
+            return [self._restore_job(sw, result)]
         if name == REQUEST_LOG_RESTORE.name and sw.state == "on":
             sw.restored_at = result.started_at
             if _status(result) == 200 and result.ok:
@@ -220,7 +225,7 @@ class RequestLogPlan:
                 "previous": None if prev is None else {"log_requests": prev.log_requests,
                                                        "log_requests_level": prev.log_requests_level,
                                                        "read_from": prev.read_from},
-                "why": sw.why})
+                "why": sw.why or sw.unconfirmed})
         return out
 
     def left_on(self) -> list[str]:
@@ -238,8 +243,9 @@ class RequestLogPlan:
 
     def gaps(self) -> list[str]:
         """Partial reasons: servers whose logging could not be turned on."""
-        return [f"{self.host.name}: request logging not turned on at {sw.service.label} ({sw.why})"
-                for sw in self._settled() if sw.state == "not_on"]
+        return [f"{self.host.name}: request logging not turned on at {sw.service.label} "
+                f"({sw.why if sw.state == 'not_on' else sw.unconfirmed})"
+                for sw in self._settled() if sw.state == "not_on" or sw.unconfirmed]
 
     def _settled(self) -> list[_Switch]:
         with self._lock:

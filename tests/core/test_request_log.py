@@ -216,3 +216,20 @@ def test_a_config_file_or_logging_already_on_changes_nothing(args: str) -> None:
     info = make_job(HOST, http.SERVER_INFO, Target(service=SVC))
     assert p.on_result(info, http_result("server_info", 503)) == []
     assert p.rows()[0]["state"] == ("not_on" if "--config" in args else "already_on")
+
+
+def test_a_switch_on_without_an_answer_is_put_back_at_once() -> None:
+    p, log_jobs = plan()
+    p.hold(log_jobs)
+    [on] = p.on_result(make_job(HOST, http.SERVER_INFO, Target(service=SVC)), server_info(False, 2))
+    lost = http_result("request_log_on", 0, timed_out=True)
+    [restore] = p.on_result(on, lost)  # it may have been applied: no window, restored now
+    assert restore.not_before == pytest.approx(lost.started_at + lost.duration_s)
+    assert json.loads(restore.body or b"") == {"log_requests": False, "log_requests_level": 2}
+    assert p.on_result(restore, http_result("request_log_restore", 200)) == [log_jobs[0]]
+    assert p.rows()[0]["state"] == "restored" and not p.left_on()
+    assert "not confirmed: timed out" in p.gaps()[0]
+    refused, _ = plan()
+    [on2] = refused.on_result(make_job(HOST, http.SERVER_INFO, Target(service=SVC)), server_info(False))
+    assert refused.on_result(on2, http_result("request_log_on", 401)) == []
+    assert "the switch-on failed: HTTP 401" in refused.gaps()[0]

@@ -172,7 +172,7 @@ class SshTransport:
         finally:
             with self._lock:
                 self._channels.discard(chan)
-            chan.close()
+            _close_quietly(chan)
         return CommandResult(
             host=self.host.name, source=source, argv=tuple(argv), exit_status=status,
             stdout=out, stderr=err.decode("utf-8", "replace"),
@@ -293,7 +293,7 @@ class SshTransport:
         finally:
             with self._lock:
                 self._channels.discard(chan)
-            chan.close()
+            _close_quietly(chan)
         return reader, error, timed_out, truncated, eof
 
     def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:
@@ -344,7 +344,7 @@ class SshTransport:
         with self._lock:
             chans = list(self._channels)
         for chan in chans:
-            chan.close()
+            _close_quietly(chan)
         for client in (self._client, self._jump):
             if client is not None:
                 client.close()
@@ -471,3 +471,12 @@ class _RejectNamingKey(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         raise paramiko.SSHException(f"Server {hostname!r} not found in known_hosts; offered "
                                     f"{key.get_name()} {fingerprint(key.asbytes())}")
+
+
+def _close_quietly(chan: paramiko.Channel) -> None:
+    """Close a channel whose connection may be gone already: paramiko then raises EOFError
+    from the close message (seen when close() ends a capture with channels in flight)."""
+    try:
+        chan.close()
+    except (paramiko.SSHException, OSError, EOFError):
+        pass

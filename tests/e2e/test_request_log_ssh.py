@@ -121,7 +121,7 @@ def test_ctrl_c_in_the_window_still_puts_the_setting_back(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == ExitStatus.INTERRUPTED, stderr[-2000:]
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr, stderr
     for _host, role in SERVERS:
         assert request_logging(lab_dir, role) == {"log_requests": False, "log_requests_level": 2}
     bundle = fk.newest_bundle(out)

@@ -10,7 +10,8 @@ class ExitStatus(IntEnum):
     """What a pdforensics command's exit code means (the table in the README)."""
 
     OK = 0  # the command did its work completely
-    ERROR = 1  # an error; nothing (or nothing usable) was produced
+    ERROR = 1  # an error; nothing (or nothing usable) was produced, or a change the capture
+    #            made on a server could not be undone (capture --request-log)
     USAGE = 2  # bad options, cluster file or arguments: nothing was done
     PARTIAL = 3  # done, but some evidence or some input files are missing
     VERDICT = 4  # --fail-on: the tool worked and the verdict is at or past the given level
@@ -67,9 +68,10 @@ class ParseError(PdforensicsError):
 class Interrupted(PdforensicsError):
     """SIGINT, SIGTERM or SIGHUP arrived; the partial bundle was still written."""
 
-    def __init__(self, signum: int, bundle: str | None = None):
+    def __init__(self, signum: int, bundle: str | None = None, detail: str | None = None):
         self.signum = signum
         self.bundle = bundle
         self.exit_code = ExitStatus.for_signal(signum)
         where = f"; partial bundle: {bundle}" if bundle else ""
-        super().__init__(f"interrupted by signal {signum}{where}")
+        also = f"; {detail}" if detail else ""
+        super().__init__(f"interrupted by signal {signum}{where}{also}")

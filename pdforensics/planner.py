@@ -28,6 +28,7 @@ from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
 from pdforensics.parsers.ss import SocketTable
+from pdforensics.request_log import RequestLogPlan
 from pdforensics.transport.base import remote_argv
 
 #: Seconds the py-spy dumps of one process should span (see analysis.rules.rank_judgement).
@@ -46,6 +47,7 @@ class PlanOptions:
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
     probes: bool = True  # /health_generate on every server (--no-probes)
     extra_host_sources: tuple[Source, ...] = ()  # host-scoped probes run once (doctor)
+    request_log_s: float = 0.0  # --request-log: request logging on for this long (request_log.py)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -61,14 +63,16 @@ def make_job(host: HostSpec, source: Source, target: Target, not_before: float =
              timeout_s: float | None = None) -> Job:
     """Bind a source to a target: build its argv and wrap it for remote-side timeouts."""
     argv = source.build(host, target)
-    url = None
+    url, body = None, None
     if source.scope == "endpoint" and argv and argv[0] == "curl":
         url = argv[-1]
+        if "--data-binary" in argv:  # a POST (collectors/request_log.py): sent as given
+            body = argv[argv.index("--data-binary") + 1].encode()
     wrapped = remote_argv(argv, timeout_s or source.timeout_s,
                           sudo=host.sudo and source.privileged)
     read = source.reads(host, target) if source.reads is not None else None
     return Job(source=source, target=target, argv=wrapped, not_before=not_before, url=url,
-               read=read)
+               read=read, body=body)
 
 
 class HostPlanner:
@@ -86,6 +90,7 @@ class HostPlanner:
         self._first_dump_at: dict[int, float] = {}  # pid -> when its first py-spy dump started
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
+        self.request_log = RequestLogPlan(self.host, options.request_log_s, make_job)
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),
@@ -119,7 +124,8 @@ class HostPlanner:
         """Follow-up jobs for a finished one; safe to call from many threads at once (ps and
         ss finishing together must not both plan discovery's jobs)."""
         with self._lock:
-            return self._on_result(job, result)
+            follow = self._on_result(job, result) + self.request_log.on_result(job, result)
+            return self.request_log.hold(follow)
 
     def _on_result(self, job: Job, result: CommandResult) -> list[Job]:
         name = job.source.name
@@ -191,6 +197,7 @@ class HostPlanner:
             d = self.discovery
             self.notes += said
         self.discovered_at = now
+        self.request_log.discovered(d.services, d.processes)
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
                 "not checked (ps failed)" if "ps" in self.tools_failed

@@ -34,6 +34,10 @@ from pdforensics.errors import ExitStatus
 @click.option("--stack-dumps", default=3, show_default=True, type=click.IntRange(min=1),
               help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy).")
 @click.option("--no-probes", is_flag=True, help="Skip the /health_generate probe (one tiny generation per server).")
+@click.option("--request-log", "request_log", type=DURATION, metavar="SECONDS",
+              help="Opt-in: turn SGLang request logging on (POST /configure_logging) for SECONDS "
+                   "(at most 120, within --deadline) so the logs show request ids, then put the "
+                   "previous setting back; a failed restore is an error (exit 1).")
 @click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
@@ -65,7 +69,8 @@ from pdforensics.errors import ExitStatus
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
-            no_probes: bool, archive: bool, as_json: bool, markdown_file: str | None, quiet: bool, fail_on: str | None,
+            no_probes: bool, request_log: float | None, archive: bool, as_json: bool,
+            markdown_file: str | None, quiet: bool, fail_on: str | None,
             prometheus: str | None,
             history: float, with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
             keep_env: tuple[str, ...], slurm_job: str | None = None, slurm_container: str | None = None,
@@ -76,13 +81,16 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
 
     Exit codes: 0 complete, 3 partial (a host unreachable, a collector timed out or could
     not run), 6 nothing collected (no host reachable), 4 the verdict reached --fail-on,
-    1 error, 2 usage or cluster-file error, 130 interrupted (the partial bundle is still written).
+    1 error (also: --request-log could not put a server's logging back), 2 usage or
+    cluster-file error, 130 interrupted (the partial bundle is still written).
     """
     from pdforensics.capture import CaptureOptions, run_capture
     from pdforensics.cli.options import configured_cluster_file
     from pdforensics.k8s.options import k8s_capture
     from pdforensics.planner import PlanOptions
+    from pdforensics.request_log import check_window
 
+    check_window(request_log, deadline)
     cluster = apply_slurm(resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo),
                           slurm_job, slurm_container, slurm_ssh, hosts)
     from_file = not hosts and not local and configured_cluster_file(cluster_file) is not None
@@ -95,7 +103,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
         plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
                          stack_dumps=stack_dumps, sglang_source=with_sglang_source,
-                         probes=not no_probes),
+                         probes=not no_probes, request_log_s=request_log or 0.0),
     )
     from pdforensics.analysis.client_dumps import client_dump_sidecars
     from pdforensics.prometheus.history import sidecars_for
@@ -129,13 +137,18 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         print_summary(doc, click.echo)
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
+    for line in outcome.request_log_left_on:
+        click.echo(f"pdforensics: error: {line}", err=True)
     sys.exit(capture_exit(doc, fail_on))
 
 
 def capture_exit(doc: dict[str, Any], fail_on: str | None) -> ExitStatus:
-    """6 nothing collected, else 4 when the verdict reached --fail-on, else 3 partial, else 0."""
+    """6 nothing collected, else 1 when --request-log could not put a server's logging back,
+    else 4 when the verdict reached --fail-on, else 3 partial, else 0."""
     if not doc["collected"]:
         return ExitStatus.NOTHING_COLLECTED
+    if doc.get("request_log_left_on"):
+        return ExitStatus.ERROR
     if fails(doc.get("verdict"), fail_on):
         return ExitStatus.VERDICT
     return ExitStatus.OK if doc["status"] == "complete" else ExitStatus.PARTIAL

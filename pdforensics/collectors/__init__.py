@@ -10,6 +10,7 @@ from pdforensics.collectors import (
     logs,
     proc,
     pyspy,
+    request_log,
     router,
     sockets,
     systemd,
@@ -18,5 +19,5 @@ from pdforensics.collectors import (
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
 __all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "k8s", "logs", "proc", "pyspy",
-           "router",
+           "request_log", "router",
            "sockets", "systemd", "versions"]

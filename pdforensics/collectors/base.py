@@ -87,6 +87,7 @@ class Job:
     not_before: float = 0.0
     url: str | None = None
     read: str | None = None  # the file a file-read source reads (Source.reads)
+    body: bytes | None = None  # what a POST sends (JSON), e.g. /configure_logging
 
     @property
     def key(self) -> str:

@@ -27,9 +27,11 @@ class Transport(Protocol):
         """Run argv (already wrapped by remote_argv) and never raise: failures are data."""
         ...
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
-        """GET an endpoint from the host's side without running anything there, in curl -i
-        form; None when this transport cannot (then the endpoint's curl command is run)."""
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
+        """GET an endpoint (POST ``body`` as JSON when given) from the host's side without
+        running anything there, in curl -i form; None when this transport cannot (then the
+        endpoint's curl command is run)."""
         ...
 
     def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,

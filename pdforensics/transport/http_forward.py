@@ -1,4 +1,4 @@
-"""HTTP/1.1 GET over a byte stream (an SSH direct-tcpip channel), answered in curl -i form.
+"""HTTP/1.1 GET (or a small JSON POST) over a byte stream (an SSH direct-tcpip channel), answered in curl -i form.
 
 Fetching a host's endpoints through its sshd (the way `ssh -L` does) runs no process on the
 host: no shell, no timeout, no curl. What is kept is what `curl -sS -i` prints: the status
@@ -21,8 +21,9 @@ class Request:
     data: bytes  # the request bytes
 
 
-def build_request(url: str) -> Request | None:
-    """GET request for an http:// URL; None for anything this does not speak (https, odd)."""
+def build_request(url: str, body: bytes | None = None) -> Request | None:
+    """GET request for an http:// URL (a JSON POST when a body is given); None for anything
+    this does not speak (https, odd)."""
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         return None
@@ -39,9 +40,11 @@ def build_request(url: str) -> Request | None:
     # smuggle into) the request line; curl, which encodes them its own way, gets those URLs
     if not all("!" <= c <= "~" for c in path + parts.netloc) or "@" in parts.netloc:
         return None
-    head = (f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-            f"User-Agent: pdforensics/{__version__}\r\nAccept: */*\r\nConnection: close\r\n\r\n")
-    return Request(parts.hostname, port or 80, head.encode("ascii"))
+    method, sent = ("GET", "") if body is None else (
+        "POST", f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n")
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"User-Agent: pdforensics/{__version__}\r\nAccept: */*\r\n{sent}Connection: close\r\n\r\n")
+    return Request(parts.hostname, port or 80, head.encode("ascii") + (body or b""))
 
 
 class ResponseReader:

@@ -163,7 +163,8 @@ class KubectlTransport:
                 result = CommandResult(**{**result.__dict__, "error": f"kubectl: {why}"})
         return result
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
         """Endpoints are fetched by curl inside the pod (its own network namespace)."""
         return None
 

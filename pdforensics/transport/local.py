@@ -20,7 +20,8 @@ class LocalTransport:
 
     forwarding_refused = False  # nothing to forward: local endpoints are fetched by curl
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
         """Local endpoints are fetched by their curl command."""
         return None
 

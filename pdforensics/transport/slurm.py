@@ -58,7 +58,8 @@ class SlurmTransport:
         result = self._local.run(source, self.srun_argv(argv), timeout_s + SRUN_SLACK_S, max_bytes)
         return _classify(result)
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
         """Nothing is forwarded: the endpoint's curl command runs on the node through srun."""
         return None
 

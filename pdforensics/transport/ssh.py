@@ -175,7 +175,7 @@ class SshTransport:
         finally:
             with self._lock:
                 self._channels.discard(chan)
-            chan.close()
+            _close_quietly(chan)
         return CommandResult(
             host=self.host.name, source=source, argv=tuple(argv), exit_status=status,
             stdout=out, stderr=err.decode("utf-8", "replace"),
@@ -199,11 +199,12 @@ class SshTransport:
             self._channels.discard(chan)
         chan.close()
 
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
         """GET url from the host's side through this connection (a direct-tcpip channel, as
         `ssh -L` uses): nothing runs on the host. None when this cannot be done here (not
         http://, or sshd refuses forwarding): the caller runs curl on the host instead."""
-        request = build_request(url)
+        request = build_request(url, body)
         if request is None or self.forwarding_refused:
             return None
         started = time.time()
@@ -212,7 +213,8 @@ class SshTransport:
         def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
                    truncated: bool = False, status: int | None = None,
                    stderr: str = "") -> CommandResult:
-            return CommandResult(host=self.host.name, source=source, argv=("GET", url),
+            return CommandResult(host=self.host.name, source=source,
+                                 argv=("GET", url) if body is None else ("POST", url),
                                  exit_status=status, stdout=out, stderr=stderr,
                                  duration_s=time.monotonic() - t0, started_at=started,
                                  timed_out=timed_out, truncated=truncated, error=error)
@@ -310,7 +312,7 @@ class SshTransport:
         finally:
             with self._lock:
                 self._channels.discard(chan)
-            chan.close()
+            _close_quietly(chan)
         return reader, error, timed_out, truncated, eof
 
     def _open_channel(self, deadline: float) -> tuple[paramiko.Channel | None, str | None]:
@@ -361,7 +363,7 @@ class SshTransport:
         with self._lock:
             chans = list(self._channels)
         for chan in chans:
-            chan.close()
+            _close_quietly(chan)
         for client in (self._client, self._jump):
             if client is not None:
                 client.close()
@@ -488,3 +490,12 @@ class _RejectNamingKey(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         raise paramiko.SSHException(f"Server {hostname!r} not found in known_hosts; offered "
                                     f"{key.get_name()} {fingerprint(key.asbytes())}")
+
+
+def _close_quietly(chan: paramiko.Channel) -> None:
+    """Close a channel whose connection may be gone already: paramiko then raises EOFError
+    from the close message (seen when close() ends a capture with channels in flight)."""
+    try:
+        chan.close()
+    except (paramiko.SSHException, OSError, EOFError):
+        pass

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from pdfx_lab_runtime import current_fault, log, log_planted, titles_enabled
 from pdfx_lab_runtime.gateway import GENERATE_PATHS, generate_reply, listen_bootstrap
+from pdfx_lab_runtime.hooks import configure_logging_refused, publish_logging
 from pdfx_lab_runtime.traffic import Traffic
 
 import sglang
@@ -131,7 +132,11 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
             body = self.rfile.read(length)
             path = urlsplit(self.path).path
             if path == "/configure_logging":
+                if configure_logging_refused(role):  # a lab hook: the restore fails
+                    self._json({"detail": "lab hook: configure_logging refused"}, 500)
+                    return
                 _configure_logging(tm, body)
+                publish_logging(role, tm.request_logger)
                 self._send(200, b"", "text/plain; charset=utf-8")
                 return
             if path not in GENERATE_PATHS:
@@ -188,6 +193,7 @@ def launch_server(args: dict) -> None:
     children.append(detok)
     tm = TokenizerManager(role, tp_size, parent_end)
     tm.request_logger = RequestLogger(bool(args["log_requests"]), int(args["log_requests_level"]))
+    publish_logging(role, tm.request_logger)
     tm.traffic = Traffic(role, tm.request_logger, args["host"],
                          int(args["disaggregation_bootstrap_port"]))
     threading.Thread(target=tm.handle_loop, name="tokenizer_manager", daemon=True).start()

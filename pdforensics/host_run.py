@@ -1,0 +1,334 @@
+"""One host's part of a capture: its connection, its planner and its bounded channels."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pdforensics.bundle import BundleWriter
+from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, Job
+from pdforensics.errors import PdforensicsError
+from pdforensics.file_reads import FileReads
+from pdforensics.model import CommandResult, HostSpec
+from pdforensics.planner import HostPlanner, target_json
+from pdforensics.readings import BackgroundParser
+from pdforensics.transport import open_transport
+from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
+from pdforensics.transport.base import Transport
+
+if TYPE_CHECKING:
+    from pdforensics.capture import CaptureOptions
+
+# A stock sshd allows 10 sessions per connection, and a closed session lingers there until
+# its process exits: stay well under it.
+DEFAULT_CHANNELS = 6
+# Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
+RESERVED_FOR_CHEAP = 2
+# Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
+# timeout with no output they run once more, time permitting.
+RETRIED_SOURCES = frozenset({"ps", "ss_listen", "cmdline", "environ", "cgroup"})
+# Margin kept between a job's own timeout and the global deadline (kill grace + transfer).
+DEADLINE_MARGIN_S = 4.0
+
+Progress = Callable[[str, str], None]
+
+
+class HostRun:
+    """Drives one host: connect, then run planned jobs on up to N concurrent channels."""
+
+    def __init__(self, host: HostSpec, options: CaptureOptions, writer: BundleWriter,
+                 deadline: float, stop: threading.Event, progress: Progress | None,
+                 parser: BackgroundParser):
+        self.host = host
+        self.options = options
+        self.writer = writer
+        self.parser = parser
+        self.deadline = deadline
+        self.stop = stop
+        self.progress = progress
+        self.planner = HostPlanner(host, options.plan)
+        self.files = FileReads(host, self.planner.notes)  # file-read sources: SFTP, or their command as fallback
+        self.planner.request_log.deadline = deadline
+        self.transport: Transport | None = None
+        self.error: str | None = None
+        self.reachable = False
+        self.jobs_run = 0
+        self.lost = False  # the connection dropped mid-capture
+        self._retried: set[str] = set()
+        self._said_curl = False
+        self._said_found = False  # "found N services" is said once per host
+        self.banner = b""  # what the login shell prints before every command
+        self._pending: list[Job] = []
+        self._inflight = 0
+        self._slow_inflight = 0
+        self._environ_inflight = 0  # environ reads running: text sources wait (redact.py learns from them)
+        self._cond = threading.Condition()
+        self.thread = threading.Thread(target=self._main, name=f"host-{host.name}", daemon=True)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        with self._cond:
+            self._cond.notify_all()
+
+    def not_run(self) -> list[Job]:
+        with self._cond:
+            return list(self._pending)
+
+    def _main(self) -> None:
+        t0 = time.time()
+        try:
+            self.transport = open_transport(self.host, self.options.accept_new_host_keys)
+            budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
+            self.transport.connect(max(1.0, budget))
+            self.reachable = True
+            if (probe := getattr(self.transport, "connect_result", None)) is not None:
+                self.writer.add(probe, key="connect")  # a kubectl exec probe: its argv is kept
+            self._probe_banner()
+        except PdforensicsError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # paramiko can raise odd things on hostile peers
+            self.error = f"{self.host.name}: connection failed: {type(exc).__name__}: {exc}"
+        if self.error:
+            self.writer.add(CommandResult(
+                host=self.host.name, source="connect",
+                argv=getattr(self.transport, "connect_argv", None) or _connect_argv(self.host),
+                exit_status=None, stdout=b"", stderr="", duration_s=time.time() - t0,
+                started_at=t0, error=self.error), key="connect")
+            self._say("unreachable: " + self.error)
+            return
+        self._pending = self.planner.initial_jobs()
+        workers = [threading.Thread(target=self._worker, daemon=True,
+                                    name=f"{self.host.name}-ch{i}")
+                   for i in range(max(1, self.options.channels))]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        self._say(f"done: {self.jobs_run} results" +
+                  (f", {len(self._pending)} not run" if self._pending else ""))
+
+    def _probe_banner(self) -> None:
+        from pdforensics.transport.ssh import SshTransport
+
+        if isinstance(self.transport, SshTransport):
+            self.banner = probe_banner(self.transport)
+            if self.banner:
+                self.planner.notes.append(banner_note(self.banner))
+
+    # -- scheduling -----------------------------------------------------------------------
+    def _next_job(self) -> Job | None:
+        """Block until a job may start; None when the host is finished or time is up."""
+        with self._cond:
+            while True:
+                if self.stop.is_set() or time.monotonic() >= self.deadline - 1.0:
+                    self._cond.notify_all()
+                    return None
+                if not self._pending and self._inflight == 0:
+                    self._cond.notify_all()
+                    return None
+                now = time.time()
+                job = self._pick(now)
+                if job is not None:
+                    self._pending.remove(job)
+                    self._inflight += 1
+                    if job.priority >= SLOW:
+                        self._slow_inflight += 1
+                    self._environ_inflight += job.source.redact_environ
+                    return job
+                waits = [j.not_before - now for j in self._pending if j.not_before > now]
+                self._cond.wait(timeout=min([0.5, *waits]) if waits else 0.5)
+
+    def _pick(self, now: float) -> Job | None:
+        ready = [j for j in self._pending if j.not_before <= now]
+        if not self.planner.discovered:
+            # slow, hang-prone calls wait for discovery so cheap evidence goes first
+            ready = [j for j in ready if j.priority < SLOW]
+        if self._slow_inflight >= max(1, self.options.channels - RESERVED_FOR_CHEAP):
+            ready = [j for j in ready if j.priority < SLOW]
+        if self._environ_inflight or any(j.source.redact_environ for j in self._pending):
+            # secrets learned from this host's environ must be known before its logs, stacks and
+            # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL
+            ready = [j for j in ready if j.priority <= CHEAP]
+        if not ready:
+            return None
+        return min(ready, key=lambda j: (j.priority, j.not_before))
+
+    def _worker(self) -> None:
+        assert self.transport is not None
+        while True:
+            job = self._next_job()
+            if job is None:
+                return
+            remaining = self.deadline - time.monotonic() - DEADLINE_MARGIN_S
+            timeout = max(1.0, min(job.source.timeout_s, remaining))
+            if timeout < job.source.timeout_s:
+                job = _with_timeout(self.host, job, timeout)
+            result = self._fetch(job, timeout) if job.url else None
+            read = None
+            if job.read is not None and result is None:
+                result, due = self.files.read(self.transport, job, timeout)
+                read = job.read if result is not None else None
+                if result is not None:
+                    self._finish(job, result, read)
+                if due:  # reads that need the command: one command for all (batch_reads)
+                    for j, r in self._run_batch(due, timeout):
+                        self._finish(j, r, None)
+                if result is not None or not job.source.tail:
+                    continue  # finished here, or by the batch of whoever ran it
+            if result is None:
+                result = self._execute(job, timeout)
+            self._finish(job, result, read)
+
+    def _execute(self, job: Job, timeout: float) -> CommandResult:
+        """Run one job: an endpoint through the connection when it can, else its command."""
+        assert self.transport is not None
+        result = self._fetch(job, timeout) if job.url else None
+        if result is None:
+            result = strip_banner(self.transport.run(job.source.name, job.argv, timeout,
+                                                     job.source.max_bytes), self.banner)
+        return result
+
+    def _record(self, job: Job, result: CommandResult, read: str | None = None) -> CommandResult:
+        """Write a result's row and output; hand it to the background parser."""
+        if result.exit_status in job.source.timeout_exits and not result.timed_out:
+            result = _replace(result, timed_out=True)
+        sent = {"sent": job.body.decode("utf-8", "replace")} if job.body is not None else {}
+        entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                                environ=job.source.redact_environ,
+                                target=target_json(job.target) | sent, read=read)
+        self.parser.submit(entry)
+        return result
+
+    def _finish(self, job: Job, result: CommandResult, read: str | None) -> None:
+        """Keep a job's result (or put it back for its one retry) and plan what follows."""
+        if result.error == "connection lost":
+            self.lost = True
+        if self._retry(job, result):
+            return
+        result = self._record(job, result, read)
+        try:
+            follow = self.planner.on_result(job, result)
+        except PdforensicsError as exc:
+            follow = []
+            self.planner.notes.append(f"planning after {job.key} failed: {exc}")
+        d = self.planner.discovery
+        if job.priority == DISCOVERY and d is not None and follow and not self._said_found:
+            self._said_found = True  # said once, and before the follow-up jobs run
+            self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
+        with self._cond:
+            self.jobs_run += 1
+            self._inflight -= 1
+            self._environ_inflight -= job.source.redact_environ
+            if job.priority >= SLOW:
+                self._slow_inflight -= 1
+            self._pending.extend(follow)
+            self._cond.notify_all()
+        self._tick(job)
+
+    def _run_batch(self, due: list[Job], timeout: float) -> list[tuple[Job, CommandResult]]:
+        """Run the command of file reads for them and every ready job of their source at once
+        (see batch_reads); each job taken from the queue counts as running until finished."""
+        assert self.transport is not None
+        with self._cond:
+            now = time.time()
+            more = [j for j in self._pending if j.source.name == due[0].source.name
+                    and j.read is not None and j.not_before <= now]
+            for j in more:
+                self._pending.remove(j)
+                self._inflight += 1
+                self._environ_inflight += j.source.redact_environ
+                self._slow_inflight += j.priority >= SLOW
+        return self.files.run_batch(self.transport, [*due, *more], timeout, self.banner)
+
+    # -- the capture's finally (request_log.restore_all) ----------------------------------
+    def pending_keys(self) -> set[str]:
+        with self._cond:
+            return {j.key for j in self._pending}
+
+    def take_pending(self, wanted: Callable[[Job], bool]) -> list[Job]:
+        with self._cond:
+            taken = [j for j in self._pending if wanted(j)]
+            self._pending = [j for j in self._pending if not wanted(j)]
+            return taken
+
+    def add_pending(self, jobs: list[Job]) -> None:
+        with self._cond:
+            self._pending.extend(jobs)
+
+    def run_now(self, job: Job) -> None:
+        """Run one job on the calling thread, after the stop (a restore that must happen)."""
+        if self.transport is None:
+            return
+        result = self._record(job, self._execute(job, job.source.timeout_s))
+        self.add_pending(self.planner.on_result(job, result))
+
+    def _fetch(self, job: Job, timeout: float) -> CommandResult | None:
+        """An endpoint through the SSH connection itself (no curl process on the host), within
+        curl's --max-time; None when the transport cannot, and the curl command runs instead."""
+        assert self.transport is not None and job.url is not None
+        wait = max(1.0, timeout - 2.0)
+        result = (self.transport.fetch(job.source.name, job.url, wait, job.source.max_bytes)
+                  if job.body is None else
+                  self.transport.fetch(job.source.name, job.url, wait, job.source.max_bytes, body=job.body))
+        if result is None and self.transport.forwarding_refused \
+                and not self._said_curl:
+            self._said_curl = True
+            self.planner.notes.append("sshd refused port forwarding (AllowTcpForwarding?): HTTP "
+                                      "endpoints fetched with curl on the host instead")
+        return result
+
+    def _retry(self, job: Job, result: CommandResult) -> bool:
+        """Run a cheap read once more when it timed out with nothing: on a loaded host the
+        session start (the login shell's rc files) can eat the whole timeout of a /proc read.
+        The first attempt is kept as a planner note; True when the job went back in the queue."""
+        if (job.source.name not in RETRIED_SOURCES or not result.timed_out or result.stdout
+                or job.key in self._retried
+                or self.deadline - time.monotonic() < job.source.timeout_s + DEADLINE_MARGIN_S + 4):
+            return False
+        self._retried.add(job.key)
+        self.planner.notes.append(f"{job.key}: timed out after {result.duration_s:.1f} s with no output; "
+                                  "retried once")
+        with self._cond:
+            self._inflight -= 1
+            self._environ_inflight -= job.source.redact_environ
+            self._pending.append(job)
+            self._cond.notify_all()
+        return True
+
+    def _tick(self, job: Job) -> None:
+        """Tell a live progress display (one with a ``tick`` method) what this host is doing."""
+        tick = getattr(self.progress, "tick", None)
+        if tick is not None:
+            with self._cond:
+                planned = self.jobs_run + self._inflight + len(self._pending)
+                phases = [j.priority for j in self._pending] + [job.priority]
+            tick(self.host.name, job.source.name, min(phases), self.jobs_run, planned)
+
+    def _say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(self.host.name, text)
+
+
+def _connect_argv(host: HostSpec) -> tuple[str, ...]:
+    if host.slurm is not None and not host.slurm.via_ssh:
+        from pdforensics.transport.slurm import SlurmTransport
+
+        return SlurmTransport(host).srun_argv(("true",))
+    return ("ssh", host.address)
+
+
+def _with_timeout(host: HostSpec, job: Job, timeout: float) -> Job:
+    from pdforensics.planner import make_job
+
+    return make_job(host, job.source, job.target, job.not_before, timeout_s=timeout)
+
+
+def _replace(result: CommandResult, **changes: Any) -> CommandResult:
+    return CommandResult(**{**result.__dict__, **changes})

@@ -207,8 +207,7 @@ class SshTransport:
         request = build_request(url, body)
         if request is None or self.forwarding_refused:
             return None
-        started = time.time()
-        t0 = time.monotonic()
+        started, t0 = time.time(), time.monotonic()
 
         def result(out: bytes = b"", error: str | None = None, timed_out: bool = False,
                    truncated: bool = False, status: int | None = None,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import pdforensics.capture as cap
+import pdforensics.host_run as host_run
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
@@ -65,7 +66,7 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> list[Replay]:
         made.append(Replay(host))
         return made[-1]
 
-    monkeypatch.setattr(cap, "open_transport", factory)
+    monkeypatch.setattr(host_run, "open_transport", factory)
     return made
 
 

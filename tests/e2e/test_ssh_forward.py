@@ -362,7 +362,7 @@ def test_refused_forwarding_under_concurrent_fetches(refusing_host: HostSpec,
 
 
 # -- whole captures --------------------------------------------------------------------------
-ENDPOINTS = {"health", "model_info", "loads", "server_info", "metrics"}
+ENDPOINTS = {"health", "model_info", "loads", "server_info", "metrics", "health_generate"}
 
 
 @pytest.mark.parametrize("refused", [False, True], ids=["forwarding", "refused"])

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import pdforensics.capture as cap
+import pdforensics.host_run as host_run
 from pdforensics.analysis.client_dumps import client_dump_sidecars
 from pdforensics.analysis.engine import analyze
 from pdforensics.cli import main
@@ -61,7 +62,7 @@ class Replay:
 
 @pytest.fixture
 def replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cap, "open_transport", lambda host, accept=False: Replay(host))
+    monkeypatch.setattr(host_run, "open_transport", lambda host, accept=False: Replay(host))
 
 
 def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay: None,

@@ -9,12 +9,14 @@ from pdforensics.feeds_requests import log_hits_and_requests
 LOG_BYTES = 8 * MIB
 
 
-def _file(t: Target) -> str:
+def log_file_of(t: Target) -> str:
+    """The log file a service declares (endpoint-scoped log sources)."""
     assert t.service is not None and t.service.log_file
     return t.service.log_file
 
 
-def _unit(t: Target) -> str:
+def unit_of(t: Target) -> str:
+    """The systemd unit a unit-scoped log source reads."""
     assert t.unit is not None
     return t.unit
 
@@ -22,7 +24,7 @@ def _unit(t: Target) -> str:
 JOURNAL = register(Source(
     name="journal", description="journald lines of the service's unit (last 6 h, bounded)",
     scope="unit",
-    build=lambda host, t: ("journalctl", f"--unit={_unit(t)}", "--since=-6h", "--no-pager",
+    build=lambda host, t: ("journalctl", f"--unit={unit_of(t)}", "--since=-6h", "--no-pager",
                            "-o", "short-iso", "-n", "100000"),
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
     sample="log_journal_pd_wedge.txt", privileged=True, feeds=Feed("service.log_hits", log_hits_and_requests),
@@ -30,8 +32,8 @@ JOURNAL = register(Source(
 
 LOG_FILE = register(Source(
     name="log_file", description="tail of the service's log file (bounded)",
-    scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", _file(t)),
-    reads=lambda host, t: _file(t), tail=True,
+    scope="endpoint", build=lambda host, t: ("tail", "-c", str(LOG_BYTES), "--", log_file_of(t)),
+    reads=lambda host, t: log_file_of(t), tail=True,
     timeout_s=10, max_bytes=LOG_BYTES, priority=NORMAL, parser="journal:scan_log_signatures",
     sample="log_compose_sglang.txt", privileged=True, feeds=Feed("service.log_hits", log_hits_and_requests),
 ))

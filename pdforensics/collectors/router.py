@@ -3,25 +3,17 @@ per-worker failures (its /workers, /get_loads and metrics are in collectors/http
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import MIB, NORMAL, Source, Target, register
+from pdforensics.collectors.base import MIB, NORMAL, Source, register
+from pdforensics.collectors.logs import log_file_of, unit_of
 from pdforensics.feeds import Feed, first_ok
 
 ROUTER_LOG_BYTES = 4 * MIB
 
 
-def _file(t: Target) -> str:
-    assert t.service is not None and t.service.log_file
-    return t.service.log_file
-
-
-def _unit(t: Target) -> str:
-    assert t.unit is not None
-    return t.unit
-
-
 ROUTER_LOG = register(Source(
     name="router_log", description="router log file tail: breaker transitions, worker errors",
-    scope="endpoint", build=lambda host, t: ("tail", "-c", str(ROUTER_LOG_BYTES), "--", _file(t)),
+    scope="endpoint", build=lambda host, t: ("tail", "-c", str(ROUTER_LOG_BYTES), "--", log_file_of(t)),
+    reads=lambda host, t: log_file_of(t), tail=True,
     timeout_s=10, max_bytes=ROUTER_LOG_BYTES, priority=NORMAL, parser="router_log:parse_router_log",
     sample="smg_router_log.txt", privileged=True, feeds=Feed("service.router_log", first_ok),
 ))
@@ -29,7 +21,7 @@ ROUTER_LOG = register(Source(
 ROUTER_JOURNAL = register(Source(
     name="router_journal", description="router journald lines: breaker transitions, worker errors",
     scope="unit",
-    build=lambda host, t: ("journalctl", f"--unit={_unit(t)}", "--since=-6h", "--no-pager",
+    build=lambda host, t: ("journalctl", f"--unit={unit_of(t)}", "--since=-6h", "--no-pager",
                            "-o", "short-iso", "-n", "50000"),
     timeout_s=10, max_bytes=ROUTER_LOG_BYTES, priority=NORMAL, parser="router_log:parse_router_log",
     sample="smg_router_log.txt", privileged=True, feeds=Feed("service.router_log", first_ok),

@@ -14,7 +14,7 @@ from urllib.parse import quote, unquote
 from pdforensics.errors import TransportError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import remote_argv
-from pdforensics.transport.local import LocalTransport
+from pdforensics.transport.local import LocalTransport, ThroughLocalClient
 
 SCHEME = "k8s://"
 #: concurrent `kubectl exec` streams: per node (the kubelet serves them) and in all (the API server)
@@ -125,10 +125,9 @@ class _Gates:
 GATES = _Gates()
 
 
-class KubectlTransport:
+class KubectlTransport(ThroughLocalClient):
     """A pod as a host: commands through `kubectl exec`, endpoints by curl inside the pod."""
 
-    forwarding_refused = False
 
     def __init__(self, host: HostSpec):
         self.host = host
@@ -162,19 +161,6 @@ class KubectlTransport:
             if why and _KUBECTL_FAILED.search(result.stderr):
                 result = CommandResult(**{**result.__dict__, "error": f"kubectl: {why}"})
         return result
-
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
-              body: bytes | None = None) -> CommandResult | None:
-        """Endpoints are fetched by curl inside the pod (its own network namespace)."""
-        return None
-
-    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
-                  tail: bool = False) -> CommandResult | None:
-        """kubectl has no file read without running a command: run the source's command."""
-        return None
-
-    def close(self) -> None:
-        self._local.close()
 
 
 def _reason(result: CommandResult) -> str:

@@ -149,3 +149,23 @@ def _failed(
         host=host, source=source, argv=tuple(argv), exit_status=None, stdout=b"",
         stderr="", duration_s=0.0, started_at=started, error=error,
     )
+
+
+class ThroughLocalClient:
+    """Base of the transports whose every command runs through a local client process
+    (`srun` into a Slurm job, `kubectl exec` into a pod): nothing is forwarded and no file is
+    read without a process, so endpoints and file reads run as their commands there."""
+
+    forwarding_refused = False  # endpoints are fetched by curl on the far side
+    _local: LocalTransport
+
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
+              body: bytes | None = None) -> CommandResult | None:
+        return None
+
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        return None
+
+    def close(self) -> None:
+        self._local.close()

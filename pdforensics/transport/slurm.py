@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pdforensics.errors import TransportError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import remote_argv
-from pdforensics.transport.local import LocalTransport
+from pdforensics.transport.local import LocalTransport, ThroughLocalClient
 
 #: what srun itself may take (step creation through slurmctld, I/O set-up) beyond the
 #: command's own timeout, before the local side gives up on it
@@ -23,10 +23,9 @@ _WAITING = re.compile(r"srun: (Job \S+ step creation temporarily disabled|Job \S
                       r"disabled|Step created for .*|.*retrying)")
 
 
-class SlurmTransport:
+class SlurmTransport(ThroughLocalClient):
     """Runs each command as its own overlapping job step on the host's node."""
 
-    forwarding_refused = False  # endpoints are fetched with curl on the node, through srun
 
     def __init__(self, host: HostSpec):
         assert host.slurm is not None
@@ -57,19 +56,6 @@ class SlurmTransport:
             ) -> CommandResult:
         result = self._local.run(source, self.srun_argv(argv), timeout_s + SRUN_SLACK_S, max_bytes)
         return _classify(result)
-
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int,
-              body: bytes | None = None) -> CommandResult | None:
-        """Nothing is forwarded: the endpoint's curl command runs on the node through srun."""
-        return None
-
-    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
-                  tail: bool = False) -> CommandResult | None:
-        """No file access without a process on the node: the source's command runs instead."""
-        return None
-
-    def close(self) -> None:
-        self._local.close()
 
 
 def _last_line(text: str) -> str:

@@ -85,9 +85,8 @@ def fold_same_subject(findings: Sequence[Finding]) -> list[Finding]:
     evidence and lists its key in ``merged``."""
     out: list[Finding] = list(findings)
     for f in findings:
-        targets = FOLD_INTO.get(f.key, ())
-        j = next((k for k, g in enumerate(out) if f.subject is not None and g.key in targets
-                  and g.subject == f.subject
+        j = next((k for target in FOLD_INTO.get(f.key, ()) for k, g in enumerate(out)
+                  if f.subject is not None and g.key == target and g.subject == f.subject
                   and (g.key != "RANK_OUTLIER" or g.severity == "critical")), None)
         if j is None:
             continue

@@ -27,7 +27,14 @@ from pdforensics.lab.procs import (
     wait_until,
 )
 from pdforensics.lab.requirements import require_lab_tools
-from pdforensics.lab.router import check_router, client_argv, registered_workers, router_argv, routes_a_request
+from pdforensics.lab.router import (
+    check_router,
+    client_argv,
+    registered_workers,
+    router_argv,
+    routes_a_request,
+    switch_router_fault,
+)
 from pdforensics.lab.servers import install_nvidia_smi, server_argv, server_env
 
 READY_TIMEOUT_S = 20.0
@@ -177,6 +184,7 @@ def lab_up(
         if sudo_user:  # inside the try: a failed start revokes it again
             sshd.ensure_sudo_user(sudo_user, lab_dir)
         _start_processes(lab_dir, hosts, ports, record, secret_env)
+        switch_router_fault(record, None, fault)
     except BaseException:
         lab_down(lab_dir)
         raise
@@ -410,5 +418,6 @@ def set_fault(lab_dir: Path, fault: str) -> None:
     check_switchable(fault, data.get("launch_fault"))
     _write_atomic(paths(lab_dir)["fault"], fault + "\n")
     lab_clock.write_clock(lab_dir, fault, bool(data.get("ssh")))
+    switch_router_fault(data, data.get("fault"), fault)
     data["fault"] = fault
     _write_atomic(paths(lab_dir)["json"], json.dumps(data, indent=2))

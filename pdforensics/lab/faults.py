@@ -21,6 +21,7 @@ FAULTS: tuple[str, ...] = (
     "clock-skew",
     "safeguards-off",
     "breaker-open",
+    "decode-only",
 )
 
 _HUGE = "100000"  # seconds (27.8 h) / heartbeat failures: a wedge never heals by itself

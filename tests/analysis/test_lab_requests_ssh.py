@@ -21,12 +21,23 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
 from tests.support import ports
+from tests.support.rule_matrix import RuleMatrix
 
 BASE_PORT = ports.block()
 TIMEOUTS = {"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "2",
             "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "2"}
 LOG_REQUESTS = ["--log-requests", "--log-requests-level", "1"]
 REQUEST_RULES = ("FORGOTTEN_REQUESTS", "STRANDED_BOOTSTRAP", "PREALLOC_LEAK")
+# issue #16's matrix: the new rules each fault fires (every other new rule stays silent) and
+# its top finding; transfer-stuck is the seed case, its forgotten requests below the frozen hop
+EXPECTED: dict[str, tuple[set[str], str | None]] = {
+    "healthy": (set(), None),
+    "forgotten-requests": ({"FORGOTTEN_REQUESTS"}, "REQUESTS_FROZEN"),
+    "stranded-bootstrap": ({"STRANDED_BOOTSTRAP"}, "STRANDED_BOOTSTRAP"),
+    "prealloc-leak": ({"PREALLOC_LEAK"}, "PREALLOC_LEAK"),
+    "transfer-stuck": ({"FORGOTTEN_REQUESTS"}, "DECODE_TRANSFER_STUCK"),
+}
+MATRIX = RuleMatrix("request-logging lab")
 
 pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
                                 reason="needs openssh-server")
@@ -42,6 +53,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabInfo, Pat
         yield info, d
     finally:
         lab_down(d / "lab")
+        MATRIX.write()
 
 
 def capture(lab: tuple[LabInfo, Path], fault: str) -> tuple[Analysis, RequestTrack]:
@@ -54,7 +66,9 @@ def capture(lab: tuple[LabInfo, Path], fault: str) -> tuple[Analysis, RequestTra
                           plan=PlanOptions(samples=2, interval_s=1.5, stack_dumps=1))
     outcome = run_capture(load_cluster_file(info.cluster_file), opts)
     cap = load_capture(outcome.bundle)
-    return analyze(cap), track_requests(cap)
+    a = analyze(cap)
+    MATRIX.check(a, fault, *EXPECTED[fault])
+    return a, track_requests(cap)
 
 
 def fired(a: Analysis) -> set[str]:

@@ -17,8 +17,10 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
 from tests.support import ports
+from tests.support.rule_matrix import RuleMatrix
 
 BASE_PORT = ports.block()
+MATRIX = RuleMatrix("launch-time lab (local)")
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +30,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabInfo, Pat
         yield lab_up(d / "lab", fault="safeguards-off", base_port=BASE_PORT), d
     finally:
         lab_down(d / "lab")
+        MATRIX.write()
 
 
 def capture(lab: tuple[LabInfo, Path]) -> Analysis:
@@ -40,6 +43,7 @@ def capture(lab: tuple[LabInfo, Path]) -> Analysis:
 
 def test_safeguards_off_fires_on_both_roles(lab: tuple[LabInfo, Path]) -> None:
     a = capture(lab)
+    MATRIX.check(a, "safeguards-off", {"SAFEGUARDS_DISABLED"}, "SAFEGUARDS_DISABLED")
     found = [f for f in a.findings if f.key == "SAFEGUARDS_DISABLED"]
     assert {f.subject.split()[-1].split(":")[0] for f in found if f.subject} == {"prefill", "decode"}
     text = "\n".join(str(e) for f in found for e in f.evidence)

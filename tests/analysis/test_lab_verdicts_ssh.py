@@ -21,13 +21,20 @@ from pdforensics.config import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.clock import SKEW_S, SKEWED_HOST, faketime_ready
 from pdforensics.lab.core import LabInfo
+from pdforensics.lab.router import registered_workers
 from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
 from pdforensics.report.timeline import build_timeline
 from tests.support import ports
+from tests.support.rule_matrix import RuleMatrix
 
 BASE_PORT = ports.block()  # prefill BASE_PORT ... sshd BASE_PORT + 5, found free at run time
 LAB_HOSTS = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
+# issue #16's matrix: the faults whose own new rule must fire, as the top finding; every other
+# capture must fire none of the new rules (tests/support/rule_matrix.py)
+OWN_RULE = {"breaker-open": "ROUTER_BREAKER_OPEN", "probe-hang": "SCHEDULER_PROBE_HANG",
+            "decode-only": "DECODE_ONLY_DISPATCH", "clock-skew": "CLOCK_SKEW"}
+MATRIX = RuleMatrix("ssh lab")
 
 pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
                                 reason="needs openssh-server (the README's test command installs it)")
@@ -41,10 +48,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabInfo, Pat
         yield info, d
     finally:
         lab_down(d / "lab")
+        MATRIX.write()
 
 
 def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
-            stack_dumps: int = 3) -> tuple[Analysis, dict[str, Any]]:
+            stack_dumps: int = 3, row: str | None = None) -> tuple[Analysis, dict[str, Any]]:
     info, d = lab
     set_fault(info.dir, "healthy")  # reset queues a previous fault froze
     time.sleep(1.0)
@@ -61,6 +69,8 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
     a = analyze(cap)
     doc = analysis_json(analyze_path(outcome.bundle))  # what `capture` and `analyze BUNDLE` print
     assert doc["verdict"] == a.verdict and [f["key"] for f in doc["findings"]] == keys(a)
+    own = OWN_RULE.get(fault)
+    MATRIX.check(a, row or fault, {own} if own else set(), own)
     return a, doc
 
 
@@ -116,7 +126,7 @@ def test_transfer_stuck(lab: tuple[LabInfo, Path]) -> None:
 
 
 def test_single_scrape_is_never_wedged(lab: tuple[LabInfo, Path]) -> None:
-    a, _doc = capture(lab, "transfer-stuck", samples=1)
+    a, _doc = capture(lab, "transfer-stuck", samples=1, row="transfer-stuck, 1 sample")
     assert a.verdict in ("DEGRADED", "UNKNOWN"), (a.summary, keys(a))
     assert any(s.rule == "REQUESTS_FROZEN" for s in a.skipped)
 
@@ -193,6 +203,7 @@ def test_clock_skew(lab: tuple[LabInfo, Path]) -> None:
     assert offsets[SKEWED_HOST] == pytest.approx(SKEW_S, abs=1.0), offsets
     assert all(o is not None and abs(o) < 1.0 for n, o in offsets.items() if n != SKEWED_HOST)
     a = analyze(cap)
+    MATRIX.check(a, "clock-skew", {"CLOCK_SKEW"}, "CLOCK_SKEW")
     assert not keys(a, "critical"), keys(a)
     (f,) = [f for f in a.findings if f.key == "CLOCK_SKEW"]
     assert f.severity == "warning" and f.subject == SKEWED_HOST
@@ -205,6 +216,32 @@ def test_clock_skew(lab: tuple[LabInfo, Path]) -> None:
     assert decode.ranks and all(p.stacks and p.stacks[0].dumps for p in decode.ranks)
     view, _missing = build_timeline(cap)
     assert view is not None and f"{SKEWED_HOST} +{offsets[SKEWED_HOST]:.3f} s (ahead)" in view.clock
+
+
+def test_probe_hang(lab: tuple[LabInfo, Path]) -> None:
+    """/health_generate hangs while /health answers: SCHEDULER_PROBE_HANG on both servers."""
+    a, _doc = capture(lab, "probe-hang", samples=2, stack_dumps=1)
+    probes = [f for f in a.findings if f.key == "SCHEDULER_PROBE_HANG"]
+    assert {f.title.split()[0] for f in probes} == {"prefill-0", "decode-0"}, keys(a)
+    assert not [k for k in keys(a, "critical") if k != "SCHEDULER_PROBE_HANG"], keys(a)
+
+
+def test_decode_only(lab: tuple[LabInfo, Path]) -> None:
+    """The prefill worker deregistered from the real smg (DELETE /workers/{id}) while the decode
+    holds a request it was sent: decode has work, no prefill is left to feed it."""
+    info, _d = lab
+    try:
+        a, _doc = capture(lab, "decode-only", samples=2, stack_dumps=1)
+    finally:
+        set_fault(info.dir, "healthy")  # registers the prefill again (POST /workers)
+    top = a.findings[0]
+    assert top.severity == "critical" and "none to prefill" in top.title, top.title
+    text = evidence(a)
+    assert f'decode worker http://127.0.0.4:{BASE_PORT + 1}: dispatched' in text, text
+    assert "no prefill worker registered" in text, text
+    assert "ROUTER_BREAKER_OPEN" not in keys(a)
+    h = info.host("router")
+    assert registered_workers(f"http://{h.bind}:{h.http_port}") == 2
 
 
 def test_process_dead(lab: tuple[LabInfo, Path]) -> None:

@@ -100,6 +100,16 @@ def router_breaker_open(ctx: Context) -> Iterator[Finding]:
         )
 
 
+def _listed_prefill(s: ServiceView) -> list[str] | None:
+    """Prefill worker URLs on the router's /workers; None when /workers was not read."""
+    f = s.fetches.get("workers")
+    body = f.json() if f is not None and f.answered else None
+    rows = body.get("workers") if isinstance(body, dict) else None
+    if not isinstance(rows, list):
+        return None
+    return [str(r.get("url")) for r in rows if isinstance(r, dict) and r.get("worker_type") == "prefill"]
+
+
 @rule("DECODE_ONLY_DISPATCH", needs=("router",), rank=16)
 def decode_only_dispatch(ctx: Context) -> Iterator[Finding]:
     """Decode workers receive requests while no prefill worker does."""
@@ -114,10 +124,12 @@ def decode_only_dispatch(ctx: Context) -> Iterator[Finding]:
         evidence: list[Evidence | str] = [
             Evidence(s.host, "/metrics", f"decode worker {b.worker}: dispatched {b.dispatched_first} -> "
                      f"{b.dispatched_last}, active {b.active}", mpath) for b in fed]
+        listed = _listed_prefill(s)
         evidence += [Evidence(s.host, "/metrics", f"prefill worker {b.worker}: dispatched "
-                              f"{b.dispatched_first} -> {b.dispatched_last}, breaker {b.state_name}",
-                              mpath) for b in prefill]
-        if not prefill:
+                              f"{b.dispatched_first} -> {b.dispatched_last}, breaker {b.state_name}"
+                              + (" (not on /workers)" if listed is not None and b.worker not in listed
+                                 else ""), mpath) for b in prefill]
+        if not prefill or listed == []:
             evidence.append(Evidence(s.host, "/workers", "no prefill worker registered"))
         yield Finding(
             key="DECODE_ONLY_DISPATCH", severity="critical", subject=s.label,

@@ -11,13 +11,14 @@ import urllib.error
 import urllib.request
 
 INTERVAL_S = 0.5
+TIMEOUT_S = 60  # outlasts a capture while the decode-only fault holds a request
 BODY = json.dumps({"text": "The capital of France is", "sampling_params": {"max_new_tokens": 2}}).encode()
 
 
 def send_one(url: str) -> int:
     req = urllib.request.Request(url + "/generate", data=BODY, headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
             resp.read()
             return int(resp.status)
     except urllib.error.HTTPError as exc:

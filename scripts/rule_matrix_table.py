@@ -1,0 +1,48 @@
+"""Print issue #16's rule matrix (lab fault x new rule key) from the last lab test run.
+
+Usage: .venv/bin/python scripts/rule_matrix_table.py [--update docs/rules.md] [ARTIFACT]
+ARTIFACT defaults to tests/artifacts/rule_matrix.json (written by tests/support/rule_matrix.py
+from tests/analysis/test_lab_verdicts_ssh.py and test_lab_requests_ssh.py); --update rewrites
+the table between the BEGIN/END markers of that file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- BEGIN rule-matrix -->", "<!-- END rule-matrix -->"
+SHORT = {"SCHEDULER_PROBE_HANG": "PROBE_HANG", "ROUTER_BREAKER_OPEN": "BREAKER_OPEN",
+         "SAFEGUARDS_DISABLED": "SAFEGUARDS", "STRANDED_BOOTSTRAP": "STRANDED",
+         "FORGOTTEN_REQUESTS": "FORGOTTEN", "DECODE_ONLY_DISPATCH": "DECODE_ONLY"}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    keys = list(rows[0]["rules"]) if rows else []
+    out = ["| lab | fault | " + " | ".join(SHORT.get(k, k) for k in keys) + " | top finding | verdict |",
+           "|---|---|" + "---|" * len(keys) + "---|---|"]
+    for r in rows:
+        marks = " | ".join({"top": "**top**", "fired": "fired"}.get(r["rules"].get(k, "-"), "-") for k in keys)
+        out.append(f"| {r['lab']} | {r['fault']} | {marks} | {r['top'] or '-'} | {r['verdict']} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    doc = None
+    if args[:1] == ["--update"]:
+        doc, args = Path(args[1]), args[2:]
+    path = Path(args[0] if args else "tests/artifacts/rule_matrix.json")
+    text = table(json.loads(path.read_text()))
+    if doc is None:
+        print(text)
+        return
+    head, rest = doc.read_text().split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    main()

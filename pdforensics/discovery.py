@@ -145,6 +145,9 @@ def discover(
         if kind == "router":
             metrics_port = _int(flag_value(tokens, "--prometheus-port"),
                                 DEFAULT_ROUTER_METRICS_PORT)
+        if kind == "router" and spec is None and flag_value(tokens, "--port") is None:
+            port, metrics_port = _hidden_router_ports(root, tree(root), listen_pids or {},
+                                                      port, metrics_port)
         role = _role_of(kind, tokens)
         address = _address(tokens)
         if flag_value(tokens, "--host") is None and spec is not None:  # a title hid its flags
@@ -187,6 +190,23 @@ def discover(
             kind, rank = inferred.get(pid) or kinds.get(pid, ("other", None))
             processes.append(_process(row, kind, rank, svc, now))
     return Discovery(tuple(processes), tuple(services), tuple(missing))
+
+
+def _hidden_router_ports(root: int, pids: Sequence[int], listen_pids: Mapping[int, set[int]],
+                         port: int, metrics_port: int | None) -> tuple[int, int | None]:
+    """The HTTP and metrics ports of a router whose title hid its flags (smg's `smg::router`),
+    from the ports its processes listen on: smg's defaults (30000, 29000) when it listens
+    there, else the lower port is taken as HTTP and the next as metrics (a guess: declare the
+    ports in the cluster file to be sure). Unchanged when it listens on fewer than two."""
+    mine = sorted(p for p, owners in listen_pids.items() if owners & set(pids))
+    if len(mine) < 2:
+        return port, metrics_port
+    http = DEFAULT_SERVER_PORT if DEFAULT_SERVER_PORT in mine else None
+    metrics = DEFAULT_ROUTER_METRICS_PORT if DEFAULT_ROUTER_METRICS_PORT in mine else None
+    rest = [p for p in mine if p not in (http, metrics)]
+    http = http if http is not None else rest.pop(0)
+    metrics = metrics if metrics is not None else (rest[0] if rest else None)
+    return http, metrics
 
 
 def _is_worker(row: PsRow, parent: PsRow) -> bool:

@@ -200,8 +200,10 @@ def test_clock_skew(lab: tuple[LabInfo, Path]) -> None:
     finally:
         set_fault(info.dir, "healthy")
     offsets = {h.name: h.clock_offset_s for h in cap.hosts}
-    assert offsets[SKEWED_HOST] == pytest.approx(SKEW_S, abs=1.0), offsets
-    assert all(o is not None and abs(o) < 1.0 for n, o in offsets.items() if n != SKEWED_HOST)
+    # a measurement is good to half its round trip (a loaded machine starts `date` late)
+    bound = {e.host: 1.0 + e.duration_s / 2 for e in cap.results if e.source == "clock"}
+    assert offsets[SKEWED_HOST] == pytest.approx(SKEW_S, abs=bound[SKEWED_HOST]), (offsets, bound)
+    assert all(o is not None and abs(o) < bound[n] for n, o in offsets.items() if n != SKEWED_HOST)
     a = analyze(cap)
     MATRIX.check(a, "clock-skew", {"CLOCK_SKEW"}, "CLOCK_SKEW")
     assert not keys(a, "critical"), keys(a)

@@ -78,3 +78,12 @@ def test_titled_gateway_takes_its_address_from_its_listening_socket() -> None:
     (svc,) = d.services
     assert (svc.kind, svc.root_pid, svc.address, svc.port, svc.metrics_port) == (
         "router", 40, "127.0.0.2", 8000, 29000)
+
+
+def test_a_router_whose_title_hid_its_flags_takes_its_ports_from_its_sockets() -> None:
+    from pdforensics.discovery import _hidden_router_ports
+
+    assert _hidden_router_ports(7, [7], {25049: {7}, 25050: {7}, 30001: {8}}, 30000, 29000) == (25049, 25050)
+    assert _hidden_router_ports(7, [7, 9], {29000: {9}, 30000: {7}, 8080: {7}}, 30000, 29000) == (30000, 29000)
+    assert _hidden_router_ports(7, [7], {29000: {7}, 40000: {7}}, 30000, 29000) == (40000, 29000)
+    assert _hidden_router_ports(7, [7], {25049: {7}}, 30000, 29000) == (30000, 29000)  # one socket: no guess

@@ -30,7 +30,9 @@ LOCAL_ONLY = {"nvml"}  # the in-process NVML probe runs only on the local host (
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabInfo]:
     d = tmp_path_factory.mktemp("k8slab")
     try:
-        yield lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE)
+        # the stand-in router: the stand-in kubectl makes pods of command lines, and smg's
+        # title hides its own
+        yield lab_up(d / "lab", fault="healthy", ssh=False, base_port=BASE, router="standin")
     finally:
         lab_down(d / "lab")
 

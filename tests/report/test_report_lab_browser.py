@@ -210,7 +210,7 @@ def test_report_reads_without_javascript(lab: tuple[LabInfo, Path], browser: Bro
         sections = page.eval("[...document.querySelectorAll('section')].map(s => s.id + ':' + "
                              "Math.round(s.getBoundingClientRect().height))")
         ids = [s.split(":")[0] for s in sections]
-        assert ids == ["topology", "timeline", "changes", "metrics", "history", "gpus", "stacks", "config",
+        assert ids == ["topology", "timeline", "changes", "metrics", "requests", "history", "gpus", "stacks", "config",
                        "collection"]
         assert all(int(s.split(":")[1]) > 50 for s in sections), sections
         clicked = page.eval("(() => { const d = document.querySelector('details:not([open])');"

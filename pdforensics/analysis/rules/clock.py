@@ -13,13 +13,16 @@ SKEW_S = 1.0
 
 @rule("CLOCK_SKEW", needs=("clock",), rank=78)
 def clock_skew(ctx: Context) -> Iterator[Finding]:
-    """A host's clock is more than SKEW_S off ours (measured at the midpoint of a round trip)."""
+    """A host's clock is more than SKEW_S off ours (measured at the midpoint of a round trip):
+    beyond doubt, so the offset minus half the round trip (the measurement's error bound) must
+    exceed SKEW_S -- a loaded host whose `date` took seconds to start is no skew."""
     for h in ctx.capture.hosts:
         off = h.clock_offset_s
-        if off is None or abs(off) <= SKEW_S:
-            continue
         entry = next((e for e in ctx.capture.results if e.host == h.name and e.source == "clock"
                       and e.ok), None)
+        bound = entry.duration_s / 2 if entry is not None else 0.0
+        if off is None or abs(off) - bound <= SKEW_S:
+            continue
         trip = (f"the midpoint of a {entry.duration_s * 1000:.0f} ms round trip, "
                 f"±{entry.duration_s * 500:.0f} ms" if entry is not None else "the round trip")
         yield Finding(

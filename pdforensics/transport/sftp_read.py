@@ -94,7 +94,7 @@ class SftpReader:
             if isinstance(exc, IOError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM):
                 return result(failed=os.strerror(exc.errno))
             return result(failed=str(exc) or type(exc).__name__)
-        except (paramiko.SSHException, EOFError) as exc:
+        except (paramiko.SSHException, paramiko.SFTPError, EOFError) as exc:
             with self._lock:
                 if sftp is not None and self._sftp is sftp:
                     self._drop_locked()
@@ -114,7 +114,9 @@ class SftpReader:
             try:
                 chan.invoke_subsystem("sftp")
                 self._sftp = paramiko.SFTPClient(chan)
-            except (paramiko.SSHException, EOFError, OSError) as exc:
+            except (paramiko.SSHException, paramiko.SFTPError, EOFError, OSError) as exc:
+                # SFTPError: the subsystem's first bytes were not SFTP (a login shell that
+                # prints a banner or rc output before the server): no usable subsystem
                 self._release(chan)
                 if isinstance(exc, TimeoutError):
                     raise _Timeout() from None
@@ -139,7 +141,7 @@ class SftpReader:
     def _close_file(self, sftp: paramiko.SFTPClient, f: paramiko.SFTPFile, deadline: float) -> None:
         try:
             self.call(sftp, max(deadline, time.monotonic() + 1.0), f.close)
-        except (_Timeout, OSError, paramiko.SSHException, EOFError):
+        except (_Timeout, OSError, paramiko.SSHException, paramiko.SFTPError, EOFError):
             pass
 
     class _Locked:

@@ -27,7 +27,9 @@ def requests_json(track: RequestTrack) -> dict[str, Any]:
 
 def format_requests_text(track: RequestTrack) -> str:
     """The open requests (stage, age) first, then the funnel; a hint when nothing is logged."""
-    out = [f"Requests seen in the logs: {len(track.requests)}, not finished: {len(track.open)}"]
+    ended = sum(1 for r in track.requests if r.outcome in ("aborted", "failed"))
+    out = [f"Requests seen in the logs: {len(track.requests)}, open (no end seen): "
+           f"{len(track.open)}, ended without finishing (aborted or failed): {ended}"]
     for label in track.silent:
         out.append(f"  {label}: no request lines; {ENABLE_HINT}")
     if track.open:

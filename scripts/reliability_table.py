@@ -7,10 +7,9 @@ ARTIFACT defaults to tests/artifacts/fault_matrix.json (written by tests/e2e/tes
 
 from __future__ import annotations
 
-import json
 import re
-import sys
-from pathlib import Path
+
+from marked_table import run
 
 
 def cell(text: str) -> str:
@@ -32,19 +31,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    doc = None
-    if args[:1] == ["--update"]:
-        doc, args = Path(args[1]), args[2:]
-    path = Path(args[0] if args else "tests/artifacts/fault_matrix.json")
-    text = table(json.loads(path.read_text()))
-    if doc is None:
-        print(text)
-        return
-    body = doc.read_text()
-    head, rest = body.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    run(table, "tests/artifacts/fault_matrix.json", BEGIN, END)
 
 
 if __name__ == "__main__":

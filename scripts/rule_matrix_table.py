@@ -8,10 +8,9 @@ the table between the BEGIN/END markers of that file.
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any
+
+from marked_table import run
 
 BEGIN, END = "<!-- BEGIN rule-matrix -->", "<!-- END rule-matrix -->"
 SHORT = {"SCHEDULER_PROBE_HANG": "PROBE_HANG", "ROUTER_BREAKER_OPEN": "BREAKER_OPEN",
@@ -30,18 +29,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    doc = None
-    if args[:1] == ["--update"]:
-        doc, args = Path(args[1]), args[2:]
-    path = Path(args[0] if args else "tests/artifacts/rule_matrix.json")
-    text = table(json.loads(path.read_text()))
-    if doc is None:
-        print(text)
-        return
-    head, rest = doc.read_text().split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    run(table, "tests/artifacts/rule_matrix.json", BEGIN, END)
 
 
 if __name__ == "__main__":

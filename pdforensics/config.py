@@ -86,6 +86,7 @@ def _host(raw: Any, index: int, base: Path, origin: str) -> HostSpec:
         nvidia_smi=str(raw.get("nvidia_smi", "nvidia-smi")),
         simulated_gpu=bool(raw.get("simulated_gpu", False)),
         py_spy=str(raw.get("py_spy", "py-spy")),
+        runner=bool(raw.get("runner", True)),
     )
 
 

@@ -14,7 +14,8 @@ TOP_KEYS = frozenset({"cluster", "hosts", "k8s"})
 CLUSTER_KEYS = frozenset({"name", "store", "accept_new_host_keys", "keep_last", "keep_days",
                           "slurm_job", "slurm_container", "slurm_ssh"})
 HOST_KEYS = frozenset({"name", "address", "port", "user", "identity", "known_hosts", "sudo",
-                       "services", "proxy_jump", "nvidia_smi", "simulated_gpu", "py_spy"})
+                       "services", "proxy_jump", "nvidia_smi", "simulated_gpu", "py_spy",
+                       "runner"})
 SERVICE_KEYS = frozenset({"role", "port", "unit", "metrics_port", "log_file"})
 
 _TYPES: dict[str, type | tuple[type, ...]] = {

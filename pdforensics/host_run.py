@@ -60,6 +60,7 @@ class HostRun:
         self._said_curl = False
         self._said_found = False  # "found N services" is said once per host
         self.banner = b""  # what the login shell prints before every command
+        self._runner_said = False
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
@@ -111,6 +112,7 @@ class HostRun:
             w.start()
         for w in workers:
             w.join()
+        self._runner_note()
         self._say(f"done: {self.jobs_run} results" +
                   (f", {len(self._pending)} not run" if self._pending else ""))
 
@@ -118,9 +120,24 @@ class HostRun:
         from pdforensics.transport.ssh import SshTransport
 
         if isinstance(self.transport, SshTransport):
-            self.banner = probe_banner(self.transport)
+            runner = self.transport.runner
+            if runner is not None and runner.up(self.deadline - 1.0):
+                self.banner = runner.banner  # for commands that fall back to their own channel
+            else:
+                self.banner = probe_banner(self.transport)
             if self.banner:
                 self.planner.notes.append(banner_note(self.banner))
+            self._runner_note()
+
+    def _runner_note(self) -> None:
+        """Say once why commands went one exec channel each (the runner refused or broke)."""
+        from pdforensics.transport.ssh import SshTransport
+
+        runner = self.transport.runner if isinstance(self.transport, SshTransport) else None
+        if runner is not None and runner.refused and not self._runner_said:
+            self._runner_said = True
+            self.planner.notes.append(f"commands: {runner.refused}; each command ran in its own "
+                                      "exec channel instead (one login shell each)")
 
     # -- scheduling -----------------------------------------------------------------------
     def _next_job(self) -> Job | None:

@@ -70,6 +70,7 @@ class HostSpec:
     nvidia_smi: str = "nvidia-smi"
     simulated_gpu: bool = False
     py_spy: str = "py-spy"
+    runner: bool = True  # one exec channel runs all commands (False: one channel per command)
     slurm: SlurmTarget | None = None  # run every command through `srun --overlap` into a job
 
     @property

@@ -25,4 +25,4 @@ def open_transport(host: object, accept_new_host_keys: bool = False) -> Transpor
         from pdforensics.transport.kubectl import KubectlTransport
 
         return KubectlTransport(host)
-    return SshTransport(host, accept_new_host_keys=accept_new_host_keys)
+    return SshTransport(host, accept_new_host_keys=accept_new_host_keys, runner=host.runner)

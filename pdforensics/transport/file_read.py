@@ -72,11 +72,17 @@ def read_bounded(handle: Handle, size: int, max_bytes: int, tail: bool, deadline
         if not chunk:
             break
         out += chunk
+    data, truncated = finish_window(bytes(out), start, max_bytes, tail)
+    return data, truncated, timed_out
+
+
+def finish_window(data: bytes, start: int, max_bytes: int, tail: bool) -> tuple[bytes, bool]:
+    """What a read keeps of the bytes read from offset `start` (at most max_bytes + 1):
+    (kept, truncated). A tail window that starts mid-file loses its partial first line."""
     if start > 0:
-        nl = out.find(b"\n")
-        return (bytes(out[nl + 1:]) if nl >= 0 else b""), False, timed_out
-    truncated = not tail and len(out) > max_bytes
-    return bytes(out[:max_bytes]), truncated, timed_out
+        nl = data.find(b"\n")
+        return (data[nl + 1:] if nl >= 0 else b""), False
+    return data[:max_bytes], not tail and len(data) > max_bytes
 
 
 def file_result(host: str, source: str, path: str, tail: bool, t0: float, started: float,

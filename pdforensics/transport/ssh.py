@@ -18,6 +18,7 @@ from pdforensics.known_hosts import fingerprint
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 from pdforensics.transport.http_forward import ResponseReader, build_request
+from pdforensics.transport.runner import SessionRunner
 from pdforensics.transport.sftp_read import SftpReader
 
 BACKPRESSURE_SLEEP_S = 0.1
@@ -41,7 +42,7 @@ class SshTransport:
     """Runs commands over one SSH connection; channels opened concurrently, retried on
     'administratively prohibited' (the server's MaxSessions back-pressure)."""
 
-    def __init__(self, host: HostSpec, accept_new_host_keys: bool = False):
+    def __init__(self, host: HostSpec, accept_new_host_keys: bool = False, runner: bool = False):
         self.host = host
         self.accept_new_host_keys = accept_new_host_keys
         self._client: paramiko.SSHClient | None = None
@@ -52,6 +53,9 @@ class SshTransport:
         self.forwarding_refused = False  # sshd said no to direct-tcpip: endpoints go by curl
         self._files = SftpReader(host.name, self._open_channel, self._release, self._closed,
                                  lambda: self.connection_lost)
+        # runner: every command and file read through one exec channel (see runner.py)
+        self.runner = (SessionRunner(host.name, self._open_channel, self._closed,
+                                     lambda: self.connection_lost) if runner else None)
 
     # -- connection -------------------------------------------------------------------
     def connect(self, timeout_s: float) -> None:
@@ -147,6 +151,10 @@ class SshTransport:
     def run(
         self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int
     ) -> CommandResult:
+        if self.runner is not None:
+            through = self.runner.run(source, argv, timeout_s, max_bytes)
+            if through is not None:
+                return through
         started = time.time()
         t0 = time.monotonic()
         wait_s = local_wait_s(timeout_s)
@@ -185,8 +193,12 @@ class SshTransport:
 
     def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
                   tail: bool = False) -> CommandResult | None:
-        """Read a file over the connection's SFTP session (no shell, no process on the host);
-        None when sshd has no SFTP subsystem (see `read_refused`): run the command instead."""
+        """Read a file through the runner, else over the connection's SFTP session (no shell,
+        no process on the host); None when neither can (see `read_refused`): run the command."""
+        if self.runner is not None:
+            through = self.runner.read(source, path, timeout_s, max_bytes, tail)
+            if through is not None:
+                return through
         return self._files.read(source, path, timeout_s, max_bytes, tail)
 
     @property

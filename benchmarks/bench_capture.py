@@ -90,7 +90,7 @@ def ops_cluster_file(lab_dir: Path, login: str) -> Path:
 def one_round(cluster_file: Path, samples: int) -> tuple[float, float, int, int, str]:
     out = Path(tempfile.mkdtemp(prefix="bench-out-"))
     t0 = time.monotonic()
-    plan = PlanOptions(samples=samples)  # as `capture --samples N` (py-spy dumps stay at 3)
+    plan = PlanOptions(samples=samples, stack_dumps=min(samples, 3))  # as `capture --samples N`
     outcome = run_capture(load_cluster_file(cluster_file), CaptureOptions(out_dir=out, plan=plan))
     ours = time.monotonic() - t0
     manifest = json.loads((outcome.bundle / "manifest.json").read_text())

@@ -271,9 +271,24 @@ class SizeResult:
     seq_target_s: float
     par: Run
     par_target_s: float
+    per_command: Run | None = None  # the same capture with `runner = false` (one channel each)
+    per_command_target_s: float = 0.0
 
 
-def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines: bool = True) -> SizeResult:
+def per_command_cluster(cluster_file: Path) -> Path:
+    """The same cluster file with `runner = false` on every host: one exec channel per command."""
+    lines = []
+    for line in cluster_file.read_text().splitlines():
+        lines.append(line)
+        if line.startswith("address ="):
+            lines.append("runner = false")
+    out = cluster_file.with_name(cluster_file.stem + "-per-command.toml")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines: bool = True,
+             ab: bool = True) -> SizeResult:
     cluster_file = f.subset(n, "root" if login == "root" else None)
     rounds = []
     for i in range(rounds_n):
@@ -293,19 +308,28 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
     print(f"[N={n}] limit: slowest collector {slowest} {own_s:.2f} s + connection set-up {setup:.3f} s "
           f"= {limit:.2f} s; median capture wall = {run.wall_s / limit:.2f}x the limit "
           f"(collection alone {collect / limit:.2f}x)", flush=True)
+    per_command, pc_t = None, 0.0
+    if ab:
+        (per_command, pc_manifest), pc_t = target_cpu(f, n, ours, per_command_cluster(cluster_file),
+                                                      root / "bundles-per-command")
+        print(f"[N={n}] baseline, one exec channel per command (runner = false): wall "
+              f"{per_command.wall_s:.2f} s, {pc_manifest['status']}, {len(pc_manifest['results'])} results"
+              f"{gaps(pc_manifest)}; target CPU {pc_t:.1f} s ({pc_t / n:.2f} s/host) against "
+              f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) through the runner: {pc_t / max(tcpu, 1e-9):.1f}x; "
+              f"{load()}", flush=True)
     cores = os.cpu_count() or 1
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
           f"= {(run.cpu_s + tcpu) / cores:.2f} s of wall time (the hosts share its cores)", flush=True)
     if not baselines:  # --baselines-up-to: a large N's loops take minutes on a shared machine
         none = Run(0.0, 0.0, 0.0, 0.0, 0)
-        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0)
+        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0, per_command, pc_t)
     (seq, n_cmds), seq_t = target_cpu(f, n, sequential, cluster_file, manifest)
     print(f"[N={n}] sequential ssh loop: wall {seq.wall_s:.2f} s ({n_cmds} commands), CPU {seq.cpu_s:.2f} s, "
           f"peak RSS {seq.tree_mb:.0f} MB, target CPU {seq_t:.1f} s; {load()}", flush=True)
     (par, n_slots), par_t = target_cpu(f, n, pssh, cluster_file, manifest, root / f"pssh-{n}")
     print(f"[N={n}] parallel-ssh: wall {par.wall_s:.2f} s ({n_slots} runs), CPU {par.cpu_s:.2f} s, "
           f"peak RSS {par.tree_mb:.0f} MB (process tree), target CPU {par_t:.1f} s; {load()}", flush=True)
-    return SizeResult(n, run, collect, limit, tcpu, seq, seq_t, par, par_t)
+    return SizeResult(n, run, collect, limit, tcpu, seq, seq_t, par, par_t, per_command, pc_t)
 
 
 def load() -> str:
@@ -324,6 +348,8 @@ def main() -> int:
                     help="run the sequential and parallel-ssh baselines only for N up to this")
     ap.add_argument("--login-rc-cpu", type=float, default=LOGIN_RC_CPU_S,
                     help="CPU-s every login shell burns first (conda init on a GPU host; 0: bare sh)")
+    ap.add_argument("--no-ab", action="store_true",
+                    help="skip the in-run baseline capture with one exec channel per command")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="pdfx-fanout-"))
@@ -334,13 +360,14 @@ def main() -> int:
         print(f"fleet: {max(sizes)} hosts up in {time.monotonic() - t_up:.1f} s (tp {args.tp}, {args.fault}, "
               f"login {args.login}); {load()}", flush=True)
         for n in sizes:
-            table.append(one_size(f, n, args.rounds, args.login, root, n <= args.baselines_up_to))
+            table.append(one_size(f, n, args.rounds, args.login, root, n <= args.baselines_up_to,
+                                  not args.no_ab))
     base = next((r.ours.wall_s for r in table if r.n == 1), None)
     cores = os.cpu_count() or 1
     print("\n| N | capture wall | collection | limit | wall / limit | tool CPU | peak RSS | target CPU | "
           "sequential ssh | seq / capture | parallel-ssh | pssh / capture | wall / 1-host wall | "
-          "target CPU / host | wall / CPU bound |")
-    print("|" + "---|" * 15)
+          "target CPU / host | wall / CPU bound | per-command capture: wall, target CPU / host |")
+    print("|" + "---|" * 16)
     for r in table:
         rel = f"{r.ours.wall_s / base:.2f}x" if base else "-"
         print(f"| {r.n} | {r.ours.wall_s:.2f} s | {r.collect_s:.2f} s | {r.limit_s:.2f} s | "
@@ -349,7 +376,9 @@ def main() -> int:
               f"{r.seq.wall_s / r.ours.wall_s:.1f}x | {r.par.wall_s:.1f} s (CPU {r.par.cpu_s:.1f} s, "
               f"RSS {r.par.tree_mb:.0f} MB, target {r.par_target_s:.1f} s) | "
               f"{r.par.wall_s / r.ours.wall_s:.1f}x | {rel} | {r.target_s / r.n:.2f} s | "
-              f"{r.ours.wall_s / max(1e-9, (r.ours.cpu_s + r.target_s) / cores):.2f}x |")
+              f"{r.ours.wall_s / max(1e-9, (r.ours.cpu_s + r.target_s) / cores):.2f}x | "
+              + (f"{r.per_command.wall_s:.2f} s, {r.per_command_target_s / r.n:.2f} s |"
+                 if r.per_command else "- |"))
     return 0
 
 

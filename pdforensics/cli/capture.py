@@ -28,11 +28,13 @@ from pdforensics.errors import ExitStatus
 @click.option("--deadline", default="60s", show_default=True, type=DURATION,
               help="How long the whole capture may take (60s, 2m, ...).")
 @click.option("--samples", default=3, show_default=True, type=click.IntRange(min=1),
-              help="/metrics samples per server.")
+              help="/metrics samples per server (and py-spy dumps per process, unless "
+                   "--stack-dumps says otherwise).")
 @click.option("--interval", default="2s", show_default=True, type=DURATION, help="Time between /metrics samples.")
 @click.option("--no-stacks", is_flag=True, help="Skip py-spy dumps.")
-@click.option("--stack-dumps", default=3, show_default=True, type=click.IntRange(min=1),
-              help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy).")
+@click.option("--stack-dumps", type=click.IntRange(min=1),
+              help="py-spy dumps per process, spread over >= 10 s (3 tell stuck from busy); "
+                   "default: as many as --samples, at most 3 (--samples 1: one quick dump).")
 @click.option("--no-probes", is_flag=True, help="Skip the /health_generate probe (one tiny generation per server).")
 @click.option("--request-log", "request_log", type=DURATION, metavar="SECONDS",
               help="Opt-in: turn SGLang request logging on (POST /configure_logging) for SECONDS "
@@ -68,7 +70,7 @@ from pdforensics.errors import ExitStatus
 @handles_errors
 def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identity: str | None,
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
-            deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int,
+            deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int | None,
             no_probes: bool, request_log: float | None, archive: bool, as_json: bool,
             markdown_file: str | None, quiet: bool, fail_on: str | None,
             prometheus: str | None,
@@ -102,7 +104,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
         out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
         plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
-                         stack_dumps=stack_dumps, sglang_source=with_sglang_source,
+                         stack_dumps=stack_dumps or min(samples, 3), sglang_source=with_sglang_source,
                          probes=not no_probes, request_log_s=request_log or 0.0),
     )
     from pdforensics.analysis.client_dumps import client_dump_sidecars

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pdforensics.bundle import BundleWriter
-from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, Job
+from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, STACKS, Job
 from pdforensics.errors import PdforensicsError
 from pdforensics.file_reads import FileReads
 from pdforensics.model import CommandResult, HostSpec
@@ -175,7 +175,7 @@ class HostRun:
             ready = [j for j in ready if j.priority <= CHEAP]
         if not ready:
             return None
-        return min(ready, key=lambda j: (j.priority, j.not_before))
+        return min(ready, key=_order)
 
     def _worker(self) -> None:
         assert self.transport is not None
@@ -331,6 +331,15 @@ class HostRun:
     def _say(self, text: str) -> None:
         if self.progress is not None:
             self.progress(self.host.name, text)
+
+
+def _order(job: Job) -> tuple[int, int, float]:
+    """Which ready job goes first: by priority, except that a process's first py-spy dump goes
+    ahead of the other slow calls (it is as hang-prone as they are): the last dump cannot start
+    before STUCK_SPAN_S after it, so it sets when the capture can end."""
+    if job.priority == STACKS and job.target.sample == 1:
+        return SLOW, 0, job.not_before
+    return job.priority, 1, job.not_before
 
 
 def _connect_argv(host: HostSpec) -> tuple[str, ...]:

@@ -93,6 +93,10 @@ def load_key() -> bytes:
 
 
 # -- the redactor -----------------------------------------------------------------------------
+MEMO_MAX_BYTES = 1024  # longer texts (logs, dumps, command lines) are not remembered
+MEMO_MAX_ENTRIES = 20_000  # at most ~40 MB
+
+
 class Redactor:
     """Scrubs known secret values and credential-looking text; thread-safe.
 
@@ -106,6 +110,10 @@ class Redactor:
         self.allow = allow
         self._values: set[bytes] = set()
         self._lock = threading.Lock()
+        # text() of short strings, for the learned values of the moment: a capture's parsed
+        # JSON repeats the same few thousand strings (stack frames, paths) tens of thousands of times
+        self._longest_first: tuple[bytes, ...] = ()
+        self._memo: dict[bytes, bytes] = {}
 
     def marker(self, value: bytes) -> bytes:
         digest = hmac.new(self.key, value, hashlib.sha256).hexdigest()[:10]
@@ -120,7 +128,11 @@ class Redactor:
     def learn(self, values: Iterable[bytes]) -> None:
         """Remember secret values (from environ) so they are scrubbed from every output."""
         with self._lock:
+            before = len(self._values)
             self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v))
+            if len(self._values) != before:
+                self._longest_first = tuple(sorted(self._values, key=len, reverse=True))
+                self._memo = {}  # what was scrubbed without the new values is scrubbed again
 
     def environ(self, data: bytes) -> bytes:
         """Redact a NUL-separated environ block: every value whose name is not on the allowlist
@@ -183,7 +195,16 @@ class Redactor:
     def text(self, data: bytes) -> bytes:
         """Scrub any output: learned values first, then every detector in turn."""
         with self._lock:
-            values = sorted(self._values, key=len, reverse=True)
+            values, memo = self._longest_first, self._memo
+        remember = len(data) <= MEMO_MAX_BYTES
+        if remember and (done := memo.get(data)) is not None:
+            return done
+        clean = self._text(data, values)
+        if remember and len(memo) < MEMO_MAX_ENTRIES:
+            memo[data] = clean
+        return clean
+
+    def _text(self, data: bytes, values: tuple[bytes, ...]) -> bytes:
         for value in values:
             if value in data:
                 data = data.replace(value, self.marker(value))

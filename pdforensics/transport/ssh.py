@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import threading
 import time
@@ -20,6 +19,7 @@ from pdforensics.transport.base import STDERR_CAP, local_wait_s
 from pdforensics.transport.http_forward import ResponseReader, build_request
 from pdforensics.transport.runner import SessionRunner
 from pdforensics.transport.sftp_read import SftpReader
+from pdforensics.transport.ssh_params import SshParams, key_files, resolve_ssh_params
 
 BACKPRESSURE_SLEEP_S = 0.1
 EOF_GRACE_S = 2.0  # how long output may still follow the exit status
@@ -69,7 +69,7 @@ class SshTransport:
         try:
             client.connect(
                 params.hostname, port=params.port, username=params.user,
-                key_filename=_keys(params), timeout=timeout_s,
+                key_filename=key_files(params), timeout=timeout_s,
                 banner_timeout=timeout_s, auth_timeout=timeout_s, channel_timeout=timeout_s,
                 allow_agent=True, look_for_keys=not params.identities, sock=sock,
                 transport_factory=cast(Any, _AeadFirstTransport),
@@ -124,7 +124,7 @@ class SshTransport:
         self._load_host_keys(jump, jparams.known_hosts)
         try:
             jump.connect(jparams.hostname, port=jparams.port, username=jparams.user,
-                         key_filename=_keys(jparams), timeout=timeout_s,
+                         key_filename=key_files(jparams), timeout=timeout_s,
                          banner_timeout=timeout_s, auth_timeout=timeout_s)
             jt = jump.get_transport()
             assert jt is not None
@@ -445,54 +445,6 @@ def _take(out: bytearray, chunk: bytes, max_bytes: int) -> bool:
     room = max_bytes - len(out)
     out += chunk[:room]
     return len(chunk) > room
-
-
-def _keys(params: SshParams) -> Any:
-    """paramiko takes a list of key files despite its stub's str annotation."""
-    return params.identities or None
-
-
-class SshParams:
-    """Connection parameters after merging the host entry with ~/.ssh/config."""
-
-    def __init__(self, hostname: str, port: int, user: str | None, identities: list[str],
-                 known_hosts: str | None, proxy_jump: str | None):
-        self.hostname = hostname
-        self.port = port
-        self.user = user
-        self.identities = identities
-        self.known_hosts = known_hosts
-        self.proxy_jump = proxy_jump
-
-
-def resolve_ssh_params(host: HostSpec, config_path: str | None = None) -> SshParams:
-    """Merge a host entry with ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump,
-    UserKnownHostsFile); explicit entry values win."""
-    path = Path(config_path or os.path.expanduser("~/.ssh/config"))
-    cfg: dict[str, object] = {}
-    if path.exists():
-        try:
-            cfg = dict(paramiko.SSHConfig.from_path(str(path)).lookup(host.address))
-        except (OSError, paramiko.SSHException) as exc:
-            raise TransportError(f"{host.name}: cannot read {path}: {exc}") from None
-    hostname = str(cfg.get("hostname", host.address))
-    port = host.port or int(str(cfg.get("port", 22)))
-    user = host.user or (str(cfg["user"]) if "user" in cfg else None)
-    identities: list[str] = []
-    if host.identity:
-        identities = [host.identity]
-    elif "identityfile" in cfg:
-        files = cfg["identityfile"]
-        names = files if isinstance(files, list) else [files]
-        identities = [os.path.expanduser(str(f)) for f in names
-                      if os.path.exists(os.path.expanduser(str(f)))]
-    known = host.known_hosts
-    if known is None and "userknownhostsfile" in cfg:
-        known = os.path.expanduser(str(cfg["userknownhostsfile"]).split()[0])
-    jump = host.proxy_jump or (str(cfg["proxyjump"]) if "proxyjump" in cfg else None)
-    if jump == "none":
-        jump = None
-    return SshParams(hostname, port, user, identities, known, jump)
 
 
 class _RejectNamingKey(paramiko.MissingHostKeyPolicy):

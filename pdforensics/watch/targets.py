@@ -64,7 +64,7 @@ def reach_address(host: HostSpec, bind: str | None = None) -> str:
     if bind and bind not in LOOPBACK:
         return bind
     try:
-        from pdforensics.transport.ssh import resolve_ssh_params
+        from pdforensics.transport.ssh_params import resolve_ssh_params
 
         return resolve_ssh_params(host).hostname
     except PdforensicsError:

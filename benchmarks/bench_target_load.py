@@ -103,7 +103,14 @@ def server_pids(f: Fleet) -> list[int]:
 
 
 def ssh_side(f: Fleet) -> dict[str, float]:
-    return {h.name: tree_cpu(f.sshd_pid(h)) for h in f.hosts}
+    """Each host's sshd side: its cpuacct cgroup where the fleet made one (exact), else the
+    process tree (which misses a long-lived session's children reaped before their parent)."""
+    return {h.name: _sshd_cpu(f, h) for h in f.hosts}
+
+
+def _sshd_cpu(f: Fleet, h: Any) -> float:
+    exact = f.sshd_cpu(h)
+    return exact if exact is not None else tree_cpu(f.sshd_pid(h))
 
 
 def server_side(f: Fleet) -> dict[str, float]:
@@ -202,12 +209,12 @@ def per_source(f: Fleet, cluster_file: Path, manifest: dict) -> dict[str, list[f
         for h, argv, r in replay_commands(cluster_file, manifest):
             if h.name != host.name:
                 continue
-            before = tree_cpu(f.sshd_pid(host))
+            before = _sshd_cpu(f, host)
             # an endpoint goes the way the capture fetched it: through the connection, or curl
             fetched = transport.fetch(r["source"], r["url"], 5.0, 64 << 20) if r.get("url") else None
             if fetched is None:
                 transport.run(r["source"], argv, 30.0, 64 << 20)
-            out[r["source"]].append(tree_cpu(f.sshd_pid(host)) - before)
+            out[r["source"]].append(_sshd_cpu(f, host) - before)
     finally:
         transport.close()
     return out

@@ -170,6 +170,7 @@ RESULT_ROW = obj(
 HOST_META = obj(required={"name": name},
                 opt={"address": OPT_STR, "reachable": boolean, "error": OPT_STR,
                      "simulated_gpu": boolean, "sudo": boolean, "fallbacks": STRINGS,
+                     "runner": OPT_STR,
                      "jobs_run": optional(count), "jobs_not_run": optional(count),
                      "services": list_of(obj({}, {"role": OPT_STR, "port": OPT_INT}))})
 

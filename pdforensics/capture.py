@@ -185,7 +185,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "hosts": [{"name": h.name, "address": h.address, "reachable": h.reachable,
                    "error": h.error, "jobs_run": h.jobs_run, "jobs_not_run": h.jobs_not_run,
                    "simulated_gpu": spec.simulated_gpu, "sudo": spec.sudo,
-                   "fallbacks": run.files.fallbacks,
+                   "fallbacks": run.files.fallbacks, "runner": run.runner_said(),
                    "services": [{"role": s.role, "port": s.port, "unit": s.unit,
                                  "metrics_port": s.metrics_port, "log_file": s.log_file}
                                 for s in spec.services]}

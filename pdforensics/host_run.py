@@ -129,6 +129,14 @@ class HostRun:
                 self.planner.notes.append(banner_note(self.banner))
             self._runner_note()
 
+    def runner_said(self) -> str | None:
+        """The manifest's word on the host's session runner (None: not an SSH host)."""
+        from pdforensics.transport.ssh import SshTransport
+
+        if isinstance(self.transport, SshTransport) and self.transport.runner is not None:
+            return self.transport.runner.describe()
+        return None
+
     def _runner_note(self) -> None:
         """Say once why commands went one exec channel each (the runner refused or broke)."""
         from pdforensics.transport.ssh import SshTransport

@@ -14,6 +14,7 @@ one exec channel per command (and SFTP for files), as before.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -27,7 +28,9 @@ import paramiko
 from pdforensics.model import CommandResult
 from pdforensics.transport.base import STDERR_CAP, local_wait_s, remote_argv
 from pdforensics.transport.file_read import file_result, finish_window, not_regular
-from pdforensics.transport.runner_script import HELLO, RUNNER_SCRIPT
+from pdforensics.transport.runner_script import HELLO, RUNNER_SCRIPT, bootstrap
+
+SCRIPT = RUNNER_SCRIPT.encode()
 
 OpenChannel = Callable[[float], tuple[paramiko.Channel | None, str | None]]
 START_TIMEOUT_S = 20.0  # the login shell's rc, on a loaded host, before the hello frame
@@ -73,6 +76,18 @@ class SessionRunner:
         self.refused: str | None = None
         #: what the login shell printed before the runner took over (b"" on a quiet host)
         self.banner = b""
+        self._greeted = False
+
+    def describe(self) -> str | None:
+        """How this host's commands ran, for the manifest (None: the runner was never asked)."""
+        if not self._started:
+            return None
+        if self.refused is not None:
+            return f"{'used, then' if self._greeted else 'not used:'} {self.refused}"
+        digest = hashlib.sha256(SCRIPT).hexdigest()[:16]
+        return (f"one exec channel: timeout -k 2 {SESSION_LIMIT_S} {self.interpreter} -I -S -c "
+                f"<read {len(SCRIPT)} bytes from stdin and run them> <nonce>; the runner script "
+                f"sent on stdin has sha256 {digest}")
 
     # -- start-up ---------------------------------------------------------------------
     def up(self, deadline: float) -> bool:
@@ -95,9 +110,11 @@ class SessionRunner:
             self._ready.set()
             return
         nonce = secrets.token_hex(8)
-        argv = remote_argv((self.interpreter, "-I", "-S", "-c", RUNNER_SCRIPT, nonce), SESSION_LIMIT_S)
+        argv = remote_argv((self.interpreter, "-I", "-S", "-c", bootstrap(len(SCRIPT)), nonce),
+                           SESSION_LIMIT_S)
         try:
             chan.exec_command(shlex.join(argv))
+            chan.sendall(SCRIPT)  # the bootstrap reads exactly this, then the requests follow
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.refused = f"no runner session ({exc or type(exc).__name__})"
             self._ready.set()
@@ -226,7 +243,7 @@ class SessionRunner:
                     continue
                 self.banner = bytes(buf[:at])
                 del buf[:at + len(hello)]
-                greeted = True
+                greeted = self._greeted = True
                 self._ready.set()
             if not self._frames(buf):
                 self._broken("the runner session sent a malformed frame")

@@ -31,7 +31,7 @@ class ScriptedChannel:
     def _next(self) -> bytes | None:
         for name in ("before", "after"):
             data = getattr(self, name)
-            if data and (name == "before" or self.sent):
+            if data and (name == "before" or b'{"i"' in self.sent):  # a request, not the script
                 setattr(self, name, data[self.piece:])
                 return data[:self.piece]
             if data:

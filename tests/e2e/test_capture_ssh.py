@@ -101,9 +101,12 @@ def test_complete_capture_as_root(ssh_lab: Path, tmp_path: Path) -> None:
     assert_every_family(bundle)
     assert_no_secret(bundle)
     rows = json.loads((bundle / "manifest.json").read_text())["results"]
-    reads = {r["source"] for r in rows if r.get("read")}  # root reads every file over SFTP
+    reads = {r["source"] for r in rows if r.get("read")}  # root reads every file (runner)
     assert {"cmdline", "environ", "cgroup", "log_file"} & {r["source"] for r in rows} <= reads
     assert not any(r["argv"] and r["source"] in reads for r in rows)
+    hosts = json.loads((bundle / "manifest.json").read_text())["hosts"]
+    # every command and read of a host went through its one session runner, said in the manifest
+    assert all(h["runner"].startswith("one exec channel: timeout -k 2") for h in hosts), hosts
     verify = CliRunner().invoke(main, ["verify", str(bundle)])
     assert verify.exit_code == 0, verify.output
 

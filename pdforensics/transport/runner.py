@@ -44,8 +44,9 @@ SIGNALLED = "ended without an exit status (killed by a signal on the host?)"
 class _Call:
     """One request's frames as they arrive."""
 
-    def __init__(self) -> None:
-        self.out = bytearray()
+    def __init__(self, cap: int) -> None:
+        self.cap = cap  # bytes of stdout kept: cap + 1 tells "cut at the cap" (a hostile host's
+        self.out = bytearray()  # runner may send more than ours ever would)
         self.err = bytearray()
         self.status: int | None = None
         self.signal: int | None = None
@@ -189,7 +190,7 @@ class SessionRunner:
                 return call_id or 0, None
             if call_id is None:
                 call_id, self._next_id = self._next_id, self._next_id + 1
-                call = self._calls[call_id] = _Call()
+                call = self._calls[call_id] = _Call(int(str(request.get("c", 0))))
             chan = self._chan
         line = json.dumps({"i": call_id, **request}).encode() + b"\n"
         try:
@@ -283,7 +284,7 @@ class SessionRunner:
         if call is None or call.done.is_set():
             return  # a call given up on (timed out, killed): its late frames
         if kind == b"o":
-            call.out += payload
+            call.out += payload[:max(0, call.cap + 1 - len(call.out))]
         elif kind == b"e":
             call.err += payload[:max(0, STDERR_CAP - len(call.err))]
         elif kind == b"x":

@@ -110,3 +110,13 @@ def test_any_bytes_after_hello_end_the_call_without_raising(junk: bytes) -> None
     if result is not None:  # None: the session had already ended, the call goes by exec
         assert result.ok or result.error or result.exit_status is not None or result.truncated
     assert r.refused or result is not None and result.ok
+
+
+def test_a_host_sending_more_than_the_cap_is_cut_locally() -> None:
+    flood = b"".join(b"1 o 65536\n" + b"A" * 65536 for _ in range(64))  # 4 MiB for a 1 KiB cap
+    chan = ScriptedChannel(_hello(), flood + b"1 x 1\n0", hold_open=True)
+    r = _runner(chan)
+    result = r.run("x", ("cat", "/dev/zero"), 5, 1024)
+    chan.closed = True
+    assert result is not None and result.truncated and len(result.stdout) == 1024
+    assert result.exit_status is None  # cut: no exit status, as a capped channel gives

@@ -250,6 +250,7 @@ class SessionRunner:
                 self._broken("the runner session sent a malformed frame")
                 return
         if not greeted:
+            chan.status_event.wait(2.0)  # the exit status can follow the end of the output
             while chan.recv_stderr_ready():
                 errtail = (errtail + chan.recv_stderr(65536))[-4096:]
             status = chan.recv_exit_status() if chan.exit_status_ready() else None
@@ -311,7 +312,7 @@ class SessionRunner:
     def _broken(self, why: str) -> None:
         """The session ended: calls under way end with why; later calls go by exec."""
         with self._lock:
-            if self.refused is None:
+            if self.refused is None and not self._stop.is_set():  # stopped: the capture is over
                 self.refused = f"the runner session ended mid-capture ({why})"
             self._fail_calls_locked(why)
 

@@ -106,7 +106,8 @@ def test_complete_capture_as_root(ssh_lab: Path, tmp_path: Path) -> None:
     assert not any(r["argv"] and r["source"] in reads for r in rows)
     hosts = json.loads((bundle / "manifest.json").read_text())["hosts"]
     # every command and read of a host went through its one session runner, said in the manifest
-    assert all(h["runner"].startswith("one exec channel: timeout -k 2") for h in hosts), hosts
+    assert all(h["runner"].startswith("one exec channel: timeout -k 2") for h in hosts), \
+        [h["runner"] for h in hosts]
     verify = CliRunner().invoke(main, ["verify", str(bundle)])
     assert verify.exit_code == 0, verify.output
 

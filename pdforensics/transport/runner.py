@@ -73,6 +73,7 @@ class SessionRunner:
         self._next_id = 1
         self._ready = threading.Event()
         self._started = False
+        self._started_at = 0.0
         #: why commands go one exec channel each (None: the runner is up, or not tried yet)
         self.refused: str | None = None
         #: what the login shell printed before the runner took over (b"" on a quiet host)
@@ -95,13 +96,14 @@ class SessionRunner:
         """Start the runner on first use and wait for its hello; False when it cannot run."""
         with self._lock:
             if not self._started:
-                self._started = True
+                self._started, self._started_at = True, time.monotonic()
                 self._start(deadline)
-        self._ready.wait(max(0.0, min(deadline, time.monotonic() + START_TIMEOUT_S)
-                             - time.monotonic()))
+        given_up_at = self._started_at + START_TIMEOUT_S
+        self._ready.wait(max(0.0, min(deadline, given_up_at) - time.monotonic()))
         with self._lock:
-            if not self._ready.is_set() and self.refused is None:
-                self._refuse_locked("the runner did not start in time")
+            if not self._ready.is_set() and self.refused is None and time.monotonic() >= given_up_at:
+                self._refuse_locked(f"the runner did not start within {START_TIMEOUT_S:.0f} s")
+            # a caller whose own deadline came first runs on its own channel; the runner stays
             return self.refused is None and self._ready.is_set()
 
     def _start(self, deadline: float) -> None:
@@ -217,6 +219,12 @@ class SessionRunner:
 
     # -- the channel's reader ---------------------------------------------------------
     def _read_loop(self, chan: paramiko.Channel, hello: bytes) -> None:
+        try:
+            self._read_frames(chan, hello)
+        except Exception as exc:  # noqa: BLE001  # a hostile peer can raise odd things: end, don't hang
+            self._refuse(f"the runner session failed: {type(exc).__name__}: {exc}"[:200])
+
+    def _read_frames(self, chan: paramiko.Channel, hello: bytes) -> None:
         buf = bytearray()
         errtail = bytearray()
         greeted = False

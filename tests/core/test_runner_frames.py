@@ -23,6 +23,8 @@ class ScriptedChannel:
         self.sent = bytearray()
         self.closed = False
         self.hold_open = hold_open
+        self.status_event = threading.Event()
+        self.status_event.set()  # the exit status (127) is there once the output ends
 
     def exec_command(self, command: str) -> None:
         nonce = command.split()[-1].encode()  # the runner's argv ends with its nonce

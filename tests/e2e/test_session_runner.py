@@ -6,9 +6,7 @@ mid-capture, falls back to one channel per command."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -17,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from pdforensics.collectors.base import REGISTRY, Job, Target
-from pdforensics.discovery import Service
+from pdforensics.collectors.base import REGISTRY
 from pdforensics.lab import sshd
 from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn
-from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.planner import make_job
+from pdforensics.model import HostSpec
 from pdforensics.transport.base import remote_argv
 from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
+from tests.support.file_reads import file_job, growing_file, shared_dir
 
 ADDRESS = "127.0.1.203"
 PORT = ports.port((ADDRESS,))
@@ -75,16 +72,8 @@ def both(host: HostSpec) -> Iterator[tuple[SshTransport, SshTransport]]:
 
 @pytest.fixture(scope="module")
 def share() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="pdfx-runner-"))
-    os.chmod(d, 0o755)
-    log = d / "server.log"
-    log.write_bytes(b"".join(b"line %06d Bearer abc%d\n" % (i, i) for i in range(20000)))
-    os.chmod(log, 0o644)
-    os.mkfifo(d / "fifo", 0o666)
-    try:
+    with shared_dir() as d:
         yield d
-    finally:
-        shutil.rmtree(d)
 
 
 COMMANDS = [
@@ -150,14 +139,6 @@ def test_a_signal_is_no_exit_status(both: tuple[SshTransport, SshTransport]) -> 
     assert (b.exit_status, b.error) == (a.exit_status, a.error)
 
 
-def _job(host: HostSpec, name: str, pid: int, log: Path) -> Job:
-    proc = ProcessInfo(pid=pid, ppid=1, state="S", start_epoch=None, threads=1, rss_kb=0,
-                       args="sleep 60", kind="server")
-    svc = Service(role="decode", kind="server", port=1, address="127.0.0.1", root_pid=pid,
-                  pids=(pid,), metrics_port=None, unit=None, log_file=str(log), declared=True)
-    return make_job(host, REGISTRY[name], Target(process=proc, service=svc))
-
-
 @pytest.mark.parametrize("name", FILE_SOURCES)
 def test_every_file_collector_reads_what_sftp_reads(
         name: str, both: tuple[SshTransport, SshTransport], host: HostSpec,
@@ -166,7 +147,7 @@ def test_every_file_collector_reads_what_sftp_reads(
     own = ran.run("start", ("sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"), 10, 100)
     pid = int(own.stdout)
     try:
-        job = _job(host, name, pid, share / "server.log")
+        job = file_job(host, name, pid, share / "server.log")
         src = job.source
         assert job.read is not None
         a = ran.read_file(name, job.read, src.timeout_s, src.max_bytes, tail=src.tail)
@@ -200,26 +181,8 @@ def test_reads_refuse_fifo_and_device_and_keep_caps(both: tuple[SshTransport, Ss
 
 def test_a_file_growing_without_end_stops_at_the_cap(both: tuple[SshTransport, SshTransport]) -> None:
     ran, _ = both
-    d = Path(tempfile.mkdtemp(prefix="pdfx-grow-"))
-    os.chmod(d, 0o755)
-    path, stop = d / "grow.log", threading.Event()
-    path.write_bytes(b"x" * 100_000)
-    os.chmod(path, 0o644)
-
-    def grow() -> None:
-        with path.open("ab") as f:
-            while not stop.is_set():
-                f.write(b"y" * 65536)
-                f.flush()
-
-    writer = threading.Thread(target=grow, daemon=True)
-    writer.start()
-    try:
+    with growing_file() as path:
         capped = ran.read_file("x", str(path), 10.0, 2 << 20)
-    finally:
-        stop.set()
-        writer.join()
-        shutil.rmtree(d)
     assert capped is not None and capped.truncated and len(capped.stdout) == 2 << 20
 
 

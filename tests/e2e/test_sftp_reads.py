@@ -5,25 +5,21 @@ cap and timeout; no subsystem, or a file only sudo may read, falls back to the c
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pdforensics.collectors.base import REGISTRY, Job, Target
-from pdforensics.discovery import Service
+from pdforensics.collectors.base import REGISTRY
 from pdforensics.file_reads import FileReads
 from pdforensics.lab import sshd
 from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn
-from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.planner import make_job
+from pdforensics.model import HostSpec
 from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
+from tests.support.file_reads import file_job, growing_file, shared_dir
 
 ADDRESS, BARE = "127.0.1.201", "127.0.1.202"  # with SFTP, without a Subsystem line
 PORT = ports.port((ADDRESS, BARE))
@@ -66,27 +62,8 @@ def files(hosts: tuple[HostSpec, HostSpec]) -> Iterator[SshTransport]:
 
 @pytest.fixture(scope="module")
 def share() -> Iterator[Path]:
-    """A directory the ops user can read, with a log, a FIFO and a root-only file."""
-    d = Path(tempfile.mkdtemp(prefix="pdfx-sftp-"))
-    os.chmod(d, 0o755)
-    log = d / "server.log"
-    log.write_bytes(b"".join(b"line %06d Bearer abc%d\n" % (i, i) for i in range(20000)))
-    os.chmod(log, 0o644)
-    os.mkfifo(d / "fifo", 0o666)
-    (d / "secret").write_bytes(b"root only\n")
-    os.chmod(d / "secret", 0o600)
-    try:
+    with shared_dir() as d:
         yield d
-    finally:
-        shutil.rmtree(d)
-
-
-def _job(host: HostSpec, name: str, pid: int, log: Path) -> Job:
-    proc = ProcessInfo(pid=pid, ppid=1, state="S", start_epoch=None, threads=1, rss_kb=0,
-                       args="sleep 60", kind="server")
-    svc = Service(role="decode", kind="server", port=1, address="127.0.0.1", root_pid=pid,
-                  pids=(pid,), metrics_port=None, unit=None, log_file=str(log), declared=True)
-    return make_job(host, REGISTRY[name], Target(process=proc, service=svc))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +79,7 @@ def own_pid(files: SshTransport) -> Iterator[int]:
 def test_every_file_collector_reads_what_its_command_prints(
         name: str, files: SshTransport, hosts: tuple[HostSpec, HostSpec], share: Path,
         own_pid: int) -> None:
-    job = _job(hosts[0], name, own_pid, share / "server.log")
+    job = file_job(hosts[0], name, own_pid, share / "server.log")
     src = job.source
     assert job.read is not None
     read = files.read_file(name, job.read, src.timeout_s, src.max_bytes, tail=src.tail)
@@ -139,29 +116,11 @@ def test_fifo_and_device_are_refused_at_once(files: SshTransport, share: Path, p
 
 
 def test_a_file_growing_without_end_stops_at_cap_or_timeout(files: SshTransport) -> None:
-    d = Path(tempfile.mkdtemp(prefix="pdfx-grow-"))
-    os.chmod(d, 0o755)
-    path, stop = d / "grow.log", threading.Event()
-    path.write_bytes(b"x" * 100_000)
-    os.chmod(path, 0o644)
-
-    def grow() -> None:
-        with path.open("ab") as f:
-            while not stop.is_set():
-                f.write(b"y" * 65536)
-                f.flush()
-
-    writer = threading.Thread(target=grow, daemon=True)
-    writer.start()
-    try:
+    with growing_file() as path:
         capped = files.read_file("x", str(path), 10.0, 2 << 20)
         t0 = time.monotonic()
         timed = files.read_file("x", str(path), 1.5, 1 << 40)
         took = time.monotonic() - t0
-    finally:
-        stop.set()
-        writer.join()
-        shutil.rmtree(d)
     assert capped is not None and capped.truncated and len(capped.stdout) == 2 << 20
     assert timed is not None and took < 3.5
     assert timed.timed_out or timed.ok  # stopped at the deadline, or caught up with the writer
@@ -173,7 +132,7 @@ def test_no_subsystem_falls_back_to_one_command_for_all(hosts: tuple[HostSpec, H
     bare.connect(10.0)
     try:
         reads = FileReads(hosts[1])
-        jobs = [_job(hosts[1], "cgroup", pid, share / "server.log") for pid in (1, os.getpid())]
+        jobs = [file_job(hosts[1], "cgroup", pid, share / "server.log") for pid in (1, os.getpid())]
         assert reads.read(bare, jobs[0], 5.0) == (None, [jobs[0]])  # nothing else under way
         assert bare.read_refused is not None and "SFTP" in bare.read_refused
         assert len(reads.fallbacks) == 1 and "commands" in reads.fallbacks[0]
@@ -192,14 +151,14 @@ def test_unreadable_privileged_file_goes_through_sudo(files: SshTransport,
                                                       share: Path) -> None:
     reads = FileReads(hosts[0])
     me = os.getpid()  # this test runs as root: its environ is not the ops user's to read
-    root_env = _job(hosts[0], "environ", me, share / "server.log")
+    root_env = file_job(hosts[0], "environ", me, share / "server.log")
     plain = files.read_file("environ", f"/proc/{me}/environ", 5.0, 1 << 20)
     assert plain is not None and plain.exit_status == 1 and "Permission denied" in plain.stderr
     assert reads.read(files, root_env, 5.0) == (None, [root_env])  # sudo host + privileged
     assert root_env.argv[:2] == ("sudo", "-n")
     assert len(reads.fallbacks) == 1 and "sudo -n" in reads.fallbacks[0]
     # root's environ and a gone process's, in one `sudo -n` command, each with its own result
-    gone = _job(hosts[0], "environ", 4_000_000, share / "server.log")
+    gone = file_job(hosts[0], "environ", 4_000_000, share / "server.log")
     (j1, r1), (j2, r2) = reads.run_batch(files, [root_env, gone], 5.0)
     assert (j1, j2) == (root_env, gone) and r1.argv[:2] == ("sudo", "-n")
     assert r1.ok and r1.stdout == Path(f"/proc/{me}/environ").read_bytes()

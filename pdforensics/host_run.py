@@ -20,6 +20,7 @@ from pdforensics.transport.base import Transport
 
 if TYPE_CHECKING:
     from pdforensics.capture import CaptureOptions
+    from pdforensics.transport.runner import SessionRunner
 
 # A stock sshd allows 10 sessions per connection, and a closed session lingers there until
 # its process exits: stay well under it.
@@ -59,7 +60,7 @@ class HostRun:
         self._retried: set[str] = set()
         self._said_curl = False
         self._said_found = False  # "found N services" is said once per host
-        self.banner = b""  # what the login shell prints before every command
+        self.banner = b""  # what the login shell prints before each command (runner up: cut by the transport)
         self._runner_said = False
         self._pending: list[Job] = []
         self._inflight = 0
@@ -120,28 +121,30 @@ class HostRun:
         from pdforensics.transport.ssh import SshTransport
 
         if isinstance(self.transport, SshTransport):
-            runner = self.transport.runner
+            runner = self._runner()
             if runner is not None and runner.up(self.deadline - 1.0):
-                self.banner = runner.banner  # for commands that fall back to their own channel
+                # what the login shell printed before the runner; the transport cuts it from
+                # any command that falls back to its own channel
+                shown = runner.banner
             else:
-                self.banner = probe_banner(self.transport)
-            if self.banner:
-                self.planner.notes.append(banner_note(self.banner))
+                shown = self.banner = probe_banner(self.transport)
+            if shown:
+                self.planner.notes.append(banner_note(shown))
             self._runner_note()
 
-    def runner_said(self) -> str | None:
-        """The manifest's word on the host's session runner (None: not an SSH host)."""
+    def _runner(self) -> SessionRunner | None:
         from pdforensics.transport.ssh import SshTransport
 
-        if isinstance(self.transport, SshTransport) and self.transport.runner is not None:
-            return self.transport.runner.describe()
-        return None
+        return self.transport.runner if isinstance(self.transport, SshTransport) else None
+
+    def runner_said(self) -> str | None:
+        """The manifest's word on the host's session runner (None: not used on this host)."""
+        runner = self._runner()
+        return runner.describe() if runner is not None else None
 
     def _runner_note(self) -> None:
         """Say once why commands went one exec channel each (the runner refused or broke)."""
-        from pdforensics.transport.ssh import SshTransport
-
-        runner = self.transport.runner if isinstance(self.transport, SshTransport) else None
+        runner = self._runner()
         if runner is not None and runner.refused and not self._runner_said:
             self._runner_said = True
             self.planner.notes.append(f"commands: {runner.refused}; each command ran in its own "

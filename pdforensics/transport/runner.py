@@ -135,12 +135,12 @@ class SessionRunner:
         deadline = t0 + local_wait_s(timeout_s)
         if not self.up(deadline):
             return None
-        call_id, call = self._send({"a": list(argv), "c": max_bytes})
+        call_id, call = self._call({"a": list(argv), "c": max_bytes}, max_bytes)
         if call is None:
             return None
         timed_out = self._wait(call, deadline)
         if timed_out or (self._stop.is_set() and not call.done.is_set()):
-            self._send({"k": 1}, call_id)
+            self._send({"i": call_id, "k": 1})
         self._forget(call_id)
         truncated = len(call.out) > max_bytes
         status = call.status if call.done.is_set() and not truncated else None
@@ -162,7 +162,7 @@ class SessionRunner:
         deadline = t0 + timeout_s
         if not self.up(deadline):
             return None
-        call_id, call = self._send({"r": path, "c": max_bytes, "t": int(tail)})
+        call_id, call = self._call({"r": path, "c": max_bytes, "t": int(tail)}, max_bytes)
         if call is None:
             return None
         timed_out = self._wait(call, deadline)
@@ -183,24 +183,26 @@ class SessionRunner:
         data, truncated = finish_window(bytes(call.out), int(payload or b"0"), max_bytes, tail)
         return result(data=data, truncated=truncated)
 
-    def _send(self, request: dict[str, object], call_id: int | None = None
-              ) -> tuple[int, _Call | None]:
-        """Send a request (a new call unless call_id is given); (id, call or None if broken)."""
-        call = None
+    def _call(self, request: dict[str, object], cap: int) -> tuple[int, _Call | None]:
+        """Send a new request; (its id, its call), or (0, None) when the runner is not up."""
         with self._lock:
             if self.refused is not None or self._chan is None:
-                return call_id or 0, None
-            if call_id is None:
-                call_id, self._next_id = self._next_id, self._next_id + 1
-                call = self._calls[call_id] = _Call(int(str(request.get("c", 0))))
-            chan = self._chan
-        line = json.dumps({"i": call_id, **request}).encode() + b"\n"
+                return 0, None
+            call_id, self._next_id = self._next_id, self._next_id + 1
+            call = self._calls[call_id] = _Call(cap)
+        self._send({"i": call_id, **request})
+        return call_id, call
+
+    def _send(self, request: dict[str, object]) -> None:
+        """Write one request line; a failed write breaks the session (its calls end)."""
+        chan = self._chan
+        if chan is None:
+            return
         try:
             with self._send_lock:
-                chan.sendall(line)
+                chan.sendall(json.dumps(request).encode() + b"\n")
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._broken(f"the runner session failed: {exc or type(exc).__name__}")
-        return call_id, call
 
     def _wait(self, call: _Call, deadline: float) -> bool:
         """Wait for the call's end; True when the deadline passed first."""

@@ -15,6 +15,7 @@ import paramiko
 from pdforensics.errors import HostKeyError, TransportError
 from pdforensics.known_hosts import fingerprint
 from pdforensics.model import CommandResult, HostSpec
+from pdforensics.transport.banner import strip_banner
 from pdforensics.transport.base import STDERR_CAP, local_wait_s
 from pdforensics.transport.http_forward import ResponseReader, build_request
 from pdforensics.transport.runner import SessionRunner
@@ -184,12 +185,14 @@ class SshTransport:
             with self._lock:
                 self._channels.discard(chan)
             _close_quietly(chan)
-        return CommandResult(
+        result = CommandResult(
             host=self.host.name, source=source, argv=tuple(argv), exit_status=status,
             stdout=out, stderr=err.decode("utf-8", "replace"),
             duration_s=time.monotonic() - t0, started_at=started,
             timed_out=timed_out, truncated=truncated, error=error,
         )
+        # a fallback from the runner: the login shell printed its banner before this command too
+        return strip_banner(result, self.runner.banner) if self.runner is not None else result
 
     def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
                   tail: bool = False) -> CommandResult | None:

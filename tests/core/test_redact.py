@@ -51,3 +51,15 @@ def test_never_crashes_and_planted_token_never_survives(data: bytes) -> None:
     r = Redactor(b"k")
     out = r.text(data + b" " + TOKEN + b" ")
     assert TOKEN not in out
+
+
+def test_a_remembered_text_is_scrubbed_again_once_a_new_secret_is_learned() -> None:
+    """text() remembers short strings; a value learned later (from a host's environ read after
+    the string was first seen) must still be replaced in it."""
+    r = Redactor(key=b"k" * 32)
+    line = b"frame at /srv/app/q7Zr9kLmP2vX.py"
+    assert r.text(line) == line  # nothing secret known yet: remembered as is
+    assert r.text(line) == line
+    r.learn([b"q7Zr9kLmP2vX"])
+    again = r.text(line)
+    assert b"q7Zr9kLmP2vX" not in again and r.marker(b"q7Zr9kLmP2vX") in again

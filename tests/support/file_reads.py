@@ -35,11 +35,15 @@ def shared_dir() -> Iterator[Path]:
 
 
 @contextmanager
-def growing_file() -> Iterator[Path]:
-    """A world-readable file that a thread keeps appending to until the block ends."""
+def growing_file(past: int = 3 << 20) -> Iterator[Path]:
+    """A world-readable file that a thread keeps appending to until the block ends.
+
+    The block starts once the file has passed `past` bytes, so a reader with a smaller cap
+    meets the cap whether or not the writer gets the CPU while it reads (on a loaded 2-core
+    CI the reader once reached the end of a 100 KB file before the writer ran at all)."""
     d = Path(tempfile.mkdtemp(prefix="pdfx-grow-"))
     os.chmod(d, 0o755)
-    path, stop = d / "grow.log", threading.Event()
+    path, stop, grown = d / "grow.log", threading.Event(), threading.Event()
     path.write_bytes(b"x" * 100_000)
     os.chmod(path, 0o644)
 
@@ -48,10 +52,13 @@ def growing_file() -> Iterator[Path]:
             while not stop.is_set():
                 f.write(b"y" * 65536)
                 f.flush()
+                if f.tell() > past:
+                    grown.set()
 
     writer = threading.Thread(target=grow, daemon=True)
     writer.start()
     try:
+        assert grown.wait(30), "the writer never grew the file"
         yield path
     finally:
         stop.set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pdforensics.analysis.engine import analyze_path
 from pdforensics.analysis.findings import Analysis
@@ -30,6 +31,7 @@ class Finished:
     report: Path | None
     filing: Filing | None
     warnings: tuple[str, ...] = ()
+    capture: Any = None  # the LoadedCapture both read (the CLI's summary reads it too)
 
 
 def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | None = None,
@@ -60,4 +62,4 @@ def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | Non
         filing = file_safely(store, bundle, origin)
     if filing is not None and filing.error:
         warnings.append(f"not filed into the store {filing.store}: {filing.error}")
-    return Finished(bundle, analysis, report, filing, tuple(warnings))
+    return Finished(bundle, analysis, report, filing, tuple(warnings), loaded)

@@ -66,6 +66,8 @@ class HostRun:
         self._inflight = 0
         self._slow_inflight = 0
         self._environ_inflight = 0  # environ reads running: text sources wait (redact.py learns from them)
+        self._held: list[tuple[Job, CommandResult, str | None]] = []  # first dumps done before environ
+        self._environ_empty = False  # an environ read came back with nothing (its secrets unknown)
         self._cond = threading.Condition()
         self.thread = threading.Thread(target=self._main, name=f"host-{host.name}", daemon=True)
 
@@ -113,6 +115,8 @@ class HostRun:
             w.start()
         for w in workers:
             w.join()
+        for held in self._release_held(ended=True):
+            self._finish(*held, hold=False)
         self._runner_note()
         self._say(f"done: {self.jobs_run} results" +
                   (f", {len(self._pending)} not run" if self._pending else ""))
@@ -180,10 +184,12 @@ class HostRun:
             ready = [j for j in ready if j.priority < SLOW]
         if self._slow_inflight >= max(1, self.options.channels - RESERVED_FOR_CHEAP):
             ready = [j for j in ready if j.priority < SLOW]
-        if self._environ_inflight or any(j.source.redact_environ for j in self._pending):
+        if self._environ_busy():
             # secrets learned from this host's environ must be known before its logs, stacks and
-            # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL
-            ready = [j for j in ready if j.priority <= CHEAP]
+            # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL.
+            # A first py-spy dump may run meanwhile (it sets when the capture can end): its
+            # output waits in memory until the environ reads are done (see _finish)
+            ready = [j for j in ready if j.priority <= CHEAP or _first_dump(j)]
         if not ready:
             return None
         return min(ready, key=_order)
@@ -234,12 +240,31 @@ class HostRun:
         self.parser.submit(entry)
         return result
 
-    def _finish(self, job: Job, result: CommandResult, read: str | None) -> None:
+    def _environ_busy(self) -> bool:
+        """Are environ reads of this host running or waiting (call with self._cond held)?"""
+        return bool(self._environ_inflight) or any(j.source.redact_environ for j in self._pending)
+
+    def _release_held(self, ended: bool = False) -> list[tuple[Job, CommandResult, str | None]]:
+        """The held results that may be written now: all once environ is done, each held back
+        (no output) when environ never finished, or came back empty as the capture stopped."""
+        with self._cond:
+            if not self._held or (self._environ_busy() and not ended):
+                return []
+            held, self._held = self._held, []
+            unknown = ended or (self._environ_empty and self.stop.is_set())
+        return [(j, held_back(r) if unknown else r, read) for j, r, read in held]
+
+    def _finish(self, job: Job, result: CommandResult, read: str | None, hold: bool = True) -> None:
         """Keep a job's result (or put it back for its one retry) and plan what follows."""
         if result.error == "connection lost":
             self.lost = True
         if self._retry(job, result):
             return
+        if hold and job.priority > CHEAP:
+            with self._cond:
+                if self._environ_busy():  # written once environ is read: still counts as running
+                    self._held.append((job, result, read))
+                    return
         result = self._record(job, result, read)
         try:
             follow = self.planner.on_result(job, result)
@@ -254,11 +279,14 @@ class HostRun:
             self.jobs_run += 1
             self._inflight -= 1
             self._environ_inflight -= job.source.redact_environ
+            self._environ_empty |= job.source.redact_environ and not result.stdout
             if job.priority >= SLOW:
                 self._slow_inflight -= 1
             self._pending.extend(follow)
             self._cond.notify_all()
         self._tick(job)
+        for held in self._release_held():
+            self._finish(*held, hold=False)
 
     def _run_batch(self, due: list[Job], timeout: float) -> list[tuple[Job, CommandResult]]:
         """Run the command of file reads for them and every ready job of their source at once
@@ -348,9 +376,21 @@ def _order(job: Job) -> tuple[int, int, float]:
     """Which ready job goes first: by priority, except that a process's first py-spy dump goes
     ahead of the other slow calls (it is as hang-prone as they are): the last dump cannot start
     before STUCK_SPAN_S after it, so it sets when the capture can end."""
-    if job.priority == STACKS and job.target.sample == 1:
+    if _first_dump(job):
         return SLOW, 0, job.not_before
     return job.priority, 1, job.not_before
+
+
+def _first_dump(job: Job) -> bool:
+    return job.priority == STACKS and job.target.sample == 1
+
+
+def held_back(result: CommandResult) -> CommandResult:
+    """A result whose output cannot be written: the host's environ reads (the secret values to
+    redact it with) did not finish before the capture ended. Its row says so; no output."""
+    return _replace(result, stdout=b"", stderr="", exit_status=None, truncated=False,
+                    error="output not kept: this host's environ reads (the secret values to redact "
+                          "it with) did not finish before the capture ended")
 
 
 def _connect_argv(host: HostSpec) -> tuple[str, ...]:

@@ -9,12 +9,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pdforensics.analysis.rules.context import ClientDump
 from pdforensics.errors import ParseError
 from pdforensics.model import CommandResult
 from pdforensics.parsers.goroutines import parse_goroutines
 
 if TYPE_CHECKING:
+    from pdforensics.analysis.rules.context import ClientDump
     from pdforensics.bundle import BundleWriter
     from pdforensics.loaded import LoadedCapture
 
@@ -40,6 +40,8 @@ def _record(writer: BundleWriter, _deadline: float, *, i: int, name: str, data: 
 
 def recorded_client_dumps(capture: LoadedCapture) -> tuple[ClientDump, ...]:
     """The client dumps a bundle holds, parsed; an unreadable one carries its error."""
+    from pdforensics.analysis.rules.context import ClientDump  # the rules: not at capture start
+
     out = []
     for e in capture.results:
         if e.source != CLIENT_SOURCE or e.host != CLIENT_HOST:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from pdforensics.cli.errors import handles_errors
 from pdforensics.cli.options import DURATION, cluster_help, fail_on_option, fails, quiet_option
 from pdforensics.cli.slurm import apply_slurm, slurm_options
 from pdforensics.errors import ExitStatus
+
+PREWARM_AFTER_S = 3.0  # a capture's first seconds: connections, discovery, first py-spy dumps
 
 
 @click.command()
@@ -174,7 +177,7 @@ def _finished_doc(outcome: Any, cluster: Any, markdown_file: str | None = None) 
     doc["collected"] = any(h.reachable for h in outcome.hosts)
     doc["verdict"] = done.analysis.verdict if done.analysis else None
     doc["findings"] = analysis_json(done.analysis)["findings"] if done.analysis else []
-    doc["stuck_since"] = stuck_since(outcome.bundle) if doc["verdict"] not in (None, "HEALTHY") else None
+    doc["stuck_since"] = stuck_since(outcome.bundle, done.capture) if doc["verdict"] not in (None, "HEALTHY") else None
     doc["report"] = str(done.report) if done.report else None
     doc["stored"] = done.filing.as_json() if done.filing else None
     if markdown_file and done.analysis is None:
@@ -221,7 +224,10 @@ def _progress(hosts: list[str], deadline: float, quiet: bool) -> Any:
 
 def _prewarm() -> None:
     """Import the analysis and the report (about 0.45 s) while the capture waits on its hosts,
-    so the wall after the last result is only their work."""
+    so the wall after the last result is only their work. It waits out the busy start first
+    (connections, login shells, discovery, first py-spy dumps): there it would only take the
+    interpreter lock from the connections that set when the capture can end."""
+    time.sleep(PREWARM_AFTER_S)
     try:
         import pdforensics.finish  # noqa: F401
     except Exception:  # noqa: BLE001  # the real import after the capture says what is wrong

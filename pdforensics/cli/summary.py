@@ -18,13 +18,14 @@ Echo = Callable[[str], None]
 GAPS_SHOWN = 15
 
 
-def stuck_since(bundle: Path) -> float | None:
+def stuck_since(bundle: Path, cap: Any = None) -> float | None:
     """The earliest time a cause or consequence log signature was seen on any server, when
-    the capture holds such log evidence; None when the logs cannot tell."""
+    the capture holds such log evidence; None when the logs cannot tell. `cap`: the bundle's
+    LoadedCapture when the caller has one (else it is loaded here)."""
     from pdforensics.loaded import load_capture
 
     try:
-        cap = load_capture(bundle)
+        cap = cap if cap is not None else load_capture(bundle)
     except Exception:
         return None
     firsts = [h.first_epoch for s in cap.services() for h in s.log_hits

@@ -1,0 +1,116 @@
+"""A first py-spy dump may run while the host's environ is still being read, but nothing it
+printed reaches the bundle before the secret values from that environ are known.
+
+The transport replays canned results with a slow environ read (the scheduling and the
+write order are under test; the real transports and py-spy have their own tests)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import pdforensics.capture as cap
+import pdforensics.host_run as host_run
+from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
+
+SECRET = "hf_Zq7vP2mXk9LwR4tB8nC1dF6gH3jK5sYe"  # a value only the environ says is secret
+PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
+      "--disaggregation-mode decode --enable-metrics --host 127.0.0.1\n")
+# real py-spy dump layout; the thread's name is the token (a thread named after its config)
+DUMP = (f'Process 100: /usr/bin/python3 -m sglang.launch_server --port 30001\n'
+        f'Python v3.11.7 (/usr/bin/python3.11)\n\n'
+        f'Thread 100 (idle): "{SECRET}"\n'
+        f'    event_loop_normal (sglang/srt/managers/scheduler.py:785)\n')
+
+
+class SlowEnviron:
+    """Answers at once, except environ: it takes `environ_s` seconds (a loaded host's sudo),
+    or ends with nothing when the capture closes the connection first."""
+
+    forwarding_refused = False
+
+    def __init__(self, host: HostSpec, environ_s: float) -> None:
+        self.host = host
+        self.environ_s = environ_s
+        self.spans: dict[str, tuple[float, float]] = {}
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def connect(self, timeout_s: float) -> None:
+        return None
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
+                  tail: bool = False) -> CommandResult | None:
+        return None
+
+    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
+        return None
+
+    def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
+        t0 = time.monotonic()
+        out, error = b"", None
+        if source == "ps":
+            out = PS.encode()
+        elif source == "environ":
+            if self.closed.wait(self.environ_s):
+                error = "connection lost"
+            else:
+                out = f"PATH=/usr/bin\0HF_TOKEN={SECRET}\0".encode()
+        elif source == "pyspy":
+            out = DUMP.encode()
+        with self.lock:
+            self.spans.setdefault(source, (t0, time.monotonic()))
+        return CommandResult(host=self.host.name, source=source, argv=tuple(argv),
+                             exit_status=None if error else 0, stdout=out, stderr="",
+                             duration_s=time.monotonic() - t0, started_at=time.time(), error=error)
+
+
+def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
+             deadline_s: float) -> tuple[SlowEnviron, Path]:
+    made: list[SlowEnviron] = []
+
+    def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
+        made.append(SlowEnviron(host, environ_s))
+        return made[-1]
+
+    monkeypatch.setattr(host_run, "open_transport", factory)
+    host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
+    opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=deadline_s,
+                              plan=cap.PlanOptions(samples=1, stacks=True, stack_dumps=1, gpu=False,
+                                                   versions=False))
+    bundle = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts).bundle
+    return made[0], bundle
+
+
+def _bundle_bytes(bundle: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(bundle.rglob("*")) if p.is_file())
+
+
+def test_a_dump_done_before_environ_is_written_redacted(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    t, bundle = _capture(monkeypatch, tmp_path, environ_s=1.0, deadline_s=30)
+    assert t.spans["pyspy"][1] < t.spans["environ"][1]  # the dump ran while environ was read
+    rows = json.loads((bundle / "manifest.json").read_text())["results"]
+    dump = next(r for r in rows if r["source"] == "pyspy")
+    assert dump["exit_status"] == 0 and dump["error"] is None
+    raw = (bundle / dump["path"]).read_bytes()
+    assert b"event_loop_normal" in raw and SECRET.encode() not in raw
+    assert SECRET.encode() not in _bundle_bytes(bundle)
+
+
+def test_a_dump_whose_environ_never_came_back_keeps_its_row_but_not_its_output(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    t, bundle = _capture(monkeypatch, tmp_path, environ_s=60.0, deadline_s=6)
+    assert "pyspy" in t.spans
+    rows = json.loads((bundle / "manifest.json").read_text())["results"]
+    dump = next(r for r in rows if r["source"] == "pyspy")
+    assert dump["bytes"] == 0 and "environ reads" in dump["error"]
+    assert SECRET.encode() not in _bundle_bytes(bundle)

@@ -123,6 +123,13 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+ADD_DRAIN_S = 10.0  # finalise waits this long at most for results being written
+
+
+class BundleClosed(BundleError):
+    """A result reached a bundle that was already final."""
+
+
 class BundleWriter:
     """Writes results into a temporary bundle directory; thread-safe."""
 
@@ -141,6 +148,9 @@ class BundleWriter:
             raise BundleError(f"cannot create bundle in {out_dir}: {exc.strerror or exc}"
                               ) from None
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # no add() is writing: finalise may close
+        self._adding = 0
+        self.closed = False  # finalised: a result that comes back later is not written
         self._entries: list[ResultEntry] = []
         self._keys: set[tuple[str, str]] = set()
         log_fd = os.open(self.tmp / RESULTS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
@@ -151,7 +161,21 @@ class BundleWriter:
     def add(self, result: CommandResult, key: str, url: str | None = None,
             extension: str = "txt", environ: bool = False,
             target: dict[str, Any] | None = None, read: str | None = None) -> ResultEntry:
-        """Redact and write one result's output, then log its manifest row."""
+        """Redact and write one result's output, then log its manifest row. BundleClosed when
+        the bundle is already final (a command that came back after the capture ended)."""
+        with self._lock:
+            if self.closed:
+                raise BundleClosed(f"{result.host}: {key} came back after the bundle was final")
+            self._adding += 1
+        try:
+            return self._add(result, key, url, extension, environ, target, read)
+        finally:
+            with self._lock:
+                self._adding -= 1
+                self._idle.notify_all()
+
+    def _add(self, result: CommandResult, key: str, url: str | None, extension: str,
+             environ: bool, target: dict[str, Any] | None, read: str | None) -> ResultEntry:
         data = self.redactor.output(result.source, result.stdout, environ)
         stderr = self.redactor.string(result.stderr)
         argv = self.redactor.argv(result.argv)
@@ -271,6 +295,8 @@ class BundleWriter:
         if len(self.redactor.known_values()) != self._scrubbed_with:
             self.rescrub()
         with self._lock:
+            self.closed = True
+            self._idle.wait_for(lambda: self._adding == 0, timeout=ADD_DRAIN_S)
             try:
                 self._log.close()
             except OSError as exc:  # the rows are all in memory too: the manifest carries them

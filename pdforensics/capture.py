@@ -144,6 +144,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         reasons.append(f"interrupted by {signal.Signals(interrupted).name}")
     hosts = []
     for run in runs:
+        run.write_held()  # a host still running at the deadline: its held dumps keep their rows
         not_run = run.not_run()
         if run.error:
             reasons.append(f"{run.host.name}: unreachable")

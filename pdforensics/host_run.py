@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle import BundleClosed, BundleWriter
 from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, STACKS, Job
 from pdforensics.errors import PdforensicsError
 from pdforensics.file_reads import FileReads
@@ -115,8 +115,7 @@ class HostRun:
             w.start()
         for w in workers:
             w.join()
-        for held in self._release_held(ended=True):
-            self._finish(*held, hold=False)
+        self.write_held()
         self._runner_note()
         self._say(f"done: {self.jobs_run} results" +
                   (f", {len(self._pending)} not run" if self._pending else ""))
@@ -234,9 +233,12 @@ class HostRun:
         if result.exit_status in job.source.timeout_exits and not result.timed_out:
             result = _replace(result, timed_out=True)
         sent = {"sent": job.body.decode("utf-8", "replace")} if job.body is not None else {}
-        entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                                environ=job.source.redact_environ,
-                                target=target_json(job.target) | sent, read=read)
+        try:
+            entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
+                                    environ=job.source.redact_environ,
+                                    target=target_json(job.target) | sent, read=read)
+        except BundleClosed:  # it came back after the capture ended: its row says "still collecting"
+            return result
         self.parser.submit(entry)
         return result
 
@@ -253,6 +255,14 @@ class HostRun:
             held, self._held = self._held, []
             unknown = ended or (self._environ_empty and self.stop.is_set())
         return [(j, held_back(r) if unknown else r, read) for j, r, read in held]
+
+    def write_held(self) -> None:
+        """Record what is still held, as held back: the host's run ended (or the capture gave up
+        waiting on it) before its environ reads were done. Each held result is written once."""
+        for job, result, read in self._release_held(ended=True):
+            self._record(job, result, read)
+            with self._cond:
+                self.jobs_run += 1
 
     def _finish(self, job: Job, result: CommandResult, read: str | None, hold: bool = True) -> None:
         """Keep a job's result (or put it back for its one retry) and plan what follows."""

@@ -17,6 +17,7 @@ import pytest
 import pdforensics.capture as cap
 import pdforensics.host_run as host_run
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
+from pdforensics.planner import PlanOptions
 
 SECRET = "hf_Zq7vP2mXk9LwR4tB8nC1dF6gH3jK5sYe"  # a value only the environ says is secret
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
@@ -34,9 +35,11 @@ class SlowEnviron:
 
     forwarding_refused = False
 
-    def __init__(self, host: HostSpec, environ_s: float) -> None:
+    def __init__(self, host: HostSpec, environ_s: float, hung: bool = False) -> None:
         self.host = host
         self.environ_s = environ_s
+        self.hung = hung  # environ ignores the close too (a read stuck in the kernel)
+        self.release = threading.Event()
         self.spans: dict[str, tuple[float, float]] = {}
         self.lock = threading.Lock()
         self.closed = threading.Event()
@@ -60,7 +63,10 @@ class SlowEnviron:
         if source == "ps":
             out = PS.encode()
         elif source == "environ":
-            if self.closed.wait(self.environ_s):
+            if self.hung:
+                self.release.wait(self.environ_s)
+                error = "stuck"
+            elif self.closed.wait(self.environ_s):
                 error = "connection lost"
             else:
                 out = f"PATH=/usr/bin\0HF_TOKEN={SECRET}\0".encode()
@@ -74,17 +80,17 @@ class SlowEnviron:
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
-             deadline_s: float) -> tuple[SlowEnviron, Path]:
+             deadline_s: float, hung: bool = False) -> tuple[SlowEnviron, Path]:
     made: list[SlowEnviron] = []
 
     def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
-        made.append(SlowEnviron(host, environ_s))
+        made.append(SlowEnviron(host, environ_s, hung))
         return made[-1]
 
     monkeypatch.setattr(host_run, "open_transport", factory)
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=deadline_s,
-                              plan=cap.PlanOptions(samples=1, stacks=True, stack_dumps=1, gpu=False,
+                              plan=PlanOptions(samples=1, stacks=True, stack_dumps=1, gpu=False,
                                                    versions=False))
     bundle = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts).bundle
     return made[0], bundle
@@ -114,3 +120,20 @@ def test_a_dump_whose_environ_never_came_back_keeps_its_row_but_not_its_output(
     dump = next(r for r in rows if r["source"] == "pyspy")
     assert dump["bytes"] == 0 and "environ reads" in dump["error"]
     assert SECRET.encode() not in _bundle_bytes(bundle)
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_host_still_stuck_in_environ_at_the_deadline_keeps_its_dump_row(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    t, bundle = _capture(monkeypatch, tmp_path, environ_s=60.0, deadline_s=6, hung=True)
+    try:
+        rows = json.loads((bundle / "manifest.json").read_text())["results"]
+        dump = next(r for r in rows if r["source"] == "pyspy")
+        assert dump["bytes"] == 0 and "environ reads" in dump["error"]
+        assert SECRET.encode() not in _bundle_bytes(bundle)
+        before = _bundle_bytes(bundle)
+    finally:
+        t.release.set()
+    time.sleep(1.0)  # the stuck read comes back now, after the bundle is final
+    assert _bundle_bytes(bundle) == before  # nothing written into the final bundle
+    assert [p.name for p in tmp_path.iterdir()] == [bundle.name]  # nor a stray temporary one

@@ -19,7 +19,9 @@ from tests.support import ports
 from tests.support.k8s_lab import NAMESPACE, recorded_argvs, standin_env, write_fixture
 
 BASE = ports.block()
-FAST = ["--samples", "1", "--stack-dumps", "1", "--deadline", "30", "--json", "-q"]
+# two /metrics samples: the lab's client keeps requests flowing, so one scrape may catch work
+# in flight, whose progress one scrape cannot judge (UNKNOWN), and the other capture not
+FAST = ["--samples", "2", "--interval", "1.5s", "--stack-dumps", "1", "--deadline", "30", "--json", "-q"]
 # evidence families: a source and its k8s counterpart count as one
 # a pod's log comes whole from `kubectl logs`; the router's is not parsed for its breaker
 # transitions there (docs/kubernetes.md: its breaker state comes from its metrics)

@@ -34,9 +34,11 @@ class MooncakeKVReceiver:
 
     def poll(self, fault: str, seconds: float) -> int:
         """Wait for KV chunks from prefill; in transfer-stuck they never arrive."""
+        # a stuck receiver sits in sleep: it reads the fault file (a frame py-spy could catch
+        # on a CPU-starved host) once every 0.25 s
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            time.sleep(0.05)
+            time.sleep(0.25)
             if current_fault() != fault:
                 return KVPoll.Success
         return KVPoll.WaitingForInput if fault == "transfer-stuck" else KVPoll.Success

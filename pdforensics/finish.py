@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pdforensics.analysis.engine import analyze_path
 from pdforensics.analysis.findings import Analysis
 from pdforensics.bundle import make_private
-from pdforensics.loaded import load_capture
+from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.report.baseline import changes_since
 from pdforensics.report.write import write_report
 from pdforensics.store.filing import Filing, file_into, file_safely
@@ -31,7 +30,7 @@ class Finished:
     report: Path | None
     filing: Filing | None
     warnings: tuple[str, ...] = ()
-    capture: Any = None  # the LoadedCapture both read (the CLI's summary reads it too)
+    capture: LoadedCapture | None = None  # what the analysis and the report both read
 
 
 def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | None = None,

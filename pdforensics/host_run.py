@@ -392,6 +392,7 @@ def _order(job: Job) -> tuple[int, int, float]:
 
 
 def _first_dump(job: Job) -> bool:
+    """A process's first py-spy dump (the one that sets when the capture can end)."""
     return job.priority == STACKS and job.target.sample == 1
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pdforensics.loaded import LoadedCapture
 
 from pdforensics.terminal import field
 
@@ -18,7 +21,7 @@ Echo = Callable[[str], None]
 GAPS_SHOWN = 15
 
 
-def stuck_since(bundle: Path, cap: Any = None) -> float | None:
+def stuck_since(bundle: Path, cap: LoadedCapture | None = None) -> float | None:
     """The earliest time a cause or consequence log signature was seen on any server, when
     the capture holds such log evidence; None when the logs cannot tell. `cap`: the bundle's
     LoadedCapture when the caller has one (else it is loaded here)."""

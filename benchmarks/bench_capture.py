@@ -50,8 +50,18 @@ def replay_commands(cluster_file: Path, manifest: dict) -> list[tuple[HostSpec, 
             argv = read_command(r["source"], r["read"])
         if not argv or r["source"] == "connect" or (r.get("error") or "").startswith("not run"):
             continue
-        out.append((cluster[r["host"]], tuple(argv), r))
+        host = cluster[r["host"]]
+        out.append((host, with_own_sudo(host, r["source"], tuple(argv)), r))
     return out
+
+
+def with_own_sudo(host: HostSpec, source: str, argv: tuple[str, ...]) -> tuple[str, ...]:
+    """A privileged command as one `ssh` runs it: its own `sudo -n` (a sudo host's runner runs
+    as root, so the manifest's row shows the argv without it)."""
+    src = REGISTRY.get(source)
+    if host.sudo and src is not None and src.privileged and argv[:2] != ("sudo", "-n"):
+        return ("sudo", "-n", *argv)
+    return argv
 
 
 def read_command(source: str, path: str) -> tuple[str, ...]:

@@ -87,6 +87,7 @@ def _host(raw: Any, index: int, base: Path, origin: str) -> HostSpec:
         simulated_gpu=bool(raw.get("simulated_gpu", False)),
         py_spy=str(raw.get("py_spy", "py-spy")),
         runner=bool(raw.get("runner", True)),
+        runner_sudo=bool(raw.get("runner_sudo", True)),
     )
 
 

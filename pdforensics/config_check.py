@@ -15,14 +15,15 @@ CLUSTER_KEYS = frozenset({"name", "store", "accept_new_host_keys", "keep_last", 
                           "slurm_job", "slurm_container", "slurm_ssh"})
 HOST_KEYS = frozenset({"name", "address", "port", "user", "identity", "known_hosts", "sudo",
                        "services", "proxy_jump", "nvidia_smi", "simulated_gpu", "py_spy",
-                       "runner"})
+                       "runner", "runner_sudo"})
 SERVICE_KEYS = frozenset({"role", "port", "unit", "metrics_port", "log_file"})
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "name": str, "store": str, "accept_new_host_keys": bool, "address": str, "user": str,
     "identity": str, "known_hosts": str, "sudo": bool, "proxy_jump": str, "nvidia_smi": str,
     "simulated_gpu": bool, "py_spy": str, "unit": str, "log_file": str, "services": list,
-    "slurm_job": (str, int), "slurm_container": str, "slurm_ssh": bool,
+    "slurm_job": (str, int), "slurm_container": str, "slurm_ssh": bool, "runner": bool,
+    "runner_sudo": bool,
 }
 
 

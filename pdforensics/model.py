@@ -71,6 +71,7 @@ class HostSpec:
     simulated_gpu: bool = False
     py_spy: str = "py-spy"
     runner: bool = True  # one exec channel runs all commands (False: one channel per command)
+    runner_sudo: bool = True  # with sudo: the runner starts under `sudo -n`, once (False: per command)
     slurm: SlurmTarget | None = None  # run every command through `srun --overlap` into a job
 
     @property

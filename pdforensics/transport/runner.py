@@ -7,6 +7,13 @@ each command's argv directly (no shell) and reads files itself, concurrently, an
 length-prefixed frames. A command keeps its argv, its remote `timeout -k 2 S` wrapping, its
 caps and its local deadline, so its CommandResult is what its own exec channel would give.
 
+On a host the capture reaches through `sudo -n`, the runner itself starts under `sudo -n`
+(`as_root`): one sudo per host instead of one per privileged command, and files the login user
+may not read need no batched sudo command. A command's own leading `sudo -n` is then dropped, and
+its manifest row shows the argv the runner ran. Where sudo refuses that (a password, sudoers that
+allow only some commands), the runner starts again as the login user and privileged commands keep
+their own `sudo -n`.
+
 When the runner cannot start (no python3 on the host, a shell that never hands over) or its
 session breaks, `refused` says why and every later call returns None: the transport then uses
 one exec channel per command (and SFTP for files), as before.
@@ -41,6 +48,11 @@ _FRAME = re.compile(rb"(\d{1,12}) ([a-z]) (\d{1,9})\n")
 SIGNALLED = "ended without an exit status (killed by a signal on the host?)"
 
 
+def _sudo_said_no(why: str) -> bool:
+    """sudo's own refusals ("sudo: a password is required", "Sorry, user ... is not allowed")."""
+    return "sudo" in why or "Sorry" in why
+
+
 class _Call:
     """One request's frames as they arrive."""
 
@@ -61,8 +73,11 @@ class SessionRunner:
     interpreter = "python3"  # on the login PATH; `python3 -I -S` ignores the host's site-packages
 
     def __init__(self, host: str, open_channel: OpenChannel, stop: threading.Event,
-                 lost: Callable[[], bool]):
+                 lost: Callable[[], bool], as_root: bool = False):
         self.host = host
+        self.as_root = as_root  # start under `sudo -n`; False again once sudo refused it
+        self.root_refused: str | None = None  # why the runner runs as the login user instead
+        self._deadline = 0.0
         self._open_channel = open_channel
         self._stop = stop
         self._lost = lost
@@ -87,9 +102,15 @@ class SessionRunner:
         if self.refused is not None:
             return f"{'used, then' if self._greeted else 'not used:'} {self.refused}"
         digest = hashlib.sha256(SCRIPT).hexdigest()[:16]
-        return (f"one exec channel: timeout -k 2 {SESSION_LIMIT_S} {self.interpreter} -I -S -c "
-                f"<read {len(SCRIPT)} bytes from stdin and run them> <nonce>; the runner script "
-                f"sent on stdin has sha256 {digest}")
+        said = (f"one exec channel: {'sudo -n ' if self.as_root else ''}timeout -k 2 "
+                f"{SESSION_LIMIT_S} {self.interpreter} -I -S -c <read {len(SCRIPT)} bytes from "
+                f"stdin and run them> <nonce>; the runner script sent on stdin has sha256 {digest}")
+        if self.as_root:
+            said += "; it runs as root, so every command and file read of this host ran as root"
+        elif self.root_refused is not None:
+            said += (f"; as root it did not start ({self.root_refused}), so it runs as the login "
+                     "user and privileged commands keep their own sudo -n")
+        return said
 
     # -- start-up ---------------------------------------------------------------------
     def up(self, deadline: float) -> bool:
@@ -97,6 +118,7 @@ class SessionRunner:
         with self._lock:
             if not self._started:
                 self._started, self._started_at = True, time.monotonic()
+                self._deadline = deadline
                 self._start(deadline)
         given_up_at = self._started_at + START_TIMEOUT_S
         self._ready.wait(max(0.0, min(deadline, given_up_at) - time.monotonic()))
@@ -114,7 +136,7 @@ class SessionRunner:
             return
         nonce = secrets.token_hex(8)
         argv = remote_argv((self.interpreter, "-I", "-S", "-c", bootstrap(len(SCRIPT)), nonce),
-                           SESSION_LIMIT_S)
+                           SESSION_LIMIT_S, sudo=self.as_root)
         try:
             chan.exec_command(shlex.join(argv))
             chan.sendall(SCRIPT)  # the bootstrap reads exactly this, then the requests follow
@@ -135,6 +157,8 @@ class SessionRunner:
         deadline = t0 + local_wait_s(timeout_s)
         if not self.up(deadline):
             return None
+        if self.as_root and tuple(argv[:2]) == ("sudo", "-n"):
+            argv = argv[2:]  # the runner is root already: the row shows what it ran
         call_id, call = self._call({"a": list(argv), "c": max_bytes}, max_bytes)
         if call is None:
             return None
@@ -265,7 +289,11 @@ class SessionRunner:
                 errtail = (errtail + chan.recv_stderr(65536))[-4096:]
             status = chan.recv_exit_status() if chan.exit_status_ready() else None
             last = errtail.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-            self._refuse(f"the runner did not start (exit {status}: {last[0][:160]})")
+            why = f"exit {status}: {last[0][:160]}"
+            if self.as_root and _sudo_said_no(why) and not self._stop.is_set():
+                self._as_login_user(why)
+                return
+            self._refuse(f"the runner did not start ({why})")
             return
         self._broken("capture stopped" if self._stop.is_set() else
                      "connection lost" if self._lost() else "the runner session ended")
@@ -307,6 +335,13 @@ class SessionRunner:
         elif kind in (b"r", b"f", b"n"):
             call.end = (kind, payload)
             call.done.set()
+
+    def _as_login_user(self, why: str) -> None:
+        """sudo would not start the runner: start it again as the login user (one more login)."""
+        with self._lock:
+            self.as_root, self.root_refused = False, why
+            self._chan = None
+            self._start(self._deadline)
 
     # -- failure ----------------------------------------------------------------------
     def _refuse(self, why: str) -> None:

@@ -56,7 +56,8 @@ class SshTransport:
                                  lambda: self.connection_lost)
         # runner: every command and file read through one exec channel (see runner.py)
         self.runner = (SessionRunner(host.name, self._open_channel, self._closed,
-                                     lambda: self.connection_lost) if runner else None)
+                                     lambda: self.connection_lost,
+                                     as_root=host.sudo and host.runner_sudo) if runner else None)
 
     # -- connection -------------------------------------------------------------------
     def connect(self, timeout_s: float) -> None:

@@ -113,7 +113,31 @@ def test_complete_capture_as_root(ssh_lab: Path, tmp_path: Path) -> None:
 
 
 def test_complete_capture_as_sudo_user(ssh_lab: Path, tmp_path: Path) -> None:
+    """A sudo host's runner starts under `sudo -n` once: no command carries its own sudo, and
+    the root-owned servers' environ is read like any file."""
     cluster = cluster_as(ssh_lab, "pdfx", tmp_path / "pdfx.toml")
+    code, doc, _ = capture(cluster, tmp_path / "out")
+    assert code == 0, doc
+    bundle = Path(doc["bundle"])
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    rows = manifest["results"]
+    pyspy = [r for r in rows if r["source"] == "pyspy"]
+    assert pyspy and all(r["argv"][:2] == ["timeout", "-k"] and r["exit_status"] == 0 for r in pyspy)
+    assert not any(r["argv"] and "sudo" in r["argv"] for r in rows)
+    environ = [r for r in rows if r["source"] == "environ"]
+    assert environ and all(r["argv"] is None and r["read"] and r["exit_status"] == 0 for r in environ)
+    for h in manifest["hosts"]:
+        assert h["runner"].startswith("one exec channel: sudo -n timeout") and "as root" in h["runner"]
+        assert not any("sudo -n" in n for n in h["fallbacks"]), h
+    assert_every_family(bundle)
+    assert_no_secret(bundle)
+
+
+def test_complete_capture_as_sudo_user_with_sudo_per_command(ssh_lab: Path, tmp_path: Path) -> None:
+    """`runner_sudo = false`: the runner is the login user's and privileged commands and reads
+    go through their own `sudo -n`."""
+    cluster = cluster_as(ssh_lab, "pdfx", tmp_path / "pdfx.toml")
+    cluster.write_text(cluster.read_text().replace("sudo = true\n", "sudo = true\nrunner_sudo = false\n"))
     code, doc, _ = capture(cluster, tmp_path / "out")
     assert code == 0, doc
     bundle = Path(doc["bundle"])
@@ -128,6 +152,7 @@ def test_complete_capture_as_sudo_user(ssh_lab: Path, tmp_path: Path) -> None:
     assert environ and all(r["argv"][:2] == ["sudo", "-n"] and r["exit_status"] == 0 for r in environ)
     hosts = json.loads((bundle / "manifest.json").read_text())["hosts"]
     assert all(sum("sudo -n" in n for n in h["fallbacks"]) == 1 for h in hosts), hosts
+    assert all(h["runner"].startswith("one exec channel: timeout") for h in hosts), hosts
     assert_every_family(bundle)
     assert_no_secret(bundle)
 

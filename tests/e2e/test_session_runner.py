@@ -1,11 +1,15 @@
 """The session runner over a real sshd: every command and file read of a host goes through one
 exec channel, and each gives what its own exec channel (or SFTP read) gives: output, exit status,
-stderr, caps, timeouts, signals. A host where the runner cannot start, or where it dies
-mid-capture, falls back to one channel per command."""
+stderr, caps, timeouts, signals. On a sudo host the runner starts under `sudo -n` once; where
+sudo refuses that, it runs as the login user. A host where the runner cannot start, or where it
+dies mid-capture, falls back to one channel per command."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pwd
+import shutil
 import signal
 import threading
 import time
@@ -61,8 +65,9 @@ def _connect(host: HostSpec, runner: bool) -> SshTransport:
 
 @pytest.fixture(scope="module")
 def both(host: HostSpec) -> Iterator[tuple[SshTransport, SshTransport]]:
-    """(through the runner, one exec channel per command) on the same host."""
-    ran, plain = _connect(host, True), _connect(host, False)
+    """(through the login user's runner, one exec channel per command) on the same host."""
+    ran = _connect(dataclasses.replace(host, runner_sudo=False), True)
+    plain = _connect(host, False)
     try:
         yield ran, plain
     finally:
@@ -217,3 +222,60 @@ def test_a_runner_killed_mid_capture_ends_its_calls_and_later_ones_fall_back(hos
         assert t.runner is not None and t.runner.refused and "mid-capture" in t.runner.refused
     finally:
         t.close()
+
+
+def test_on_a_sudo_host_the_runner_starts_under_sudo_once(host: HostSpec) -> None:
+    """One `sudo -n` for the session: commands run as root, their own `sudo -n` dropped from the
+    argv the row shows; files the login user may not read are read."""
+    t = _connect(host, True)
+    try:
+        plain = t.run("x", ("id", "-u"), 5, 100)
+        dropped = t.run("x", ("sudo", "-n", "id", "-u"), 5, 100)
+        parents = {t.run("x", ("sh", "-c", "echo $PPID"), 5, 100).stdout for _ in range(3)}
+        environ = t.read_file("x", f"/proc/{os.getpid()}/environ", 5.0, 1 << 20)
+        assert t.runner is not None
+        said = t.runner.describe()
+    finally:
+        t.close()
+    assert (plain.stdout, dropped.stdout, dropped.argv) == (b"0\n", b"0\n", ("id", "-u"))
+    assert len(parents) == 1
+    assert environ is not None and environ.ok and b"PATH=" in environ.stdout
+    assert said and said.startswith("one exec channel: sudo -n timeout") and "as root" in said
+
+
+RESTRICTED = "pdfxsudo1"
+
+
+@pytest.fixture(scope="module")
+def restricted(host: HostSpec, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSpec]:
+    """A second ops user whose sudoers allow only `cat` (the runner's python3 is refused)."""
+    lab_dir = tmp_path_factory.mktemp("restricted-sudo")
+    shutil.copytree(Path(str(host.identity)).parent, lab_dir / "keys")
+    try:
+        pwd.getpwnam(RESTRICTED)
+        pytest.fail(f"user {RESTRICTED} exists already: this test creates and removes it")
+    except KeyError:
+        pass
+    grant = sshd.ensure_sudo_user(RESTRICTED, lab_dir)
+    try:
+        cat = shutil.which("cat")
+        Path(grant.sudoers).write_text(f"{RESTRICTED} ALL=(root) NOPASSWD: {cat}\n")
+        yield dataclasses.replace(host, user=RESTRICTED)
+    finally:
+        sshd.revoke_sudo_user(lab_dir)
+
+
+def test_sudo_refusing_the_runner_starts_it_as_the_login_user(restricted: HostSpec) -> None:
+    t = _connect(restricted, True)
+    try:
+        me = t.run("x", ("id", "-un"), 5, 100)
+        own = t.run("x", ("sudo", "-n", "cat", f"/proc/{os.getpid()}/environ"), 5, 1 << 20)
+        parents = {t.run("x", ("sh", "-c", "echo $PPID"), 5, 100).stdout for _ in range(3)}
+        assert t.runner is not None
+        said, root_refused, refused = t.runner.describe(), t.runner.root_refused, t.runner.refused
+    finally:
+        t.close()
+    assert me.stdout == f"{RESTRICTED}\n".encode() and len(parents) == 1 and refused is None
+    assert own.ok and own.argv[:2] == ("sudo", "-n") and b"PATH=" in own.stdout, own  # its own sudo
+    assert root_refused and "exit 1" in root_refused and "sudo" in root_refused
+    assert said and "as root it did not start" in said and not said.startswith("one exec channel: sudo")

@@ -192,6 +192,8 @@ def test_host_without_ps(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> 
         bindir = _path_without(shared, "ps")
         body = f'PATH={bindir} exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"'
         with wrapped_host(lab, cluster, tmp_path, body):
+            # ps is missing from the login PATH only: a runner under sudo (secure_path) finds it
+            fk.host(cluster, "decode-0")["runner_sudo"] = False
             run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
     finally:
         shutil.rmtree(shared, ignore_errors=True)

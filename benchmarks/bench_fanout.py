@@ -275,20 +275,28 @@ class SizeResult:
     per_command_target_s: float = 0.0
 
 
-def per_command_cluster(cluster_file: Path) -> Path:
-    """The same cluster file with `runner = false` on every host: one exec channel per command."""
+AB = {  # the in-run baseline capture: (the line each host gets, what it is called)
+    "per-command": ("runner = false", "one exec channel per command (runner = false)"),
+    "sudo-per-command": ("runner_sudo = false",
+                         "the runner as the login user, sudo -n per privileged command (runner_sudo = false)"),
+}
+
+
+def ab_cluster(cluster_file: Path, ab: str) -> Path:
+    """The same cluster file with AB's line on every host."""
+    extra, _ = AB[ab]
     lines = []
     for line in cluster_file.read_text().splitlines():
         lines.append(line)
         if line.startswith("address ="):
-            lines.append("runner = false")
-    out = cluster_file.with_name(cluster_file.stem + "-per-command.toml")
+            lines.append(extra)
+    out = cluster_file.with_name(f"{cluster_file.stem}-{ab}.toml")
     out.write_text("\n".join(lines) + "\n")
     return out
 
 
 def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines: bool = True,
-             ab: bool = True) -> SizeResult:
+             ab: str | None = "per-command") -> SizeResult:
     cluster_file = f.subset(n, "root" if login == "root" else None)
     rounds = []
     for i in range(rounds_n):
@@ -309,13 +317,13 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
           f"= {limit:.2f} s; median capture wall = {run.wall_s / limit:.2f}x the limit "
           f"(collection alone {collect / limit:.2f}x)", flush=True)
     per_command, pc_t = None, 0.0
-    if ab:
-        (per_command, pc_manifest), pc_t = target_cpu(f, n, ours, per_command_cluster(cluster_file),
-                                                      root / "bundles-per-command")
-        print(f"[N={n}] baseline, one exec channel per command (runner = false): wall "
+    if ab is not None:
+        (per_command, pc_manifest), pc_t = target_cpu(f, n, ours, ab_cluster(cluster_file, ab),
+                                                      root / f"bundles-{ab}")
+        print(f"[N={n}] baseline, {AB[ab][1]}: wall "
               f"{per_command.wall_s:.2f} s, {pc_manifest['status']}, {len(pc_manifest['results'])} results"
               f"{gaps(pc_manifest)}; target CPU {pc_t:.1f} s ({pc_t / n:.2f} s/host) against "
-              f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) through the runner: {pc_t / max(tcpu, 1e-9):.1f}x; "
+              f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) as configured: {pc_t / max(tcpu, 1e-9):.2f}x; "
               f"{load()}", flush=True)
     cores = os.cpu_count() or 1
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
@@ -348,8 +356,10 @@ def main() -> int:
                     help="run the sequential and parallel-ssh baselines only for N up to this")
     ap.add_argument("--login-rc-cpu", type=float, default=LOGIN_RC_CPU_S,
                     help="CPU-s every login shell burns first (conda init on a GPU host; 0: bare sh)")
-    ap.add_argument("--no-ab", action="store_true",
-                    help="skip the in-run baseline capture with one exec channel per command")
+    ap.add_argument("--no-ab", action="store_true", help="skip the in-run baseline capture")
+    ap.add_argument("--ab", choices=sorted(AB), default="per-command",
+                    help="the in-run baseline capture: one exec channel per command (default), or "
+                         "the runner as the login user with sudo -n per privileged command")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="pdfx-fanout-"))
@@ -361,12 +371,12 @@ def main() -> int:
               f"login {args.login}); {load()}", flush=True)
         for n in sizes:
             table.append(one_size(f, n, args.rounds, args.login, root, n <= args.baselines_up_to,
-                                  not args.no_ab))
+                                  None if args.no_ab else args.ab))
     base = next((r.ours.wall_s for r in table if r.n == 1), None)
     cores = os.cpu_count() or 1
     print("\n| N | capture wall | collection | limit | wall / limit | tool CPU | peak RSS | target CPU | "
           "sequential ssh | seq / capture | parallel-ssh | pssh / capture | wall / 1-host wall | "
-          "target CPU / host | wall / CPU bound | per-command capture: wall, target CPU / host |")
+          "target CPU / host | wall / CPU bound | in-run baseline capture: wall, target CPU / host |")
     print("|" + "---|" * 16)
     for r in table:
         rel = f"{r.ours.wall_s / base:.2f}x" if base else "-"

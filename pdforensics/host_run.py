@@ -384,10 +384,11 @@ class HostRun:
 
 def _order(job: Job) -> tuple[int, int, float]:
     """Which ready job goes first: by priority, except that a process's first py-spy dump goes
-    ahead of the other slow calls (it is as hang-prone as they are): the last dump cannot start
-    before STUCK_SPAN_S after it, so it sets when the capture can end."""
+    right after discovery, ahead of the cheap reads: the last dump cannot start before
+    STUCK_SPAN_S after it, so it sets when the capture can end. It is as hang-prone as the other
+    slow calls, so it still counts against their channels (RESERVED_FOR_CHEAP stay free)."""
     if _first_dump(job):
-        return SLOW, 0, job.not_before
+        return CHEAP, 0, job.not_before
     return job.priority, 1, job.not_before
 
 

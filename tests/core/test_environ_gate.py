@@ -43,6 +43,7 @@ class SlowEnviron:
         self.spans: dict[str, tuple[float, float]] = {}
         self.lock = threading.Lock()
         self.closed = threading.Event()
+        self.started: list[str] = []  # sources in the order their commands started
 
     def connect(self, timeout_s: float) -> None:
         return None
@@ -59,6 +60,8 @@ class SlowEnviron:
 
     def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
         t0 = time.monotonic()
+        with self.lock:
+            self.started.append(source)
         out, error = b"", None
         if source == "ps":
             out = PS.encode()
@@ -80,7 +83,7 @@ class SlowEnviron:
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
-             deadline_s: float, hung: bool = False) -> tuple[SlowEnviron, Path]:
+             deadline_s: float, hung: bool = False, channels: int = 6) -> tuple[SlowEnviron, Path]:
     made: list[SlowEnviron] = []
 
     def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
@@ -89,7 +92,7 @@ def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
 
     monkeypatch.setattr(host_run, "open_transport", factory)
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
-    opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=deadline_s,
+    opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=deadline_s, channels=channels,
                               plan=PlanOptions(samples=1, stacks=True, stack_dumps=1, gpu=False,
                                                    versions=False))
     bundle = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts).bundle
@@ -137,3 +140,14 @@ def test_a_host_still_stuck_in_environ_at_the_deadline_keeps_its_dump_row(
     time.sleep(1.0)  # the stuck read comes back now, after the bundle is final
     assert _bundle_bytes(bundle) == before  # nothing written into the final bundle
     assert [p.name for p in tmp_path.iterdir()] == [bundle.name]  # nor a stray temporary one
+
+
+def test_a_first_dump_starts_right_after_discovery(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    """One channel: after the discovery-phase commands (ps, ss, the host clock, the first
+    /metrics sample), the first py-spy dump (it sets when the capture can end) starts before the
+    cheap reads and endpoints."""
+    t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, channels=1)
+    after = [s for s in t.started if s not in ("ps", "ss_listen", "clock", "metrics")]
+    assert after[0] == "pyspy", t.started
+    assert {"environ", "health", "cmdline"} <= set(after[1:]), t.started

@@ -20,7 +20,8 @@ with sudo. The hosts share this machine, so "on the target" is measured per host
   (endpoints fetched as the capture does: through the connection, no process on the host).
 
 py-spy pause: `perf record -e sched:sched_switch -a -k CLOCK_MONOTONIC` runs through the capture.
-A thread that ptrace stops is switched out in state t and switched in again when py-spy lets go;
+A thread that ptrace stops is switched out in state t and switched in again when py-spy lets go
+(where perf lost that switch-in, the thread's next switch-out ends the stop: an upper bound);
 a process is paused from the first of its threads stopping to the last one running again (the
 union of those intervals, per dump: the dump's own time window from the manifest). Microsecond
 timestamps from the kernel, and nothing polls (a /proc poller in a busy loop costs a core and,
@@ -172,15 +173,22 @@ def traced_stops(perf_data: Path, owner: dict[int, int]) -> list[tuple[int, floa
                           text=True, check=True).stdout
     stopped: dict[int, float] = {}
     out = []
+    missed = 0
     for line in text.splitlines():
         stamp, _, trace = line.partition(":")
         fields = dict(kv.split("=", 1) for kv in trace.replace("==>", " ").split() if "=" in kv)
         t = float(stamp)
         prev, nxt = int(fields.get("prev_pid", -1)), int(fields.get("next_pid", -1))
+        if prev in stopped:  # switched out again, so it ran: perf lost the switch-in. The stop
+            out.append((owner[prev], stopped.pop(prev), t))  # ended before t (an upper bound)
+            missed += 1
         if prev in owner and fields.get("prev_state", "").startswith("t"):
             stopped[prev] = t
         if nxt in stopped:
             out.append((owner[nxt], stopped.pop(nxt), t))
+    if missed:
+        print(f"  ({missed} stop(s) ended by the thread's next switch-out: perf lost its switch-in)",
+              flush=True)
     return out
 
 

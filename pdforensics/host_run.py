@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 DEFAULT_CHANNELS = 6
 # Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
 RESERVED_FOR_CHEAP = 2
+# While a py-spy dump has its process stopped (a few ms), the host starts no other command, so
+# the dump does not wait for a core behind our own work; a dump still running after this long
+# (a thread in D state) no longer holds the host's other jobs back.
+DUMP_QUIET_S = 0.3
 # Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
 # timeout with no output they run once more, time permitting.
 RETRIED_SOURCES = frozenset({"ps", "ss_listen", "cmdline", "environ", "cgroup"})
@@ -65,6 +69,7 @@ class HostRun:
         self._pending: list[Job] = []
         self._inflight = 0
         self._slow_inflight = 0
+        self._dumps_since: dict[str, float] = {}  # job key -> when its py-spy dump started
         self._environ_inflight = 0  # environ reads running: text sources wait (redact.py learns from them)
         self._held: list[tuple[Job, CommandResult, str | None]] = []  # first dumps done before environ
         self._environ_empty = False  # an environ read came back with nothing (its secrets unknown)
@@ -171,13 +176,23 @@ class HostRun:
                     self._inflight += 1
                     if job.priority >= SLOW:
                         self._slow_inflight += 1
+                    if job.priority == STACKS:
+                        self._dumps_since[job.key] = time.monotonic()
                     self._environ_inflight += job.source.redact_environ
                     return job
                 waits = [j.not_before - now for j in self._pending if j.not_before > now]
+                quiet = self._quiet_until() - time.monotonic()
+                waits += [quiet] if quiet > 0 else []
                 self._cond.wait(timeout=min([0.5, *waits]) if waits else 0.5)
+
+    def _quiet_until(self) -> float:
+        """Until when a py-spy dump under way keeps the host's other commands from starting."""
+        return max(self._dumps_since.values(), default=0.0) + DUMP_QUIET_S
 
     def _pick(self, now: float) -> Job | None:
         ready = [j for j in self._pending if j.not_before <= now]
+        if time.monotonic() < self._quiet_until():
+            ready = [j for j in ready if j.priority == STACKS]  # dumps may overlap each other
         if not self.planner.discovered:
             # slow, hang-prone calls wait for discovery so cheap evidence goes first
             ready = [j for j in ready if j.priority < SLOW]
@@ -266,6 +281,10 @@ class HostRun:
 
     def _finish(self, job: Job, result: CommandResult, read: str | None, hold: bool = True) -> None:
         """Keep a job's result (or put it back for its one retry) and plan what follows."""
+        if job.key in self._dumps_since:
+            with self._cond:  # the dump is over: the host's other jobs may start
+                self._dumps_since.pop(job.key, None)
+                self._cond.notify_all()
         if result.error == "connection lost":
             self.lost = True
         if self._retry(job, result):

@@ -1,5 +1,7 @@
-"""A first py-spy dump may run while the host's environ is still being read, but nothing it
-printed reaches the bundle before the secret values from that environ are known.
+"""Scheduling around py-spy dumps. A first dump may run while the host's environ is still being
+read, but nothing it printed reaches the bundle before the secret values from that environ are
+known; it starts right after discovery; while a dump has its process stopped, the host starts
+no other command (for DUMP_QUIET_S at most).
 
 The transport replays canned results with a slow environ read (the scheduling and the
 write order are under test; the real transports and py-spy have their own tests)."""
@@ -35,8 +37,10 @@ class SlowEnviron:
 
     forwarding_refused = False
 
-    def __init__(self, host: HostSpec, environ_s: float, hung: bool = False) -> None:
+    def __init__(self, host: HostSpec, environ_s: float, hung: bool = False,
+                 dump_s: float = 0.0) -> None:
         self.host = host
+        self.dump_s = dump_s  # how long each py-spy dump takes
         self.environ_s = environ_s
         self.hung = hung  # environ ignores the close too (a read stuck in the kernel)
         self.release = threading.Event()
@@ -44,6 +48,7 @@ class SlowEnviron:
         self.lock = threading.Lock()
         self.closed = threading.Event()
         self.started: list[str] = []  # sources in the order their commands started
+        self.runs: list[tuple[str, float, float]] = []  # (source, started, ended), monotonic
 
     def connect(self, timeout_s: float) -> None:
         return None
@@ -74,20 +79,23 @@ class SlowEnviron:
             else:
                 out = f"PATH=/usr/bin\0HF_TOKEN={SECRET}\0".encode()
         elif source == "pyspy":
+            time.sleep(self.dump_s)
             out = DUMP.encode()
         with self.lock:
             self.spans.setdefault(source, (t0, time.monotonic()))
+            self.runs.append((source, t0, time.monotonic()))
         return CommandResult(host=self.host.name, source=source, argv=tuple(argv),
                              exit_status=None if error else 0, stdout=out, stderr="",
                              duration_s=time.monotonic() - t0, started_at=time.time(), error=error)
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
-             deadline_s: float, hung: bool = False, channels: int = 6) -> tuple[SlowEnviron, Path]:
+             deadline_s: float, hung: bool = False, channels: int = 6,
+             dump_s: float = 0.0) -> tuple[SlowEnviron, Path]:
     made: list[SlowEnviron] = []
 
     def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
-        made.append(SlowEnviron(host, environ_s, hung))
+        made.append(SlowEnviron(host, environ_s, hung, dump_s))
         return made[-1]
 
     monkeypatch.setattr(host_run, "open_transport", factory)
@@ -151,3 +159,27 @@ def test_a_first_dump_starts_right_after_discovery(monkeypatch: pytest.MonkeyPat
     after = [s for s in t.started if s not in ("ps", "ss_listen", "clock", "metrics")]
     assert after[0] == "pyspy", t.started
     assert {"environ", "health", "cmdline"} <= set(after[1:]), t.started
+
+
+def _started_during_dumps(t: SlowEnviron) -> list[str]:
+    dumps = [(a, b) for src, a, b in t.runs if src == "pyspy"]
+    return [src for src, a, _b in t.runs if src != "pyspy" and any(d0 < a < d1 for d0, d1 in dumps)]
+
+
+def test_no_command_starts_on_the_host_while_a_dump_stops_its_process(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A py-spy dump (0.1 s here) has its process stopped: the host starts nothing else until
+    it is done, so the dump does not wait for a core behind the capture's own commands."""
+    t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, dump_s=0.1)
+    assert any(src == "pyspy" for src, _a, _b in t.runs)
+    assert len(t.runs) > 5 and _started_during_dumps(t) == [], t.runs
+
+
+def test_a_dump_that_hangs_holds_the_host_back_only_briefly(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A dump stuck for 3 s (a thread in D state) keeps the other commands waiting at most
+    DUMP_QUIET_S: the cheap evidence still comes in while it hangs."""
+    t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, dump_s=3.0)
+    (_, d0, d1), = [r for r in t.runs if r[0] == "pyspy"]
+    during = [a for src, a, _b in t.runs if src != "pyspy" and d0 < a < d1]
+    assert during and min(during) - d0 < host_run.DUMP_QUIET_S + 0.3, t.runs

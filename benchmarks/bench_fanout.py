@@ -271,8 +271,8 @@ class SizeResult:
     seq_target_s: float
     par: Run
     par_target_s: float
-    per_command: Run | None = None  # the same capture with `runner = false` (one channel each)
-    per_command_target_s: float = 0.0
+    ab: Run | None = None  # the same capture with the --ab setting on every host (see AB)
+    ab_target_s: float = 0.0
 
 
 AB = {  # the in-run baseline capture: (the line each host gets, what it is called)
@@ -316,28 +316,28 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
     print(f"[N={n}] limit: slowest collector {slowest} {own_s:.2f} s + connection set-up {setup:.3f} s "
           f"= {limit:.2f} s; median capture wall = {run.wall_s / limit:.2f}x the limit "
           f"(collection alone {collect / limit:.2f}x)", flush=True)
-    per_command, pc_t = None, 0.0
+    ab_run, ab_t = None, 0.0
     if ab is not None:
-        (per_command, pc_manifest), pc_t = target_cpu(f, n, ours, ab_cluster(cluster_file, ab),
+        (ab_run, ab_manifest), ab_t = target_cpu(f, n, ours, ab_cluster(cluster_file, ab),
                                                       root / f"bundles-{ab}")
         print(f"[N={n}] baseline, {AB[ab][1]}: wall "
-              f"{per_command.wall_s:.2f} s, {pc_manifest['status']}, {len(pc_manifest['results'])} results"
-              f"{gaps(pc_manifest)}; target CPU {pc_t:.1f} s ({pc_t / n:.2f} s/host) against "
-              f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) as configured: {pc_t / max(tcpu, 1e-9):.2f}x; "
+              f"{ab_run.wall_s:.2f} s, {ab_manifest['status']}, {len(ab_manifest['results'])} results"
+              f"{gaps(ab_manifest)}; target CPU {ab_t:.1f} s ({ab_t / n:.2f} s/host) against "
+              f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) as configured: {ab_t / max(tcpu, 1e-9):.2f}x; "
               f"{load()}", flush=True)
     cores = os.cpu_count() or 1
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
           f"= {(run.cpu_s + tcpu) / cores:.2f} s of wall time (the hosts share its cores)", flush=True)
     if not baselines:  # --baselines-up-to: a large N's loops take minutes on a shared machine
         none = Run(0.0, 0.0, 0.0, 0.0, 0)
-        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0, per_command, pc_t)
+        return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0, ab_run, ab_t)
     (seq, n_cmds), seq_t = target_cpu(f, n, sequential, cluster_file, manifest)
     print(f"[N={n}] sequential ssh loop: wall {seq.wall_s:.2f} s ({n_cmds} commands), CPU {seq.cpu_s:.2f} s, "
           f"peak RSS {seq.tree_mb:.0f} MB, target CPU {seq_t:.1f} s; {load()}", flush=True)
     (par, n_slots), par_t = target_cpu(f, n, pssh, cluster_file, manifest, root / f"pssh-{n}")
     print(f"[N={n}] parallel-ssh: wall {par.wall_s:.2f} s ({n_slots} runs), CPU {par.cpu_s:.2f} s, "
           f"peak RSS {par.tree_mb:.0f} MB (process tree), target CPU {par_t:.1f} s; {load()}", flush=True)
-    return SizeResult(n, run, collect, limit, tcpu, seq, seq_t, par, par_t, per_command, pc_t)
+    return SizeResult(n, run, collect, limit, tcpu, seq, seq_t, par, par_t, ab_run, ab_t)
 
 
 def load() -> str:
@@ -387,8 +387,8 @@ def main() -> int:
               f"RSS {r.par.tree_mb:.0f} MB, target {r.par_target_s:.1f} s) | "
               f"{r.par.wall_s / r.ours.wall_s:.1f}x | {rel} | {r.target_s / r.n:.2f} s | "
               f"{r.ours.wall_s / max(1e-9, (r.ours.cpu_s + r.target_s) / cores):.2f}x | "
-              + (f"{r.per_command.wall_s:.2f} s, {r.per_command_target_s / r.n:.2f} s |"
-                 if r.per_command else "- |"))
+              + (f"{r.ab.wall_s:.2f} s, {r.ab_target_s / r.n:.2f} s |"
+                 if r.ab else "- |"))
     return 0
 
 

@@ -281,7 +281,7 @@ class HostRun:
 
     def _finish(self, job: Job, result: CommandResult, read: str | None, hold: bool = True) -> None:
         """Keep a job's result (or put it back for its one retry) and plan what follows."""
-        if job.key in self._dumps_since:
+        if job.priority == STACKS:
             with self._cond:  # the dump is over: the host's other jobs may start
                 self._dumps_since.pop(job.key, None)
                 self._cond.notify_all()

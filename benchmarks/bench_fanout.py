@@ -319,7 +319,7 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
     ab_run, ab_t = None, 0.0
     if ab is not None:
         (ab_run, ab_manifest), ab_t = target_cpu(f, n, ours, ab_cluster(cluster_file, ab),
-                                                      root / f"bundles-{ab}")
+                                                root / f"bundles-{ab}")
         print(f"[N={n}] baseline, {AB[ab][1]}: wall "
               f"{ab_run.wall_s:.2f} s, {ab_manifest['status']}, {len(ab_manifest['results'])} results"
               f"{gaps(ab_manifest)}; target CPU {ab_t:.1f} s ({ab_t / n:.2f} s/host) against "

@@ -260,6 +260,25 @@ def sshd_cpu(f: Fleet, h: Any) -> float:
     return exact if exact is not None else tree_cpu(f.sshd_pid(h))
 
 
+def login_cpu(f: Fleet, cluster_file: Path, tries: int = 3) -> float:
+    """What one login costs a host (`ssh host true`: sshd, the login shell and its rc), median."""
+    h = load_cluster_file(cluster_file).hosts[0]
+    costs = [target_cpu(f, 1, _quiet, ssh_argv(h, ["true"]))[1] for _ in range(tries)]
+    return statistics.median(costs)
+
+
+def _quiet(argv: list[str]) -> None:
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=60, check=True)
+
+
+def window_bound(n: int, login_s: float, cores: int) -> float:
+    """The earliest any capture keeping the stack span can end: the last of n logins cannot end
+    before n logins' CPU has run on the machine's cores, and that host's dumps then span
+    STUCK_SPAN_S. A lower bound: the tool's own CPU, its start and its report come on top."""
+    return n * login_s / cores + STUCK_SPAN_S
+
+
 @dataclass(frozen=True)
 class SizeResult:
     n: int
@@ -326,8 +345,15 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
               f"{tcpu:.1f} s ({tcpu / n:.2f} s/host) as configured: {ab_t / max(tcpu, 1e-9):.2f}x; "
               f"{load()}", flush=True)
     cores = os.cpu_count() or 1
+    bound = (run.cpu_s + tcpu) / cores
     print(f"[N={n}] this machine's CPU bound: (tool {run.cpu_s:.1f} s + targets {tcpu:.1f} s) CPU / {cores} cores "
-          f"= {(run.cpu_s + tcpu) / cores:.2f} s of wall time (the hosts share its cores)", flush=True)
+          f"= {bound:.2f} s of wall time (the hosts share its cores)", flush=True)
+    login_s = login_cpu(f, cluster_file)
+    window = window_bound(n, login_s, cores)
+    print(f"[N={n}] window bound: {n} logins x {login_s:.3f} CPU-s (`ssh host true`, in this run) / {cores} cores "
+          f"+ the {STUCK_SPAN_S:g} s stack span = {window:.2f} s: no capture keeping that span ends sooner "
+          f"here; wall / window bound {run.wall_s / window:.2f}x, window bound / CPU bound "
+          f"{window / bound:.2f}x", flush=True)
     if not baselines:  # --baselines-up-to: a large N's loops take minutes on a shared machine
         none = Run(0.0, 0.0, 0.0, 0.0, 0)
         return SizeResult(n, run, collect, limit, tcpu, none, 0.0, none, 0.0, ab_run, ab_t)
@@ -337,6 +363,8 @@ def one_size(f: Fleet, n: int, rounds_n: int, login: str, root: Path, baselines:
     (par, n_slots), par_t = target_cpu(f, n, pssh, cluster_file, manifest, root / f"pssh-{n}")
     print(f"[N={n}] parallel-ssh: wall {par.wall_s:.2f} s ({n_slots} runs), CPU {par.cpu_s:.2f} s, "
           f"peak RSS {par.tree_mb:.0f} MB (process tree), target CPU {par_t:.1f} s; {load()}", flush=True)
+    print(f"[N={n}] parallel-ssh / window bound = {par.wall_s / window:.2f}x: the most any capture "
+          f"keeping the stack span can reach against parallel-ssh here", flush=True)
     return SizeResult(n, run, collect, limit, tcpu, seq, seq_t, par, par_t, ab_run, ab_t)
 
 

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 DEFAULT_CHANNELS = 6
 # Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
 RESERVED_FOR_CHEAP = 2
-# While a py-spy dump has its process stopped (a few ms), the host starts no other command, so
-# the dump does not wait for a core behind our own work; a dump still running after this long
-# (a thread in D state) no longer holds the host's other jobs back.
+# While a py-spy dump has its process stopped (a few ms), the host starts no other command, not
+# even another dump, so the dump does not wait for a core behind our own work or another py-spy;
+# a dump still running after this long (a thread in D state) no longer holds the host back.
 DUMP_QUIET_S = 0.3
 # Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
 # timeout with no output they run once more, time permitting.
@@ -192,7 +192,7 @@ class HostRun:
     def _pick(self, now: float) -> Job | None:
         ready = [j for j in self._pending if j.not_before <= now]
         if time.monotonic() < self._quiet_until():
-            ready = [j for j in ready if j.priority == STACKS]  # dumps may overlap each other
+            return None  # not even another dump: one process stopped at a time, py-spy on a core
         if not self.planner.discovered:
             # slow, hang-prone calls wait for discovery so cheap evidence goes first
             ready = [j for j in ready if j.priority < SLOW]

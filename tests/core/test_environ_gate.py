@@ -1,7 +1,7 @@
 """Scheduling around py-spy dumps. A first dump may run while the host's environ is still being
 read, but nothing it printed reaches the bundle before the secret values from that environ are
 known; it starts right after discovery; while a dump has its process stopped, the host starts
-no other command (for DUMP_QUIET_S at most).
+no other command, not even another dump (for DUMP_QUIET_S at most).
 
 The transport replays canned results with a slow environ read (the scheduling and the
 write order are under test; the real transports and py-spy have their own tests)."""
@@ -24,6 +24,8 @@ from pdforensics.planner import PlanOptions
 SECRET = "hf_Zq7vP2mXk9LwR4tB8nC1dF6gH3jK5sYe"  # a value only the environ says is secret
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
       "--disaggregation-mode decode --enable-metrics --host 127.0.0.1\n")
+RANKS = ("  101   100 Sl       300   20 500000 sglang::scheduler_TP0\n"
+         "  102   100 Sl       300   20 500000 sglang::scheduler_TP1\n")
 # real py-spy dump layout; the thread's name is the token (a thread named after its config)
 DUMP = (f'Process 100: /usr/bin/python3 -m sglang.launch_server --port 30001\n'
         f'Python v3.11.7 (/usr/bin/python3.11)\n\n'
@@ -38,8 +40,9 @@ class SlowEnviron:
     forwarding_refused = False
 
     def __init__(self, host: HostSpec, environ_s: float, hung: bool = False,
-                 dump_s: float = 0.0) -> None:
+                 dump_s: float = 0.0, ps: str = PS) -> None:
         self.host = host
+        self.ps = ps
         self.dump_s = dump_s  # how long each py-spy dump takes
         self.environ_s = environ_s
         self.hung = hung  # environ ignores the close too (a read stuck in the kernel)
@@ -69,7 +72,7 @@ class SlowEnviron:
             self.started.append(source)
         out, error = b"", None
         if source == "ps":
-            out = PS.encode()
+            out = self.ps.encode()
         elif source == "environ":
             if self.hung:
                 self.release.wait(self.environ_s)
@@ -91,11 +94,11 @@ class SlowEnviron:
 
 def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
              deadline_s: float, hung: bool = False, channels: int = 6,
-             dump_s: float = 0.0) -> tuple[SlowEnviron, Path]:
+             dump_s: float = 0.0, ps: str = PS) -> tuple[SlowEnviron, Path]:
     made: list[SlowEnviron] = []
 
     def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
-        made.append(SlowEnviron(host, environ_s, hung, dump_s))
+        made.append(SlowEnviron(host, environ_s, hung, dump_s, ps))
         return made[-1]
 
     monkeypatch.setattr(host_run, "open_transport", factory)
@@ -173,6 +176,16 @@ def test_no_command_starts_on_the_host_while_a_dump_stops_its_process(
     t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, dump_s=0.1)
     assert any(src == "pyspy" for src, _a, _b in t.runs)
     assert len(t.runs) > 5 and _started_during_dumps(t) == [], t.runs
+
+
+def test_one_process_of_a_host_is_stopped_at_a_time(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """A server with two ranks: three dumps, one after the other, never two processes stopped
+    at once (each py-spy gets a core instead of waiting, its process stopped, behind another)."""
+    t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, dump_s=0.1, ps=PS + RANKS)
+    dumps = sorted((a, b) for src, a, b in t.runs if src == "pyspy")
+    assert len(dumps) == 3, t.runs
+    assert all(b0 <= a1 for (_a0, b0), (a1, _b1) in zip(dumps, dumps[1:])), dumps
 
 
 def test_a_dump_that_hangs_holds_the_host_back_only_briefly(

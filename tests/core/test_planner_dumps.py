@@ -41,3 +41,31 @@ def test_dumps_are_chained_in_their_slots() -> None:
     on_time = planner.on_result(other, _result("pyspy", "Process 4243", started_at=t0))
     last = planner.on_result(on_time[0], _result("pyspy", "Process 4243", started_at=t0 + 5.1))
     assert [(j.target.sample, j.not_before) for j in last] == [(3, t0 + 10.2)]  # on time: its slot
+
+
+def _dump_argvs(host: HostSpec) -> list[tuple[str, ...]]:
+    planner = HostPlanner(host, PlanOptions(samples=1, stack_dumps=1))
+    initial = {j.source.name: j for j in planner.initial_jobs()}
+    jobs = planner.on_result(initial["ps"], _result("ps", PS)) + planner.on_result(initial["ss_listen"],
+                                                                                      _result("ss_listen", ""))
+    return [j.argv for j in jobs if j.source.name == "pyspy"]
+
+
+def test_a_dump_as_root_runs_at_a_higher_priority() -> None:
+    """As root (sudo, a root login), py-spy runs under `nice -n -10`: the process it stops waits
+    less for it on a busy host. A login that is not root cannot raise it (nice would print a
+    "Permission denied" line that reads as py-spy's own failure), so its argv is py-spy's own."""
+    service = (ServiceSpec(role="decode", port=30001),)
+    for host in (HostSpec(name="h", address="10.0.0.1", user="ops", sudo=True, services=service),
+                 HostSpec(name="h", address="10.0.0.1", user="root", services=service)):
+        argvs = _dump_argvs(host)
+        assert len(argvs) == 3 and all(_before_pyspy(a) == ("nice", "-n", "-10") for a in argvs), argvs
+    argvs = _dump_argvs(HostSpec(name="h", address="10.0.0.1", user="ops", services=service))
+    assert len(argvs) == 3 and all("nice" not in a and _before_pyspy(a)[-1] == "20" for a in argvs), argvs
+
+
+def _before_pyspy(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The 3 words before `py-spy dump` (after the remote `timeout -k 2 20` wrapping)."""
+    at = argv.index("py-spy")
+    assert argv[at + 1] == "dump", argv
+    return argv[at - 3:at]

@@ -123,6 +123,9 @@ def test_complete_capture_as_sudo_user(ssh_lab: Path, tmp_path: Path) -> None:
     rows = manifest["results"]
     pyspy = [r for r in rows if r["source"] == "pyspy"]
     assert pyspy and all(r["argv"][:2] == ["timeout", "-k"] and r["exit_status"] == 0 for r in pyspy)
+    # as root, py-spy runs at a higher priority, for real (nice said nothing: it was allowed)
+    assert all(r["argv"][4:7] == ["nice", "-n", "-10"] and r["argv"][7].endswith("py-spy")
+               and "nice" not in r["stderr"] for r in pyspy)
     assert not any(r["argv"] and "sudo" in r["argv"] for r in rows)
     environ = [r for r in rows if r["source"] == "environ"]
     assert environ and all(r["argv"] is None and r["read"] and r["exit_status"] == 0 for r in environ)

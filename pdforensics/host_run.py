@@ -190,9 +190,9 @@ class HostRun:
         return max(self._dumps_since.values(), default=0.0) + DUMP_QUIET_S
 
     def _pick(self, now: float) -> Job | None:
-        ready = [j for j in self._pending if j.not_before <= now]
         if time.monotonic() < self._quiet_until():
             return None  # not even another dump: one process stopped at a time, py-spy on a core
+        ready = [j for j in self._pending if j.not_before <= now]
         if not self.planner.discovered:
             # slow, hang-prone calls wait for discovery so cheap evidence goes first
             ready = [j for j in ready if j.priority < SLOW]

@@ -159,7 +159,9 @@ class Scheduler(SchedulerMetricsMixin):
                 self.run_saturated_batch(fault)
                 self.log_decode_stats(fault, 0.97)
             elif fault == "transfer-stuck":
-                self.recv_requests(0.05)
+                # the socket is only checked between polls, so nearly every py-spy dump finds
+                # the rank in the receiver's poll (a 50 ms wait here showed in ~1 dump in 20)
+                self.recv_requests(0.0)
                 self.process_decode_queue(fault)
                 self._transfer_failure_tick()
                 self.log_idle({"decode_transfer_q": 14.0, "decode_prealloc_q": 3.0})

@@ -24,7 +24,7 @@ from pdforensics.catalog.flags import (
 from pdforensics.catalog.literals import Evaluator, module_symbols
 from pdforensics.catalog.metrics import HINTS, extract_metrics
 from pdforensics.catalog.model import Catalog, EnvInfo, FlagInfo, MetricInfo
-from pdforensics.catalog.source import SourceTree, open_source
+from pdforensics.catalog.source import SourceTree, open_source, parse_module
 from pdforensics.errors import PdforensicsError
 
 SERVER_ARGS = "srt/server_args.py"
@@ -34,12 +34,7 @@ _METRIC_DIRS = ("srt/metrics/", "srt/observability/")
 
 def _parse(tree: SourceTree, rel: str) -> ast.Module | None:
     src = tree.read(rel)
-    if src is None:
-        return None
-    try:
-        return ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return None if src is None else parse_module(src)
 
 
 def _version(tree: SourceTree) -> str:
@@ -100,11 +95,11 @@ def build_envs(tree: SourceTree) -> dict[str, EnvInfo]:
     """Env vars declared in environ.py, joined with those read anywhere in the package."""
     declared: dict[str, EnvInfo] = {}
     src = tree.read(ENVIRON)
-    if src is not None:
+    t = None if src is None else parse_module(src)
+    if src is not None and t is not None:
         try:
-            t = ast.parse(src)
             declared = extract_envs(src, ENVIRON, Evaluator(module_symbols(t)))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except (ValueError, RecursionError, MemoryError):
             declared = {}
     return merge_envs(declared, all_reads(tree), ENVIRON)
 
@@ -118,9 +113,8 @@ def build_metrics(tree: SourceTree) -> dict[str, MetricInfo]:
         src = tree.read(rel)
         if src is None or not any(h in src for h in HINTS):
             continue
-        try:
-            t = ast.parse(src)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        t = parse_module(src)
+        if t is None:
             continue
         for m in extract_metrics(t, rel, Evaluator(module_symbols(t))):
             metrics.setdefault(m.name, m)

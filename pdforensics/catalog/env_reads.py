@@ -16,12 +16,11 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pdforensics.catalog.literals import Evaluator, text
-from pdforensics.catalog.source import SourceTree
+from pdforensics.catalog.source import SourceTree, parse_expression, parse_module
 
 _DIRECT = {"os.getenv", "getenv", "os.environ.get", "environ.get"}
 _ENVIRON = {"os.environ", "environ"}
@@ -268,10 +267,7 @@ def reads_in_text(src: str, rel: str, helpers: dict[str, Helper],
         end = _call_end(src, paren)
         if end is None:
             continue
-        try:
-            node = ast.parse(src[start:end + 1], mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+        node = parse_expression(src[start:end + 1])
         if not isinstance(node, ast.Call):
             continue
         cast = _CAST_BEFORE.search(src, max(0, start - 8), start)
@@ -308,9 +304,8 @@ def _env_functions(texts: dict[str, str]) -> list[_Fn]:
     fns: list[_Fn] = []
     for src in texts.values():
         for m in _ENV_DEF.finditer(src):
-            try:
-                tree = ast.parse(_function_source(src, m.start(), m.group(1)))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = parse_module(_function_source(src, m.start(), m.group(1)))
+            if tree is None:
                 continue
             fns.extend(_functions(tree))
     return fns
@@ -327,12 +322,6 @@ _HINT = re.compile(r"getenv|environ|_env|env_")
 
 def all_reads(tree: SourceTree) -> list[EnvRead]:
     """Every env read in the package, module by module (sorted by module and line)."""
-    with warnings.catch_warnings():  # sglang's own invalid escapes are not our news
-        warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
-        return _all_reads(tree)
-
-
-def _all_reads(tree: SourceTree) -> list[EnvRead]:
     texts = {rel: src for rel in tree.names()
              if (src := tree.read(rel)) is not None and "env" in src and _HINT.search(src)}
     helpers = _helper_modules(texts)

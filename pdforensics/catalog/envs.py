@@ -7,6 +7,7 @@ import re
 
 from pdforensics.catalog.literals import Evaluator, string_value, text
 from pdforensics.catalog.model import EnvInfo
+from pdforensics.catalog.source import parse_module
 
 _TYPES = {
     "EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": "str",
@@ -47,7 +48,9 @@ def _inline_comment(line: str) -> str | None:
 
 def extract_envs(source: str, rel: str, ev: Evaluator) -> dict[str, EnvInfo]:
     """Env vars declared in the `Envs` class of `source` (environ.py text)."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
+    if tree is None:
+        return {}
     lines = source.splitlines()
     out: dict[str, EnvInfo] = {}
     for cls in ast.walk(tree):

@@ -16,6 +16,7 @@ from typing import Any
 
 from pdforensics.catalog.literals import Evaluator, string_value, text
 from pdforensics.catalog.model import FlagInfo
+from pdforensics.catalog.source import parse_expression
 
 _ANNOTATED = {"A", "Annotated", "typing.Annotated"}
 _OPTIONAL_HEADS = {"Optional", "typing.Optional"}
@@ -81,10 +82,10 @@ def record_fields(mod: Module) -> dict[str, list[Field]]:
 def _annotated_parts(ann: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
     """(inner type, metadata) of `A[T, ...]`, or None for a plain annotation."""
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-        try:
-            ann = ast.parse(ann.value, mode="eval").body
-        except SyntaxError:
+        parsed = parse_expression(ann.value)
+        if parsed is None:
             return None
+        ann = parsed
     if not isinstance(ann, ast.Subscript) or text(ann.value) not in _ANNOTATED:
         return None
     sl = ann.slice

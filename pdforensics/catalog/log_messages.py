@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pdforensics.catalog.source import SourceTree
+from pdforensics.catalog.source import SourceTree, parse_module
 
 #: Source files read: disaggregation, scheduler and tokenizer managers, the HTTP server
 #: (health checks), the mini load balancer (the Python router) and the watchdog utilities.
@@ -199,9 +199,8 @@ def _messages_in(scope: ast.AST, rel: str, fl: _Flattener) -> Iterator[Message]:
 
 def extract_messages(src: str, rel: str) -> list[Message]:
     """Every message printed or raised in one module's source; [] when it does not parse."""
-    try:
-        tree = ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_module(src)
+    if tree is None:
         return []
     found: dict[tuple[int, str], Message] = {}
     funcs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pdforensics.catalog.log_messages import READ_PREFIXES, message_pattern, read_messages
 from pdforensics.catalog.log_spec import QUEUE_DESCRIPTIONS, QUEUE_FIELDS, SPECS
-from pdforensics.catalog.source import SourceTree, open_source
+from pdforensics.catalog.source import SourceTree, open_source, parse_module
 
 #: The releases the shipped table is built from: three eras of PD disaggregation.
 TABLE_VERSIONS = ("0.4.6", "0.4.10", "0.5.9", "0.5.23")
@@ -40,9 +40,8 @@ def queue_fields(tree: SourceTree) -> dict[str, list[str]]:
         src = tree.read(rel)
         if src is None or " batch" not in src:
             continue
-        try:
-            module = ast.parse(src)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = parse_module(src)
+        if module is None:
             continue
         for func in ast.walk(module):
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
+import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,6 +14,30 @@ from pathlib import Path
 from pdforensics.errors import PdforensicsError
 
 MARKER = "srt/server_args.py"
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _parse(src: str, mode: str) -> ast.AST | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return ast.parse(src, mode=mode)
+        except _PARSE_ERRORS:
+            return None
+
+
+def parse_module(src: str) -> ast.Module | None:
+    """`src` parsed, or None when it does not parse. The warnings Python gives about the
+    text itself (an invalid escape such as "\\-") stay quiet: it is sglang's code, not ours."""
+    tree = _parse(src, "exec")
+    return tree if isinstance(tree, ast.Module) else None
+
+
+def parse_expression(src: str) -> ast.expr | None:
+    """The expression `src` parsed, or None (as `parse_module`)."""
+    tree = _parse(src, "eval")
+    return tree.body if isinstance(tree, ast.Expression) else None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -230,3 +231,16 @@ def test_syntax_errors_do_not_crash(tmp_path: Path) -> None:
     files["srt/observability/broken.py"] = "Gauge(name='a', documentation=\n"
     cat = build_catalog(_write_tree(tmp_path, files))
     assert cat.env_vars == {} and cat.flag("--port") is not None
+
+
+def test_invalid_escapes_in_sglang_parse_quietly(tmp_path: Path) -> None:
+    """sglang 0.4.6 has `"\\-"` in a regex: the catalog reads such a module like any other and
+    Python's warning about it does not reach the user (it is sglang's code, not ours)."""
+    files = {rel: text + '\nPATTERN = "[a-z\\-]+\\("\n' for rel, text in _files().items()}
+    quiet = build_catalog(_write_tree(tmp_path / "a", _files()))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cat = build_catalog(_write_tree(tmp_path / "b", files))
+    assert [str(w.message) for w in seen] == []
+    assert cat.env_vars == quiet.env_vars and cat.metrics == quiet.metrics and cat.flags == quiet.flags
+    assert cat.env_vars and cat.metrics and cat.flags

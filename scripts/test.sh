@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --test
 .venv/bin/ruff check .
 .venv/bin/mypy
+# what a user installs: the wheel in a fresh venv outside the checkout, one lab capture
+scripts/test_wheel.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -21,7 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics import __version__
-from pdforensics.bundle_read import (
+from pdforensics.bundle_schema import SchemaError, validate_discovery, validate_manifest, validate_row
+from pdforensics.errors import BundleError
+from pdforensics.model import CommandResult
+from pdforensics.redact import Redactor
+from pdforensics.untrusted.read import (
     MAX_JSON_BYTES,
     UnsafePath,
     check_name,
@@ -33,10 +37,6 @@ from pdforensics.bundle_read import (
     tree_problems,
     walk_inside,
 )
-from pdforensics.bundle_schema import SchemaError, validate_discovery, validate_manifest, validate_row
-from pdforensics.errors import BundleError
-from pdforensics.model import CommandResult
-from pdforensics.redact import Redactor
 
 MANIFEST = "manifest.json"
 RESULTS_LOG = "results.jsonl"

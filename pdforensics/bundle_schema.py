@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pdforensics.bundle_read import UnsafePath, check_name, check_rel
 from pdforensics.errors import BundleError
+from pdforensics.untrusted.read import UnsafePath, check_name, check_rel
 
 Where = tuple[str | int, ...]  # ("manifest.json", "results", 3, "bytes"), formatted on failure
 Check = Callable[[Any, Where], None]

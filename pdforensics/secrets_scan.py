@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdforensics.bundle_read import read_inside
 from pdforensics.errors import BundleError
 from pdforensics.redact import find_secrets
 from pdforensics.redact_entropy import random_tokens
+from pdforensics.untrusted.read import read_inside
 
 
 @dataclass(frozen=True)

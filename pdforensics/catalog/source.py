@@ -159,7 +159,7 @@ def _open_dir(path: Path) -> SourceTree:
 
 def _read_bundle_file(bundle: Path, path: Path) -> str:
     """A file of a bundle through the safe reader (no links, FIFOs, devices, oversize)."""
-    from pdforensics.bundle_read import read_inside
+    from pdforensics.untrusted.read import read_inside
 
     rel = path.relative_to(bundle).as_posix()
     return read_inside(bundle, rel, rel).decode("utf-8", "replace")

@@ -27,7 +27,7 @@ def write_doctor(bundle: Path, report: DoctorReport) -> Path:
 
 def read_doctor(bundle: Path) -> DoctorReport | None:
     """The doctor checks stored with a bundle (a snapshot taken with --doctor), else None."""
-    from pdforensics.bundle_read import read_optional
+    from pdforensics.untrusted.read import read_optional
 
     try:
         data = read_optional(Path(bundle), DOCTOR_FILE, DOCTOR_FILE)

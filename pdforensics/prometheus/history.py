@@ -317,8 +317,8 @@ def history_from_json(doc: Any) -> History | None:
 
 def load_history(bundle: str | Path) -> History | None:
     """The Prometheus history of a bundle, or None when it was captured without one."""
-    from pdforensics.bundle_read import UnsafePath, read_json_inside
     from pdforensics.errors import BundleError
+    from pdforensics.untrusted.read import UnsafePath, read_json_inside
 
     try:
         doc = read_json_inside(Path(bundle), HISTORY_FILE, HISTORY_FILE)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle_read import tree_problems
 from pdforensics.errors import BundleError, PdforensicsError
 from pdforensics.model import ClusterSpec
 from pdforensics.store.index import Index, Snapshot, StoreError, open_index
+from pdforensics.untrusted.read import tree_problems
 
 VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "UNKNOWN")
 STORE_ENV = "PDFORENSICS_STORE"

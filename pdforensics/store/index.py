@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle_read import check_name
 from pdforensics.errors import PdforensicsError
+from pdforensics.untrusted.read import check_name
 
 INDEX = "index.sqlite"
 BUNDLES = "bundles"

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pdforensics.bundle import BundleWriter
-from pdforensics.bundle_read import MAX_FILE_BYTES
 from pdforensics.model import CommandResult
 from pdforensics.redact import Redactor
+from pdforensics.untrusted.read import MAX_FILE_BYTES
 
 MARKER = "OUTSIDE-MARKER-5d1e9c"
 T0 = 1_760_000_000.0

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pdforensics.bundle import BundleWriter, ResultEntry
+from pdforensics.bundle.ondisk import BundleWriter, ResultEntry
 from pdforensics.errors import Interrupted
 from pdforensics.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.model import ClusterSpec, CommandResult

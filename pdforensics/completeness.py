@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 
 #: the first partial reason of a capture in which no host could be reached
 NOTHING_COLLECTED = "nothing collected: no host could be reached"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.errors import ParseError
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure
 from pdforensics.parsers.http import HttpResponse

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pdforensics.analysis.engine import analyze_path
 from pdforensics.analysis.findings import Analysis
-from pdforensics.bundle import make_private
+from pdforensics.bundle.ondisk import make_private
 from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.report.baseline import changes_since
 from pdforensics.report.write import write_report

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pdforensics.bundle import BundleClosed, BundleWriter
+from pdforensics.bundle.ondisk import BundleClosed, BundleWriter
 from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, STACKS, Job
 from pdforensics.errors import PdforensicsError
 from pdforensics.file_reads import FileReads

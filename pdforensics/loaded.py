@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import Bundle, ResultEntry, load_bundle
+from pdforensics.bundle.ondisk import Bundle, ResultEntry, load_bundle
 from pdforensics.collectors import REGISTRY
 from pdforensics.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.hostclock import on_capture_clock

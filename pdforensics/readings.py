@@ -23,7 +23,7 @@ from pdforensics.errors import BundleError, ParseError
 from pdforensics.jsoncodec import DecodeError, Decoder, decoder_for, return_type, to_jsonable
 
 if TYPE_CHECKING:
-    from pdforensics.bundle import Bundle, BundleWriter, ResultEntry
+    from pdforensics.bundle.ondisk import Bundle, BundleWriter, ResultEntry
 
 # parsed/ files carry this format number; files without it (older versions) are re-parsed
 PARSED_FORMAT = 2

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics import __version__
-from pdforensics.bundle import (
+from pdforensics.bundle.ondisk import (
     MANIFEST,
     RESULTS_LOG,
     ResultEntry,

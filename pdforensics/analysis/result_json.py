@@ -147,7 +147,7 @@ def write_analysis(bundle: Path, analysis: Analysis) -> Path:
 def read_analysis(bundle: Path) -> Analysis | None:
     """BUNDLE/analysis.json as an Analysis; None when there is none, BundleError when it is
     refused (a link, a special file, too big), not JSON, or of the wrong shape."""
-    from pdforensics.bundle_schema import validate_analysis
+    from pdforensics.bundle.schema import validate_analysis
     from pdforensics.untrusted.read import read_json_inside
 
     where = f"{Path(bundle).name}/{ANALYSIS_FILE}"

@@ -89,8 +89,8 @@ def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None) -> None:
 @handles_errors
 def verify(bundle: str, secrets: bool, as_json: bool) -> None:
     """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
-    from pdforensics.bundle import verify_bundle
-    from pdforensics.secrets_scan import scan_report
+    from pdforensics.bundle.ondisk import verify_bundle
+    from pdforensics.bundle.secrets_scan import scan_report
 
     problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
     if as_json:

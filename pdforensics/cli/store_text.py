@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdforensics.bundle import iso
+from pdforensics.bundle.ondisk import iso
 from pdforensics.diff.output import format_change
 from pdforensics.snapshot import SnapshotOutcome
 from pdforensics.store.index import Snapshot

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.doctor.probes import probe_json
 from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.model import ClusterSpec, HostSpec

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.capture import Sidecar
 from pdforensics.collectors.base import Source, Target
 from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.model import CommandResult
 from pdforensics.prometheus.api import ApiResponse, prom_duration, query_range
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import dur, hms, host_id, href, size
 

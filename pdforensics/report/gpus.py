@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.parsers.nvidia_smi import GpuInfo
 from pdforensics.report import svg

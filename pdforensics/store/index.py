@@ -68,7 +68,7 @@ class Snapshot:
         return self.verdict is not None and self.verdict != "HEALTHY"
 
     def to_json(self) -> dict[str, Any]:
-        from pdforensics.bundle import iso
+        from pdforensics.bundle.ondisk import iso
 
         return {"name": self.name, "path": str(self.path), "cluster": self.cluster,
                 "taken_at": iso(self.taken_at), "taken_epoch": self.taken_at,

@@ -43,7 +43,7 @@ def pick_cluster(index: Index, wanted: str | None) -> str:
 
 def bundle_cluster(path: Path) -> str:
     """The cluster name in a bundle's manifest."""
-    from pdforensics.bundle import load_bundle
+    from pdforensics.bundle.ondisk import load_bundle
 
     return str(load_bundle(path).manifest.get("cluster", ""))
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdforensics.bundle import utc_stamp
+from pdforensics.bundle.ondisk import utc_stamp
 from pdforensics.errors import PdforensicsError
 from pdforensics.store.filing import file_into
 from pdforensics.store.index import BUNDLES, INDEX, StoreError, open_index

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.bundle import iso
+from pdforensics.bundle.ondisk import iso
 from pdforensics.catalog.model import Catalog
 from pdforensics.diff.compare import Change, diff_states, shipped_catalog
 from pdforensics.diff.state import ConfigState, load_state

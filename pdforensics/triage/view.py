@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.analysis.stacks import rank_from_title
-from pdforensics.bundle import Bundle, ResultEntry
+from pdforensics.bundle.ondisk import Bundle, ResultEntry
 from pdforensics.loaded import (
     Fetch,
     HostView,

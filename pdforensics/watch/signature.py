@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdforensics.bundle import Bundle
+from pdforensics.bundle.ondisk import Bundle
 from pdforensics.loaded import Fetch, HostView, LoadedCapture, MetricSample, ServiceView
 from pdforensics.watch.targets import WatchTarget
 

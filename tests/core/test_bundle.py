@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pdforensics.bundle import BundleWriter, load_bundle, verify_bundle
+from pdforensics.bundle.ondisk import BundleWriter, load_bundle, verify_bundle
 from pdforensics.errors import BundleError
 from pdforensics.model import CommandResult
 from pdforensics.redact import Redactor

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pdforensics.bundle import ResultEntry
+from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.cli import main
 from pdforensics.cli import options as cli_options
 from pdforensics.cli.capture import capture_exit

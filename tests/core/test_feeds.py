@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pdforensics.bundle import Bundle, ResultEntry
+from pdforensics.bundle.ondisk import Bundle, ResultEntry
 from pdforensics.collectors import REGISTRY
 from pdforensics.feeds import CAPTURE_LEVEL, LOADED_LEVELS
 from pdforensics.jsoncodec import to_jsonable

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from pdforensics.bundle import BundleWriter, verify_bundle
+from pdforensics.bundle.ondisk import BundleWriter, verify_bundle
 from pdforensics.cli import main
 from pdforensics.model import CommandResult
 from pdforensics.recover import find_unfinished, recover, unfinished_notice

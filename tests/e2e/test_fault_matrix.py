@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
-from pdforensics.bundle import verify_bundle
+from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.lab import lab_down, lab_status, lab_up
 from tests.e2e import faultkit as fk
 from tests.support import ports

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pdforensics.bundle import verify_bundle
+from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.terminal import field
 from tests.e2e import faultkit as fk
 from tests.e2e.test_fault_matrix import (  # noqa: F401 (lab: the module's fixture)

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from report_cdp import Browser, Page
 
-from pdforensics.bundle import verify_bundle
+from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo

@@ -13,7 +13,7 @@ import pytest
 from report_payload import PAYLOAD
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.bundle import verify_bundle
+from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.diff.compare import Change
 from pdforensics.loaded import load_capture
 from pdforensics.report import REPORT_FILE, Baseline, render, write_report

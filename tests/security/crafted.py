@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.model import CommandResult
 from pdforensics.redact import Redactor
 from pdforensics.untrusted.read import MAX_FILE_BYTES

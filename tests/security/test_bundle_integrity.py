@@ -13,11 +13,11 @@ import planted_secrets as ps
 import pytest
 from click.testing import CliRunner
 
-from pdforensics.bundle import BundleWriter, make_private, verify_bundle
+from pdforensics.bundle.ondisk import BundleWriter, make_private, verify_bundle
+from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
 from pdforensics.model import CommandResult
 from pdforensics.redact import NoRedactor, Redactor
-from pdforensics.secrets_scan import scan_bundle
 
 
 def _result(source: str, out: bytes, **kw: object) -> CommandResult:

@@ -184,7 +184,7 @@ def test_a_row_cut_by_the_crash_is_skipped(tmp_path: Path, good: tuple[Path, Doc
     (b / "manifest.json").unlink()
     (b / "results.jsonl").write_bytes(rows + b'{"host": "h1", "sou')
     # the reader keeps every whole row and skips the cut one
-    from pdforensics.bundle import load_bundle
+    from pdforensics.bundle.ondisk import load_bundle
 
     assert len(load_bundle(b).results) == rows.count(b"\n")
     # analyze tells the user to recover such a directory (issue 20), in one line

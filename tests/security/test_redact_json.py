@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.redact import Redactor
 
 R = Redactor(key=b"test-key")

@@ -15,10 +15,10 @@ import planted_secrets as ps
 import pytest
 from click.testing import CliRunner, Result
 
+from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_status
 from pdforensics.loaded import load_capture
-from pdforensics.secrets_scan import scan_bundle
 
 pytestmark = pytest.mark.e2e
 

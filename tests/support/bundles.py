@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import BundleWriter
+from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.model import CommandResult
 from pdforensics.redact import NoRedactor, Redactor
 

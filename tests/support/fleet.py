@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import iso
+from pdforensics.bundle.ondisk import iso
 from tests.support import bundles
 from tests.support.bundles import SynthWriter, write_analysis
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdforensics.bundle import iso
+from pdforensics.bundle.ondisk import iso
 from pdforensics.redact import Redactor
 from tests.support.bundles import T0, SynthWriter, http
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pdforensics.bundle import BundleWriter, load_bundle, verify_bundle
+from pdforensics.bundle.ondisk import BundleWriter, load_bundle, verify_bundle
 from pdforensics.errors import ConfigError
 from pdforensics.prometheus.api import parse_duration
 from pdforensics.prometheus.history import (

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from watch_servers import ALERTS, Prometheus, retry_in_use
 
-from pdforensics.bundle import load_bundle, verify_bundle
+from pdforensics.bundle.ondisk import load_bundle, verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics import __version__
-from pdforensics.bundle_schema import SchemaError, validate_discovery, validate_manifest, validate_row
+from pdforensics.bundle.schema import SchemaError, validate_discovery, validate_manifest, validate_row
 from pdforensics.errors import BundleError
 from pdforensics.model import CommandResult
 from pdforensics.redact import Redactor

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 SAMPLES = ("prom_sglang_decode_wedged.txt", "log_journal_pd_wedge.txt", "proc_ps.txt", "pyspy_locals.txt")

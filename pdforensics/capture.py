@@ -18,7 +18,7 @@ from pdforensics.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.model import ClusterSpec, CommandResult
 from pdforensics.planner import PlanOptions, target_json
 from pdforensics.readings import BackgroundParser
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 from pdforensics.request_log import restore_all
 
 # Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own

@@ -27,7 +27,7 @@ from pdforensics.bundle.ondisk import (
     write_private,
 )
 from pdforensics.errors import BundleError
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 _TMP_NAME = re.compile(r"^\.(?P<name>(?P<cluster>.+)-(?P<stamp>\d{8}T\d{6}Z))\.(?P<pid>\d+)\.tmp$")
 

@@ -65,7 +65,7 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
                              probes=options.probes,
                              extra_host_sources=_doctor_probes(options.doctor)))
         try:
-            from pdforensics.redact import Allowlist, Redactor
+            from pdforensics.redact.redactor import Allowlist, Redactor
 
             redactor = Redactor(allow=Allowlist.with_extra(options.keep_env))
             outcome = run_capture(cluster, capture, progress=progress, redactor=redactor)

@@ -24,7 +24,7 @@ from pdforensics import __version__
 from pdforensics.bundle.schema import SchemaError, validate_discovery, validate_manifest, validate_row
 from pdforensics.errors import BundleError
 from pdforensics.model import CommandResult
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 from pdforensics.untrusted.read import (
     MAX_JSON_BYTES,
     UnsafePath,

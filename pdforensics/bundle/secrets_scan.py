@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdforensics.errors import BundleError
-from pdforensics.redact import find_secrets
-from pdforensics.redact_entropy import random_tokens
+from pdforensics.redact.entropy import random_tokens
+from pdforensics.redact.redactor import find_secrets
 from pdforensics.untrusted.read import read_inside
 
 

@@ -113,7 +113,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     )
     from pdforensics.analysis.client_dumps import client_dump_sidecars
     from pdforensics.prometheus.history import sidecars_for
-    from pdforensics.redact import NO_REDACT_WARNING, Allowlist, NoRedactor, Redactor
+    from pdforensics.redact.redactor import NO_REDACT_WARNING, Allowlist, NoRedactor, Redactor
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)

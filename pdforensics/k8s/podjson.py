@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 
 def scrub_pod_json(data: bytes, redactor: Redactor) -> bytes:

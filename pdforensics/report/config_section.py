@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pdforensics.catalog.model import Catalog
 from pdforensics.cmdline import parse_flags
 from pdforensics.loaded import LoadedCapture, ServiceView
-from pdforensics.redact import MARKER, is_secret_name
+from pdforensics.redact.redactor import MARKER, is_secret_name
 
 #: shown for a secret-named value that the bundle holds unredacted (older or foreign bundle)
 HIDDEN = "<hidden: secret-looking name, not redacted in the bundle>"

@@ -11,7 +11,7 @@ import pytest
 from pdforensics.bundle.ondisk import BundleWriter, load_bundle, verify_bundle
 from pdforensics.errors import BundleError
 from pdforensics.model import CommandResult
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 
 def result(source: str, out: bytes, status: int | None = 0, **kw: object) -> CommandResult:

@@ -15,7 +15,7 @@ from pdforensics.bundle.ondisk import BundleWriter, verify_bundle
 from pdforensics.cli import main
 from pdforensics.model import CommandResult
 from pdforensics.recover import find_unfinished, recover, unfinished_notice
-from pdforensics.redact import NoRedactor, Redactor
+from pdforensics.redact.redactor import NoRedactor, Redactor
 
 TOKEN = "hf_RecoverPlanted0123456789abcdefXYZ"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 TOKEN = b"hf_abcdefghijklmnopqrstuvwxyz0123"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.model import CommandResult
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 from pdforensics.untrusted.read import MAX_FILE_BYTES
 
 MARKER = "OUTSIDE-MARKER-5d1e9c"

@@ -17,7 +17,7 @@ from pdforensics.bundle.ondisk import BundleWriter, make_private, verify_bundle
 from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
 from pdforensics.model import CommandResult
-from pdforensics.redact import NoRedactor, Redactor
+from pdforensics.redact.redactor import NoRedactor, Redactor
 
 
 def _result(source: str, out: bytes, **kw: object) -> CommandResult:

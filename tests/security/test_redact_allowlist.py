@@ -17,8 +17,8 @@ from pdforensics.cli import main  # noqa: E402
 from pdforensics.collectors.logs import LOG_BYTES  # noqa: E402
 from pdforensics.diff import diff_bundles  # noqa: E402
 from pdforensics.errors import ConfigError  # noqa: E402
-from pdforensics.redact import LOG_TAIL_BYTES, MARKER, Allowlist, Redactor  # noqa: E402
-from pdforensics.redact_allow import never_kept  # noqa: E402
+from pdforensics.redact.allow import never_kept  # noqa: E402
+from pdforensics.redact.redactor import LOG_TAIL_BYTES, MARKER, Allowlist, Redactor  # noqa: E402
 from tests.support.fleet import SynthHost, SynthService, write_capture  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdforensics.redact import (
+from pdforensics.redact.redactor import (
     DETECTORS,
     MARKER,
     NoRedactor,

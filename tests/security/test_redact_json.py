@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pdforensics.bundle.ondisk import BundleWriter
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 R = Redactor(key=b"test-key")
 NAMES = ("api_key", "HF_TOKEN", "password", "auth_header", "secret")

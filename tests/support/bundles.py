@@ -14,7 +14,7 @@ from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.model import CommandResult
-from pdforensics.redact import NoRedactor, Redactor
+from pdforensics.redact.redactor import NoRedactor, Redactor
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.bundle.ondisk import iso
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 from tests.support.bundles import T0, SynthWriter, http
 
 SERVER = ("/usr/bin/python3", "-m", "sglang.launch_server")

@@ -25,7 +25,7 @@ from pdforensics.prometheus.history import (
     rate_window_for,
     step_for,
 )
-from pdforensics.redact import Redactor
+from pdforensics.redact.redactor import Redactor
 
 # what Prometheus 2.x answers to /api/v1/query_range (values are strings, NaN is "NaN")
 ANSWER = {

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pdforensics.errors import ConfigError
-from pdforensics.redact_detectors import is_secret_name
+from pdforensics.redact.detectors import is_secret_name
 
 FAMILIES = ("SGLANG_", "SGL_", "NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "MOONCAKE_", "NVSHMEM_", "UCX_",
             "GLOO_", "NVIDIA_", "CUBLAS_", "CUDNN_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "NV_")

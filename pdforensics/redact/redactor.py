@@ -21,8 +21,8 @@ from typing import Any
 
 import platformdirs
 
-from pdforensics.redact_allow import DEFAULT, Allowlist, never_kept
-from pdforensics.redact_detectors import (
+from pdforensics.redact.allow import DEFAULT, Allowlist, never_kept
+from pdforensics.redact.detectors import (
     ANY_NEEDLE,
     DETECTORS,
     EMPTY_VALUES,
@@ -35,7 +35,7 @@ from pdforensics.redact_detectors import (
     is_plain_number,
     is_secret_name,
 )
-from pdforensics.redact_entropy import looks_random
+from pdforensics.redact.entropy import looks_random
 
 __all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit", "NoRedactor", "Redactor",
            "find_secrets", "is_secret_name", "load_key"]

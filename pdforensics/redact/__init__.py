@@ -1,0 +1,1 @@
+"""Secrets hidden before the first write: allowlists, detectors, entropy."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.collectors.base import REGISTRY
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl
-from pdforensics.config import load_cluster_file
+from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up
 from pdforensics.model import HostSpec
 from pdforensics.planner import PlanOptions

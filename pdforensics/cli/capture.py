@@ -195,13 +195,13 @@ def resolve_cluster(hosts: tuple[str, ...], cluster_file: str | None, local: boo
     /etc/pdforensics/cluster.toml), else this machine. A configured file that cannot be read
     is an error: never a silent capture of the local machine instead."""
     from pdforensics.cli.options import configured_cluster_file
-    from pdforensics.config import hosts_from_args, load_cluster_file, local_cluster
+    from pdforensics.config.cluster import hosts_from_args, load_cluster_file, local_cluster
     from pdforensics.errors import ConfigError
 
     if cluster_file and (hosts or local):
         raise ConfigError("give either -c FILE, HOST arguments or --local, not several")
     if hosts:
-        from pdforensics.config_check import check_host_files
+        from pdforensics.config.check import check_host_files
 
         check_host_files(identity, known_hosts, "--identity/--known-hosts")
         return hosts_from_args(hosts, identity, known_hosts, sudo)

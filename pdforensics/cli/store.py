@@ -42,7 +42,7 @@ def name_option(fn: F) -> F:
 
 
 def _cluster(cluster_file: str | None) -> ClusterSpec | None:
-    from pdforensics.config import load_cluster_file
+    from pdforensics.config.cluster import load_cluster_file
 
     configured = configured_cluster_file(cluster_file)
     return load_cluster_file(configured) if configured else None
@@ -92,7 +92,7 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     snapshots this machine.
     """
     from pdforensics.cli.store_text import format_snapshot_text
-    from pdforensics.config import local_cluster
+    from pdforensics.config.cluster import local_cluster
     from pdforensics.snapshot import SnapshotOptions, take_snapshot
     from pdforensics.store.retention import RetentionPolicy
 

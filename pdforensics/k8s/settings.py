@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.config_check import check_keys
+from pdforensics.config.check import check_keys
 from pdforensics.errors import ConfigError
 from pdforensics.parsers.k8s_labels import BUILTIN_SELECTORS
 

@@ -12,8 +12,8 @@ from typing import Any, cast
 
 import paramiko
 
+from pdforensics.config.known_hosts import fingerprint
 from pdforensics.errors import HostKeyError, TransportError
-from pdforensics.known_hosts import fingerprint
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.banner import strip_banner
 from pdforensics.transport.base import STDERR_CAP, local_wait_s

@@ -15,7 +15,7 @@ from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.requests_track import RequestTrack, track_requests
 from pdforensics.capture import CaptureOptions, run_capture
-from pdforensics.config import load_cluster_file
+from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture

@@ -11,7 +11,7 @@ import pytest
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.findings import Analysis
 from pdforensics.capture import CaptureOptions, run_capture
-from pdforensics.config import load_cluster_file
+from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.loaded import load_capture

@@ -20,9 +20,9 @@ from pdforensics.cli import options as cli_options
 from pdforensics.cli.capture import capture_exit
 from pdforensics.cli.options import fails
 from pdforensics.completeness import collection_reasons, failed_to_collect, is_expected_absence
-from pdforensics.config import load_cluster_file
+from pdforensics.config.cluster import load_cluster_file
+from pdforensics.config.known_hosts import fingerprint
 from pdforensics.errors import ConfigError, ExitStatus
-from pdforensics.known_hosts import fingerprint
 from pdforensics.progress import LiveProgress
 from tests.support.builder import BundleBuilder
 
@@ -277,7 +277,7 @@ def test_live_block_redraws_in_place() -> None:
 
 
 def test_every_cluster_file_key_is_documented() -> None:
-    from pdforensics.config_check import CLUSTER_KEYS, HOST_KEYS, SERVICE_KEYS
+    from pdforensics.config.check import CLUSTER_KEYS, HOST_KEYS, SERVICE_KEYS
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster-file.md").read_text()
     for key in CLUSTER_KEYS | HOST_KEYS | SERVICE_KEYS:

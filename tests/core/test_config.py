@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pdforensics.config import hosts_from_args, load_cluster_file
+from pdforensics.config.cluster import hosts_from_args, load_cluster_file
 from pdforensics.errors import ConfigError
 
 GOOD = """

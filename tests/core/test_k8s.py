@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.config import cluster_from_dict
+from pdforensics.config.cluster import cluster_from_dict
 from pdforensics.errors import ConfigError, PdforensicsError
 from pdforensics.k8s.debug import add_debug_containers
 from pdforensics.k8s.discover import discover_pods

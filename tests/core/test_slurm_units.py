@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from pdforensics.cli import main
-from pdforensics.config import load_cluster_file
+from pdforensics.config.cluster import load_cluster_file
 from pdforensics.discovery import Discovery, Service
 from pdforensics.model import CommandResult, HostSpec, SlurmTarget
 from pdforensics.slurm.cluster import SlurmOptions, manifest_json, slurm_cluster

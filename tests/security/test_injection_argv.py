@@ -16,7 +16,7 @@ import pytest
 
 from pdforensics.collectors import REGISTRY, gpu, logs
 from pdforensics.collectors.base import Job, Target
-from pdforensics.config import cluster_from_dict, load_cluster_file
+from pdforensics.config.cluster import cluster_from_dict, load_cluster_file
 from pdforensics.discovery import Service
 from pdforensics.errors import ConfigError, TransportError
 from pdforensics.model import CommandResult, HostSpec, ServiceSpec

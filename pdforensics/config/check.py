@@ -46,7 +46,7 @@ def check_keys(raw: dict[str, Any], allowed: Iterable[str], where: str) -> None:
 
 def check_host_files(identity: str | None, known_hosts: str | None, where: str) -> None:
     """The identity file must be readable, known_hosts present and well formed (named if not)."""
-    from pdforensics.known_hosts import check_known_hosts
+    from pdforensics.config.known_hosts import check_known_hosts
 
     if identity is not None:
         if not os.path.isfile(identity):

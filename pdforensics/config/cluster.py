@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pdforensics.config_check import CLUSTER_KEYS, HOST_KEYS, SERVICE_KEYS, TOP_KEYS, check_host_files, check_keys
+from pdforensics.config.check import CLUSTER_KEYS, HOST_KEYS, SERVICE_KEYS, TOP_KEYS, check_host_files, check_keys
 from pdforensics.errors import ConfigError
 from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
 

@@ -1,0 +1,1 @@
+"""The cluster file: hosts, services and their checks, and known_hosts."""

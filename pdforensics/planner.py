@@ -24,11 +24,11 @@ from pdforensics.collectors import (
     versions,
 )
 from pdforensics.collectors.base import Job, Source, Target
-from pdforensics.discovery import Discovery, Service, discover
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.request_log import RequestLogPlan
+from pdforensics.sglang.discovery import Discovery, Service, discover
 from pdforensics.transport.base import remote_argv
 
 #: Seconds the py-spy dumps of one process should span (see analysis.rules.rank_judgement).

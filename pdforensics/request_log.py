@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
-from pdforensics.cmdline import flag_value, has_flag
+from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.collectors.logs import JOURNAL, LOG_FILE
 from pdforensics.collectors.request_log import (
@@ -37,9 +37,9 @@ from pdforensics.collectors.request_log import (
     body_json,
     sending,
 )
-from pdforensics.discovery import Service
 from pdforensics.errors import ConfigError, ParseError
 from pdforensics.model import CommandResult, HostSpec, ProcessInfo
+from pdforensics.sglang.discovery import Service
 
 #: the longest window --request-log may ask for
 MAX_WINDOW_S = 120.0

@@ -27,13 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pdforensics.catalog.cmdline import read_flags
 from pdforensics.catalog.safeguard_table import (
     SPECS,
     SafeguardSpec,
     load_shipped_table,
     version_key,
 )
-from pdforensics.cmdline import read_flags
 
 State = Literal["ok", "disabled", "too_long", "unarmed", "absent", "unknown"]
 _TRUE = {"1", "true", "yes", "on", "y", "t"}

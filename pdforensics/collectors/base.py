@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pdforensics.discovery import Service
 from pdforensics.feeds import Feed
 from pdforensics.model import HostSpec, ProcessInfo, Scope
+from pdforensics.sglang.discovery import Service
 
 # Priorities: lower runs first. Cheap reads first, calls that can hang on a wedged box last.
 DISCOVERY, CHEAP, NORMAL, SLOW, STACKS = 0, 1, 2, 3, 4

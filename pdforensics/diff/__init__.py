@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdforensics.cmdline import parse_flags
+from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.diff.compare import Change, DiffResult, diff_bundles, diff_states
 from pdforensics.diff.output import changes_for_report, diff_json, format_diff_text
 from pdforensics.diff.state import ConfigState, extract_state, host_fingerprint

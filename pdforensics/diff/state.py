@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
-from pdforensics.cmdline import parse_flags
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
 from pdforensics.loaded import HostView, LoadedCapture, ServiceView, load_capture

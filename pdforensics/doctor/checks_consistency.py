@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pdforensics.cmdline import flag_value
+from pdforensics.catalog.cmdline import flag_value
 from pdforensics.doctor.checks_gpu import host_driver
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import CLUSTER, Check, fail, ok, warn

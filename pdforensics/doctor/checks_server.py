@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Iterator
 
-from pdforensics.cmdline import flag_value, has_flag
+from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, fail, ok, warn
 from pdforensics.loaded import ServiceView

@@ -11,9 +11,9 @@ from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.capture import Sidecar
 from pdforensics.collectors.base import Source, Target
 from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD
-from pdforensics.discovery import Service
 from pdforensics.model import CommandResult
 from pdforensics.planner import target_json
+from pdforensics.sglang.discovery import Service
 
 from .discover import PodHost, run_kubectl
 from .podjson import scrub_pod_json

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
-from pdforensics.cmdline import parse_flags
 from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.redact.redactor import MARKER, is_secret_name
 

@@ -9,8 +9,8 @@ import os
 import re
 from collections.abc import Iterable
 
-from pdforensics.discovery import Discovery
 from pdforensics.model import HostSpec, SlurmTarget
+from pdforensics.sglang.discovery import Discovery
 from pdforensics.slurm.job import SlurmJob
 
 _WORKER = re.compile(r"^(?P<node>.+)_(?P<role>prefill|decode|router|agg|frontend)_w(?P<index>\d+)"

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pdforensics.catalog import load_shipped_catalog
-from pdforensics.cmdline import flag_value, has_flag, parse_flags, program_end, read_flags
+from pdforensics.catalog.cmdline import flag_value, has_flag, parse_flags, program_end, read_flags
 
 SERVER = ["/usr/bin/python3", "-u", "-m", "sglang.launch_server"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pdforensics.cmdline import flag_value
-from pdforensics.discovery import classify, discover
+from pdforensics.catalog.cmdline import flag_value
 from pdforensics.model import ServiceSpec
 from pdforensics.parsers.proc import parse_ps
+from pdforensics.sglang.discovery import classify, discover
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -81,7 +81,7 @@ def test_titled_gateway_takes_its_address_from_its_listening_socket() -> None:
 
 
 def test_a_router_whose_title_hid_its_flags_takes_its_ports_from_its_sockets() -> None:
-    from pdforensics.discovery import _hidden_router_ports
+    from pdforensics.sglang.discovery import _hidden_router_ports
 
     assert _hidden_router_ports(7, [7], {25049: {7}, 25050: {7}, 30001: {8}}, 30000, 29000) == (25049, 25050)
     assert _hidden_router_ports(7, [7, 9], {29000: {9}, 30000: {7}, 8080: {7}}, 30000, 29000) == (30000, 29000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pdforensics.discovery import Discovery, discover
 from pdforensics.parsers.proc import parse_ps
+from pdforensics.sglang.discovery import Discovery, discover
 
 DATA = Path(__file__).parent.parent / "data"
 SERVER = "/usr/bin/python3 -m sglang.launch_server --port 30000 --tp-size {tp} --enable-metrics"

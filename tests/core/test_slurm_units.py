@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from pdforensics.cli import main
 from pdforensics.config.cluster import load_cluster_file
-from pdforensics.discovery import Discovery, Service
 from pdforensics.model import CommandResult, HostSpec, SlurmTarget
+from pdforensics.sglang.discovery import Discovery, Service
 from pdforensics.slurm.cluster import SlurmOptions, manifest_json, slurm_cluster
 from pdforensics.slurm.job import parse_job
 from pdforensics.slurm.logs import attach_logs, worker_logs
@@ -142,7 +142,7 @@ def test_cli_refuses_half_given_slurm_options(tmp_path: Path) -> None:
 
 
 def test_launchers_carrying_the_server_command_line_are_not_servers() -> None:
-    from pdforensics.discovery import classify
+    from pdforensics.sglang.discovery import classify
 
     server = ("/work/wt/slurm/.venv/bin/python -m sglang.launch_server --model-path /models/DeepSeek-V3 "
               "--disaggregation-mode prefill --port 26444")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pdforensics.catalog import load_shipped_catalog
-from pdforensics.cmdline import normalise_flag, parse_flags
+from pdforensics.catalog.cmdline import normalise_flag, parse_flags
 
 PY = ("/usr/bin/python3", "-m", "sglang.launch_server")
 

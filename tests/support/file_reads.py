@@ -12,9 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pdforensics.collectors.base import REGISTRY, Job, Target
-from pdforensics.discovery import Service
 from pdforensics.model import HostSpec, ProcessInfo
 from pdforensics.planner import make_job
+from pdforensics.sglang.discovery import Service
 
 
 @contextmanager

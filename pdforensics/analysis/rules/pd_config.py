@@ -7,7 +7,7 @@ from typing import Any
 
 from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
-from pdforensics.cmdline import flag_value
+from pdforensics.catalog.cmdline import flag_value
 from pdforensics.errors import ParseError
 from pdforensics.loaded import ServiceView
 from pdforensics.parsers.ss import parse_listening

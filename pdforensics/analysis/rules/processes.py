@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
-from pdforensics.cmdline import flag_value
+from pdforensics.catalog.cmdline import flag_value
 from pdforensics.loaded import ServiceView
 
 STATE_WORDS = {"Z": "zombie (exited, not reaped)", "T": "stopped", "t": "stopped by a tracer",

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pdforensics.cmdline import flag_value, has_flag
+from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.model import ProcessInfo, Role, ServiceSpec
 from pdforensics.parsers.proc import PsRow, PsTable
 

@@ -1,0 +1,1 @@
+"""SGLang processes found on a host: servers, their ranks and roles, from ps."""

@@ -38,9 +38,9 @@ from bench_diff import text_of  # noqa: E402
 
 from pdforensics.analysis.engine import analysis_json, analyze  # noqa: E402
 from pdforensics.diff import diff_bundles  # noqa: E402
-from pdforensics.jsoncodec import to_jsonable  # noqa: E402
-from pdforensics.loaded import load_capture  # noqa: E402
 from pdforensics.report import render, write_report  # noqa: E402
+from pdforensics.views.codec import to_jsonable  # noqa: E402
+from pdforensics.views.loaded import load_capture  # noqa: E402
 from tests.support.fleet import pd_cluster, write_capture  # noqa: E402
 from tests.support.pd_capture import SynthSpec, write_synthetic  # noqa: E402
 

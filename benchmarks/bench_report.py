@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 from pdforensics.analysis.engine import analysis_json, analyze  # noqa: E402
-from pdforensics.jsoncodec import to_jsonable  # noqa: E402
-from pdforensics.loaded import load_capture  # noqa: E402
 from pdforensics.report import render, write_report  # noqa: E402
+from pdforensics.views.codec import to_jsonable  # noqa: E402
+from pdforensics.views.loaded import load_capture  # noqa: E402
 from tests.support.pd_capture import SynthSpec, write_synthetic  # noqa: E402
 
 SPEC = SynthSpec(hosts=8, gpus=8, processes=16, samples=3, stack_dumps=2, log_lines=400)

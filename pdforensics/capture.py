@@ -17,9 +17,9 @@ from pdforensics.errors import Interrupted
 from pdforensics.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.model import ClusterSpec, CommandResult
 from pdforensics.planner import PlanOptions, target_json
-from pdforensics.readings import BackgroundParser
 from pdforensics.redact.redactor import Redactor
 from pdforensics.request_log import restore_all
+from pdforensics.views.readings import BackgroundParser
 
 # Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own
 # thread with the writer and the monotonic deadline; adds results only through the writer.

@@ -14,11 +14,11 @@ from pathlib import Path
 from pdforensics.analysis.engine import analyze_path
 from pdforensics.analysis.findings import Analysis
 from pdforensics.bundle.ondisk import make_private
-from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.report.baseline import changes_since
 from pdforensics.report.write import write_report
 from pdforensics.store.filing import Filing, file_into, file_safely
 from pdforensics.store.index import Index
+from pdforensics.views.loaded import LoadedCapture, load_capture
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from pdforensics.errors import PdforensicsError
 from pdforensics.file_reads import FileReads
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.planner import HostPlanner, target_json
-from pdforensics.readings import BackgroundParser
 from pdforensics.transport import open_transport
 from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
 from pdforensics.transport.base import Transport
+from pdforensics.views.readings import BackgroundParser
 
 if TYPE_CHECKING:
     from pdforensics.capture import CaptureOptions

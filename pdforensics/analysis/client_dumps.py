@@ -16,7 +16,7 @@ from pdforensics.parsers.goroutines import parse_goroutines
 if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import ClientDump
     from pdforensics.bundle.ondisk import BundleWriter
-    from pdforensics.loaded import LoadedCapture
+    from pdforensics.views.loaded import LoadedCapture
 
 #: the host and source a recorded client dump has in the manifest
 CLIENT_HOST = "client"

@@ -20,7 +20,7 @@ from pdforensics.analysis.result_json import ANALYSIS_FILE, analysis_json, write
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
 from pdforensics.analysis.stacks_load import read_goroutines
 from pdforensics.errors import ParseError
-from pdforensics.loaded import LoadedCapture, load_capture
+from pdforensics.views.loaded import LoadedCapture, load_capture
 
 __all__ = ["ANALYSIS_FILE", "analysis_json", "analyze", "analyze_path", "format_analysis_text"]
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterator
 
 from pdforensics.analysis.stacks_model import LabelledDump
-from pdforensics.hostclock import to_capture_clock
-from pdforensics.loaded import LoadedCapture, ProcessView, ServiceView
 from pdforensics.parsers.frames import ProcessDump
+from pdforensics.views.hostclock import to_capture_clock
+from pdforensics.views.loaded import LoadedCapture, ProcessView, ServiceView
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?$")
 

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pdforensics.loaded import MetricSample, ServiceView
 from pdforensics.parsers.prometheus import MetricsSnapshot, Sample
+from pdforensics.views.loaded import MetricSample, ServiceView
 
 #: Counters that move whenever a server does work.
 PROGRESS_COUNTERS: tuple[str, ...] = (

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pdforensics.analysis.metrics_view import gauge_track
-from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.parsers.requests import RequestEvent
+from pdforensics.views.loaded import LoadedCapture, ServiceView
 
 STAGES = ("router", "prefill_bootstrap", "prefill_forward", "kv_sent", "decode_prealloc",
           "decode_transfer", "decode_running", "finished")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pdforensics.loaded import ServiceView
 from pdforensics.parsers.prometheus import MetricsSnapshot
 from pdforensics.parsers.router_log import BreakerTransition, LogTally
+from pdforensics.views.loaded import ServiceView
 
 CB_STATE = ("smg_worker_cb_state", "sgl_router_cb_state")  # 0 closed, 1 open, 2 half_open
 CB_TRANSITIONS = ("smg_worker_cb_transitions_total", "sgl_router_cb_state_transitions_total")

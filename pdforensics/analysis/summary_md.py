@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pdforensics.analysis.findings import Analysis, Finding
 
 if TYPE_CHECKING:
-    from pdforensics.loaded import LoadedCapture
+    from pdforensics.views.loaded import LoadedCapture
 
 #: the characters that start markup inside a line: emphasis, code, links, images, HTML,
 #: entities, tables, strikethrough (a line of ours never starts with host text)
@@ -129,7 +129,7 @@ def write_markdown(target: str, analysis: Analysis, bundle: Path, report: Path |
     """`capture --markdown FILE`: the summary of a finished bundle to FILE (`-`: stdout)."""
     import click
 
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     text = markdown_summary(analysis, facts_of(load_capture(bundle), report))
     if target == "-":

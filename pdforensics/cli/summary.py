@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pdforensics.loaded import LoadedCapture
+    from pdforensics.views.loaded import LoadedCapture
 
 from pdforensics.terminal import field
 
@@ -25,7 +25,7 @@ def stuck_since(bundle: Path, cap: LoadedCapture | None = None) -> float | None:
     """The earliest time a cause or consequence log signature was seen on any server, when
     the capture holds such log evidence; None when the logs cannot tell. `cap`: the bundle's
     LoadedCapture when the caller has one (else it is loaded here)."""
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     try:
         cap = cap if cap is not None else load_capture(bundle)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pdforensics.feeds import Feed
+from pdforensics.collectors.feeds import Feed
 from pdforensics.model import HostSpec, ProcessInfo, Scope
 from pdforensics.sglang.discovery import Service
 

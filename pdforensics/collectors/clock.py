@@ -4,7 +4,7 @@ minus the midpoint of the round trip (feeds.clock_offset)."""
 from __future__ import annotations
 
 from pdforensics.collectors.base import DISCOVERY, KIB, Source, register
-from pdforensics.feeds import Feed, clock_offset
+from pdforensics.collectors.feeds import Feed, clock_offset
 
 CLOCK = register(Source(
     name="clock", description="the host's clock (date +%s.%N), for its offset from ours",

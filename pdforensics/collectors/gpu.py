@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from pdforensics.collectors.base import MIB, SLOW, Source, register
-from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok, gpu_table
+from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok, gpu_table
 from pdforensics.model import HostSpec
 
 QUERY_GPU_FIELDS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, NORMAL, SLOW, Source, Target, register
-from pdforensics.feeds import Feed, fetch, metric_sample
+from pdforensics.collectors.feeds import Feed, fetch, metric_sample
 from pdforensics.model import HostSpec
 
 HTTP_TIMEOUT_S = 5.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pdforensics.collectors.base import CHEAP, MIB, NORMAL, Source, Target, register
-from pdforensics.feeds import Feed, Reading, first_ok, log_hits
+from pdforensics.collectors.feeds import Feed, Reading, first_ok, log_hits
 from pdforensics.model import HostSpec
 from pdforensics.transport.kubectl import PodTarget, get_events_argv, get_pod_argv, logs_argv
 

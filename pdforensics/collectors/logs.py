@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
-from pdforensics.feeds import Feed, first_ok
-from pdforensics.feeds_requests import log_hits_and_requests
+from pdforensics.collectors.feeds import Feed, first_ok
+from pdforensics.collectors.feeds_requests import log_hits_and_requests
 
 LOG_BYTES = 8 * MIB
 

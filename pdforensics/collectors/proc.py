@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, Source, Target, register
-from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok
+from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok
 from pdforensics.parsers.proc import PS_ARGV
 
 

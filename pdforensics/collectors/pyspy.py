@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from pdforensics.collectors.base import MIB, STACKS, Source, Target, register
-from pdforensics.feeds import Feed, stack_dump
+from pdforensics.collectors.feeds import Feed, stack_dump
 from pdforensics.model import HostSpec
 
 PYSPY_TIMEOUT_S = 20

@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable
 
 from pdforensics.collectors.base import DISCOVERY, Source, Target, register
+from pdforensics.collectors.feeds import Feed, fetch
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl, url_for
-from pdforensics.feeds import Feed, fetch
 from pdforensics.model import HostSpec
 
 PATH = "/configure_logging"

@@ -4,8 +4,8 @@ per-worker failures (its /workers, /get_loads and metrics are in collectors/http
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, Source, register
+from pdforensics.collectors.feeds import Feed, first_ok
 from pdforensics.collectors.logs import log_file_of, unit_of
-from pdforensics.feeds import Feed, first_ok
 
 ROUTER_LOG_BYTES = 4 * MIB
 

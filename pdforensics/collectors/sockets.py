@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import DISCOVERY, MIB, NORMAL, Source, register
-from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok
+from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok
 
 SS_LISTEN = register(Source(
     name="ss_listen", description="listening TCP sockets with owning processes (ss -ltnp)",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import CHEAP, KIB, NORMAL, Source, Target, register
-from pdforensics.feeds import Feed, first_ok, first_ok_text
+from pdforensics.collectors.feeds import Feed, first_ok, first_ok_text
 
 SHOW_PROPERTIES = (
     "Id,LoadState,ActiveState,SubState,Result,ActiveEnterTimestamp,ExecMainStartTimestamp,"

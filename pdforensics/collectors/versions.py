@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
-from pdforensics.feeds import CAPTURE_LEVEL, Feed, first_ok_dict, first_ok_line
+from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok_dict, first_ok_line
 from pdforensics.model import HostSpec
 
 # The server's interpreter is never run: its path comes from the host's own `ps`, and a

@@ -10,7 +10,7 @@ from pdforensics.catalog.model import Catalog
 from pdforensics.diff import relevance as rel
 from pdforensics.diff.state import ConfigState, HostConfig, ServiceConfig, extract_state, load_state
 from pdforensics.diff.units import UnitFile
-from pdforensics.loaded import LoadedCapture
+from pdforensics.views.loaded import LoadedCapture
 
 
 @dataclass(frozen=True)

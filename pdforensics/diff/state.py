@@ -16,8 +16,8 @@ from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
-from pdforensics.loaded import HostView, LoadedCapture, ServiceView, load_capture
 from pdforensics.parsers.versions import parse_nvidia_smi_version, parse_uname
+from pdforensics.views.loaded import HostView, LoadedCapture, ServiceView, load_capture
 
 # Env vars that change on every start or login without changing the configuration.
 VOLATILE_ENV = frozenset({

@@ -10,7 +10,7 @@ from pdforensics.doctor.checks_gpu import host_driver
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import CLUSTER, Check, fail, ok, warn
 from pdforensics.doctor.safeguards_check import server_version
-from pdforensics.loaded import HostView, ServiceView
+from pdforensics.views.loaded import HostView, ServiceView
 
 PD_ROLES = ("prefill", "decode")
 # setting key, flag, SGLang's default when absent, must it agree (fail) or only should (warn)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, fail, ok, warn
 from pdforensics.doctor.probes import DOCTOR_GPU
-from pdforensics.loaded import HostView
+from pdforensics.views.loaded import HostView
 
 GPU_ROLES = ("prefill", "decode", "unified")
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, fail, ok, warn
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
 #: a log that starts after its server did (rotated) and reaches back less than this warns

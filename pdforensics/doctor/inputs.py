@@ -8,8 +8,8 @@ from typing import Any
 
 from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.doctor.probes import probe_json
-from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.model import ClusterSpec, HostSpec
+from pdforensics.views.loaded import HostView, LoadedCapture
 
 
 @dataclass(frozen=True)

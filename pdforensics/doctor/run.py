@@ -20,9 +20,9 @@ from pdforensics.doctor.probes import PROBE_NAMES, PROBES
 from pdforensics.doctor.safeguards_check import safeguard_checks
 from pdforensics.doctor.stored import write_doctor
 from pdforensics.host_run import Progress
-from pdforensics.loaded import load_capture
 from pdforensics.model import ClusterSpec
 from pdforensics.planner import PlanOptions
+from pdforensics.views.loaded import load_capture
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pdforensics.catalog.safeguards import judge_safeguards
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, Status
-from pdforensics.loaded import HostView, ServiceView
+from pdforensics.views.loaded import HostView, ServiceView
 
 #: a safeguard switched off or too long fails (the next wedge will not heal); an unarmed
 #: hook, a setting the version lacks, or a value that cannot be read is a warning

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.bundle.ondisk import ResultEntry
-from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import dur, hms, host_id, href, size
+from pdforensics.views.loaded import LoadedCapture
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from pdforensics.loaded import Fetch, ServiceView
+from pdforensics.views.loaded import Fetch, ServiceView
 
 #: Section ids, in page order (anchors of the links in findings).
 SECTIONS: tuple[tuple[str, str], ...] = (

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
-from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.redact.redactor import MARKER, is_secret_name
+from pdforensics.views.loaded import LoadedCapture, ServiceView
 
 #: shown for a secret-named value that the bundle holds unredacted (older or foreign bundle)
 HIDDEN = "<hidden: secret-looking name, not redacted in the bundle>"

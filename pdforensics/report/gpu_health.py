@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pdforensics.loaded import HostView
+from pdforensics.views.loaded import HostView
 
 NVLINK_COUNTERS = ("Replay Errors", "Recovery Errors", "CRC Errors")
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from pdforensics.bundle.ondisk import ResultEntry
-from pdforensics.loaded import HostView, LoadedCapture
 from pdforensics.parsers.nvidia_smi import GpuInfo
 from pdforensics.report import svg
 from pdforensics.report.collection import no_gpu
 from pdforensics.report.common import num, utc
 from pdforensics.report.gpu_health import HealthRow, health_rows
+from pdforensics.views.loaded import HostView, LoadedCapture
 
 
 @dataclass(frozen=True)

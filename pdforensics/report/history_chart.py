@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from pdforensics.loaded import LoadedCapture
 from pdforensics.prometheus.history import History, HistorySeries, load_history
 from pdforensics.report import svg
 from pdforensics.report.common import hms, utc
+from pdforensics.views.loaded import LoadedCapture
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf")
 MAX_LINES = len(COLORS)

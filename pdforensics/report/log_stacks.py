@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from pdforensics.analysis.log_stacks import log_dumps
 from pdforensics.analysis.stacks_model import LabelledDump
-from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import utc
+from pdforensics.views.loaded import LoadedCapture
 
 MAX_ROWS = 50
 MAX_FRAMES = 12

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from pdforensics.analysis.metrics_view import counter, gauge
-from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, hms, num, service_id
+from pdforensics.views.loaded import LoadedCapture, ServiceView
 
 #: (metric, kind) shown for SGLang servers, in order. "progress" counters must rise.
 SERVER_METRICS: tuple[tuple[str, str], ...] = (

@@ -16,7 +16,6 @@ from markupsafe import Markup
 from pdforensics import __version__
 from pdforensics.analysis.findings import Analysis
 from pdforensics.diff.compare import Change
-from pdforensics.loaded import LoadedCapture
 from pdforensics.report.changes import Baseline, build_changes
 from pdforensics.report.collection import build_collection
 from pdforensics.report.common import SECTIONS, Section, guarded, utc
@@ -28,6 +27,7 @@ from pdforensics.report.stacks import build_stacks
 from pdforensics.report.timeline import build_timeline
 from pdforensics.report.topology import build_topology
 from pdforensics.report.verdict import build_verdict
+from pdforensics.views.loaded import LoadedCapture
 
 TEMPLATES = "pdforensics.templates"
 PAGE = "report.html.j2"

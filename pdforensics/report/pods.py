@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pdforensics.loaded import LoadedCapture
 from pdforensics.parsers.k8s import Probe
+from pdforensics.views.loaded import LoadedCapture
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pdforensics.analysis.requests_track import (
     TrackedRequest,
     track_requests,
 )
-from pdforensics.loaded import LoadedCapture
+from pdforensics.views.loaded import LoadedCapture
 
 MAX_ROWS = 100
 

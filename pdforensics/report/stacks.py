@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_classify import IDLE_CLASSES
 from pdforensics.analysis.stacks_model import Bucket, LabelledDump
-from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import dur
 from pdforensics.report.log_stacks import LogStackRow, log_stack_rows
+from pdforensics.views.loaded import LoadedCapture
 
 MAX_FRAMES = 40
 MAX_BUCKETS = 200

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from markupsafe import Markup
 
 from pdforensics.diff.compare import Change
-from pdforensics.hostclock import clock_note
-from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.changes import Baseline, show
 from pdforensics.report.common import hms, href, utc
+from pdforensics.views.hostclock import clock_note
+from pdforensics.views.loaded import LoadedCapture, ServiceView
 
 
 @dataclass(frozen=True)

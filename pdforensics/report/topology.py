@@ -9,10 +9,10 @@ from markupsafe import Markup
 
 from pdforensics.analysis.metrics_view import WORK_GAUGES, gauge, progress, work_in_flight
 from pdforensics.analysis.router_view import router_in_flight, worker_breakers
-from pdforensics.loaded import HostView, LoadedCapture, ServiceView
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, host_id, num, service_id
 from pdforensics.report.pods import PodRow, pod_rows
+from pdforensics.views.loaded import HostView, LoadedCapture, ServiceView
 
 # (label, metric) shown per role, in order
 QUEUES: dict[str, tuple[tuple[str, str], ...]] = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.analysis.findings import SEVERITY_ORDER, Analysis, Evidence, Finding
-from pdforensics.loaded import LoadedCapture
 from pdforensics.report.common import SECTIONS, dur, href, utc
+from pdforensics.views.loaded import LoadedCapture
 
 #: findings shown in the banner; the rest fold below it
 TOP = 3

@@ -12,9 +12,9 @@ from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.result_json import read_analysis
 from pdforensics.diff.compare import Change
 from pdforensics.errors import BundleError
-from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.report.changes import Baseline
 from pdforensics.report.page import render
+from pdforensics.views.loaded import LoadedCapture, load_capture
 
 REPORT_FILE = "report.html"
 

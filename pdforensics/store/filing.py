@@ -92,7 +92,7 @@ def file_into(index: Index, bundle: Path, origin: str) -> tuple[Snapshot, Verdic
     """file_capture on an open index; also returns the verdict (with why, when none)."""
     from pdforensics.diff.compare import shipped_catalog
     from pdforensics.diff.state import NOT_CONFIG, extract_state, host_fingerprint
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     bundle = bundle.resolve()
     if not (bundle / "manifest.json").is_file():

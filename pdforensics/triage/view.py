@@ -16,15 +16,6 @@ from typing import Any
 
 from pdforensics.analysis.stacks import rank_from_title
 from pdforensics.bundle.ondisk import Bundle, ResultEntry
-from pdforensics.loaded import (
-    Fetch,
-    HostView,
-    LoadedCapture,
-    MetricSample,
-    ProcessView,
-    ServiceView,
-    StackDump,
-)
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.http import HttpResponse
@@ -33,6 +24,15 @@ from pdforensics.parsers.prometheus import MetricsSnapshot
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.triage.logs import role_of
 from pdforensics.triage.read import Artifact, log_groups
+from pdforensics.views.loaded import (
+    Fetch,
+    HostView,
+    LoadedCapture,
+    MetricSample,
+    ProcessView,
+    ServiceView,
+    StackDump,
+)
 
 _SERVER_ROLES = ("prefill", "decode", "unified")
 _SCHEDULER_FRAMES = ("event_loop_normal", "event_loop_overlap", "event_loop_pp",

@@ -16,8 +16,8 @@ from typing import Any
 from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
 from pdforensics.finish import finish_bundle
-from pdforensics.loaded import MetricSample, ServiceView
 from pdforensics.model import ClusterSpec
+from pdforensics.views.loaded import MetricSample, ServiceView
 from pdforensics.watch.exporter import WatchMetrics
 from pdforensics.watch.hook import run_hook
 from pdforensics.watch.incident import Decision, IncidentTracker

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pdforensics.errors import ParseError
-from pdforensics.loaded import Fetch, MetricSample
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.prometheus import parse_metrics
+from pdforensics.views.loaded import Fetch, MetricSample
 from pdforensics.watch.targets import Endpoint
 
 MAX_BYTES = 16 * 1024 * 1024

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdforensics.bundle.ondisk import Bundle
-from pdforensics.loaded import Fetch, HostView, LoadedCapture, MetricSample, ServiceView
+from pdforensics.views.loaded import Fetch, HostView, LoadedCapture, MetricSample, ServiceView
 from pdforensics.watch.targets import WatchTarget
 
 RISING_FAILURES = "KV_TRANSFER_FAILURES"

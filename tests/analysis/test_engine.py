@@ -12,7 +12,7 @@ import pytest
 from pdforensics.analysis.engine import analysis_json, analyze, analyze_path, format_analysis_text
 from pdforensics.analysis.findings import RULES, Finding, rule
 from pdforensics.analysis.rules.context import Context
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 GEN = "sglang:generation_tokens_total"
 FWD = "sglang:forward_execution_seconds_total"

@@ -16,8 +16,8 @@ from pdforensics.capture import CaptureOptions, run_capture
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
-from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
+from pdforensics.views.loaded import load_capture
 
 BASE_PORT = 47400
 

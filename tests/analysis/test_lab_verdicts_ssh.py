@@ -22,9 +22,9 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.clock import SKEW_S, SKEWED_HOST, faketime_ready
 from pdforensics.lab.core import LabInfo
 from pdforensics.lab.router import registered_workers
-from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
 from pdforensics.report.timeline import build_timeline
+from pdforensics.views.loaded import load_capture
 from tests.support import ports
 from tests.support.rule_matrix import RuleMatrix
 

@@ -10,7 +10,7 @@ from pdforensics.analysis.engine import analysis_json, analyze, format_analysis_
 from pdforensics.analysis.findings import Finding
 from pdforensics.analysis.merge import merge_findings
 from pdforensics.analysis.result_json import analysis_from_json
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 GEN = "sglang:generation_tokens_total"
 TRANSFER = "sglang:num_decode_transfer_queue_reqs"

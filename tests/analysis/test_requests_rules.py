@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.requests_track import track_requests
 from pdforensics.cli import main
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 from tests.support.builder import BundleBuilder
 from tests.support.bundles import T0
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.findings import Analysis, Finding
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 from tests.analysis.test_rules_ranks import ALL_REDUCE, BROADCAST, FROZEN, POLL, RECV, dump
 
 MOVING = [{"sglang:generation_tokens_total": 1000 + 900 * i, "sglang:num_running_reqs": 120,

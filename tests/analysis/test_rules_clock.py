@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.errors import ParseError
-from pdforensics.loaded import load_capture
 from pdforensics.parsers.clock import parse_epoch
+from pdforensics.views.loaded import load_capture
 from tests.support.bundles import T0
 
 GEN = "sglang:generation_tokens_total"

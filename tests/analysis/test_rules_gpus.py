@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 GEN = "sglang:generation_tokens_total"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from pdforensics.analysis.engine import analyze, format_analysis_text
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 from tests.support.builder import BundleBuilder
 from tests.support.bundles import T0
 

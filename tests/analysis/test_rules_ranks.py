@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 FROZEN = {"sglang:generation_tokens_total": 5, "sglang:num_running_reqs": 9}
 

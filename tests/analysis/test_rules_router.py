@@ -9,8 +9,8 @@ from typing import Any
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.router_view import router_in_flight, worker_breakers
-from pdforensics.loaded import load_capture
 from pdforensics.parsers.http import parse_http_response
+from pdforensics.views.loaded import load_capture
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 P, D = "http://127.0.0.1:30696", "http://127.0.0.1:30697"

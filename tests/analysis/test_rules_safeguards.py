@@ -6,7 +6,7 @@ from typing import Any
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.findings import Finding
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 GEN = "sglang:generation_tokens_total"
 HEALTHY_ENV = {"SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT": "300",

@@ -106,7 +106,7 @@ def test_analyze_format_markdown_and_the_capture_writer(builder: Any, tmp_path: 
     assert "- bundle: `bundle`" in res.output and "`DECODE_TRANSFER_STUCK`" in res.output
     out = tmp_path / "summary.md"
     from pdforensics.analysis.engine import analyze
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     write_markdown(str(out), analyze(load_capture(bundle)), bundle, bundle / "report.html")
     text = out.read_text()

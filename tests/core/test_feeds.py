@@ -13,10 +13,10 @@ import pytest
 
 from pdforensics.bundle.ondisk import Bundle, ResultEntry
 from pdforensics.collectors import REGISTRY
-from pdforensics.feeds import CAPTURE_LEVEL, LOADED_LEVELS
-from pdforensics.jsoncodec import to_jsonable
-from pdforensics.loaded import HostView, ProcessView, ServiceView
-from pdforensics.readings import PARSED_FORMAT, parse_output, read_parsed
+from pdforensics.collectors.feeds import CAPTURE_LEVEL, LOADED_LEVELS
+from pdforensics.views.codec import to_jsonable
+from pdforensics.views.loaded import HostView, ProcessView, ServiceView
+from pdforensics.views.readings import PARSED_FORMAT, parse_output, read_parsed
 
 DATA = Path(__file__).parent.parent / "data"
 PKG = Path(__file__).parent.parent.parent / "pdforensics"

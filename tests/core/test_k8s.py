@@ -14,7 +14,6 @@ from pdforensics.errors import ConfigError, PdforensicsError
 from pdforensics.k8s.debug import add_debug_containers
 from pdforensics.k8s.discover import discover_pods
 from pdforensics.k8s.settings import K8sSettings, settings_from_table
-from pdforensics.loaded import load_capture
 from pdforensics.model import HostSpec
 from pdforensics.transport import open_transport
 from pdforensics.transport.base import remote_argv
@@ -27,6 +26,7 @@ from pdforensics.transport.kubectl import (
     get_pods_argv,
     logs_argv,
 )
+from pdforensics.views.loaded import load_capture
 from tests.support.builder import BundleBuilder
 from tests.support.k8s_lab import STANDIN_DIR, recorded_argvs
 

@@ -9,8 +9,8 @@ import pytest
 from pdforensics.collectors import REGISTRY
 from pdforensics.collectors.base import Target
 from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.readings import parse_output, resolve
 from pdforensics.sglang.discovery import Service
+from pdforensics.views.readings import parse_output, resolve
 
 DATA = Path(__file__).parent.parent / "data"
 HOST = HostSpec(name="h", address="local")

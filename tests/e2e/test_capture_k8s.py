@@ -88,7 +88,7 @@ def test_manifest_records_every_kubectl_argv(captures: dict[str, Any]) -> None:
 
 
 def test_pod_facts_are_read(captures: dict[str, Any]) -> None:
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     cap = load_capture(Path(captures["k8s"]["bundle"]))
     pods = {h.name: h.k8s_pod for h in cap.hosts}

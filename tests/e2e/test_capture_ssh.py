@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from pdforensics.cli import main
 from pdforensics.lab import set_fault
-from pdforensics.loaded import load_capture
 from pdforensics.planner import PlanOptions
+from pdforensics.views.loaded import load_capture
 from tests.e2e.conftest import PLANTED_TOKEN, cluster_as
 
 pytestmark = pytest.mark.e2e

@@ -339,7 +339,7 @@ def test_malformed_metrics(lab: Path, cluster: dict[str, Any], tmp_path: Path) -
     assert rows and rows[0]["exit_status"] == 0
     analyzed = subprocess.run([*fk.CLI, "analyze", str(run.bundle)], capture_output=True, text=True)
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
-    from pdforensics.loaded import load_capture
+    from pdforensics.views.loaded import load_capture
 
     svc = next(s for s in load_capture(run.bundle).services("decode") if s.port == BASE + 93)
     snap = svc.metrics[0].snapshot

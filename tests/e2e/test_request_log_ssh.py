@@ -20,7 +20,7 @@ from pdforensics.analysis.requests_track import track_requests
 from pdforensics.errors import ExitStatus
 from pdforensics.lab import set_fault
 from pdforensics.lab.hooks import CONFIGURE_LOGGING_ONCE, request_logging, set_hook
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 from tests.e2e import faultkit as fk
 
 pytestmark = pytest.mark.e2e

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from pdforensics.analysis.engine import analyze
-from pdforensics.hostclock import clock_note, on_capture_clock, to_capture_clock
-from pdforensics.loaded import LoadedCapture, load_capture
 from pdforensics.parsers.journal import scan_log_signatures
 from pdforensics.parsers.systemd import parse_systemctl_show
 from pdforensics.report.common import utc
 from pdforensics.report.page import render
 from pdforensics.report.timeline import build_timeline
+from pdforensics.views.hostclock import clock_note, on_capture_clock, to_capture_clock
+from pdforensics.views.loaded import LoadedCapture, load_capture
 from tests.support.builder import BundleBuilder
 from tests.support.bundles import T0
 

@@ -15,11 +15,11 @@ from report_payload import PAYLOAD
 from pdforensics.analysis.engine import analyze
 from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.diff.compare import Change
-from pdforensics.loaded import load_capture
 from pdforensics.report import REPORT_FILE, Baseline, render, write_report
 from pdforensics.report.common import SECTIONS, href
 from pdforensics.report.config_section import HIDDEN, flags_of
 from pdforensics.report.write import raw_prefix
+from pdforensics.views.loaded import load_capture
 
 SECTION_IDS = [sid for sid, _t in SECTIONS]
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 from crafted import MARKER, TARGET, TRICKS, crafted, make_bundle, outside_file
 
 from pdforensics.cli import main
-from pdforensics.loaded import load_capture
 from pdforensics.store.index import open_index
+from pdforensics.views.loaded import load_capture
 
 NEEDS_ROOT = {"char-device"}
 ENTRY_NAMES = ("cmdline.pid", "results[", "raw/h1", "outside")

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_status
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from pdforensics.cli import main
 from pdforensics.lab.slurm_job import SlurmLab, slurm_lab_down
-from pdforensics.loaded import load_capture
+from pdforensics.views.loaded import load_capture
 from tests.slurm.conftest import start_lab
 from tests.support.slurm import SlurmCluster
 

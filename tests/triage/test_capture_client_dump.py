@@ -20,8 +20,8 @@ import pdforensics.host_run as host_run
 from pdforensics.analysis.client_dumps import client_dump_sidecars
 from pdforensics.analysis.engine import analyze
 from pdforensics.cli import main
-from pdforensics.loaded import load_capture
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
+from pdforensics.views.loaded import load_capture
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "

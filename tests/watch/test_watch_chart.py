@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pdforensics.loaded import load_capture
 from pdforensics.prometheus.history import HISTORY_FILE, History, HistoryEvent, HistoryLine, HistorySeries, history_json
 from pdforensics.report.history_chart import build_history
+from pdforensics.views.loaded import load_capture
 
 EVIL = '"><script>alert(1)</script>'
 

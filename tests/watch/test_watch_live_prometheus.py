@@ -26,10 +26,10 @@ from pdforensics.bundle.ondisk import load_bundle, verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
-from pdforensics.loaded import load_capture
 from pdforensics.prometheus.history import load_history
 from pdforensics.report.history_chart import build_history
 from pdforensics.store.index import open_index
+from pdforensics.views.loaded import load_capture
 from tests.support import ports
 
 BASE = ports.block()  # the lab's block, found free at run time

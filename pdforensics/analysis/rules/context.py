@@ -9,8 +9,8 @@ from functools import cached_property
 from pdforensics.analysis.metrics_view import Progress, progress
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
-from pdforensics.loaded import LoadedCapture, ServiceView
 from pdforensics.parsers.frames import ThreadStack
+from pdforensics.views.loaded import LoadedCapture, ServiceView
 
 SERVER_ROLES = ("prefill", "decode", "unified")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator, Sequence
 
 from pdforensics.analysis.findings import Evidence, Finding, Severity, rule
 from pdforensics.analysis.rules.context import Context
-from pdforensics.loaded import ServiceView
 from pdforensics.parsers.journal import SignatureHit
+from pdforensics.views.loaded import ServiceView
 
 #: A cause seen this long before the capture started still counts as current.
 RECENT_S = 900.0

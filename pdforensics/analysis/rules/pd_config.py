@@ -9,8 +9,8 @@ from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.cmdline import flag_value
 from pdforensics.errors import ParseError
-from pdforensics.loaded import ServiceView
 from pdforensics.parsers.ss import parse_listening
+from pdforensics.views.loaded import ServiceView
 
 # (what, flag, server_info key, SGLang default, critical when different)
 CHECKS: tuple[tuple[str, str, str, str | None, bool], ...] = (

@@ -14,7 +14,7 @@ from pdforensics.analysis.metrics_view import (
 )
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.progress import metrics_evidence
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 
 def _per_rank_text(svc: ServiceView, name: str) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.progress import metrics_evidence
-from pdforensics.feeds import Fetch
-from pdforensics.loaded import ServiceView
+from pdforensics.collectors.feeds import Fetch
+from pdforensics.views.loaded import ServiceView
 
 
 def probe_failed(f: Fetch) -> bool:

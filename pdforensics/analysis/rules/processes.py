@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.cmdline import flag_value
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 STATE_WORDS = {"Z": "zombie (exited, not reaped)", "T": "stopped", "t": "stopped by a tracer",
                "D": "in uninterruptible sleep (D state)", "X": "dead"}

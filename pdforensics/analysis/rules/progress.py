@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
 from pdforensics.analysis.metrics_view import fmt, gauge_track, short, work_in_flight
 from pdforensics.analysis.rules.context import Context
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 #: Router / gateway gauges of requests it holds open (new and old names).
 ROUTER_ACTIVE: tuple[str, ...] = (

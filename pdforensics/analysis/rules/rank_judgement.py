@@ -17,8 +17,8 @@ from pdforensics.analysis.stacks_classify import (
     LOCK_WAIT,
     SHUTDOWN,
 )
-from pdforensics.loaded import ProcessView, ServiceView
 from pdforensics.parsers.frames import Frame, ThreadStack
+from pdforensics.views.loaded import ProcessView, ServiceView
 
 #: A stack is "stuck" (not just busy in that frame) only when it persists this long.
 MIN_STUCK_DUMPS = 3

@@ -25,8 +25,8 @@ from pdforensics.analysis.stacks_classify import (
     SUSPECT_CLASSES,
     classify_stack,
 )
-from pdforensics.loaded import ProcessView, ServiceView
 from pdforensics.parsers.frames import Frame, ThreadStack
+from pdforensics.views.loaded import ProcessView, ServiceView
 
 #: Classes whose stuck stack explains frozen queues (so it sorts before them).
 CAUSE_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC})

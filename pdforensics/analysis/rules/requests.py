@@ -16,7 +16,7 @@ from pdforensics.analysis.requests_track import (
 )
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.progress import metrics_evidence
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 DEFAULT_PD_TIMEOUT_S = 300.0  # SGLANG_DISAGGREGATION_{BOOTSTRAP,WAITING}_TIMEOUT (0.5.x)
 TIMEOUT_ENV = ("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT")

@@ -12,7 +12,7 @@ from pdforensics.analysis.router_view import (
     worker_errors,
 )
 from pdforensics.analysis.rules.context import Context
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 LOG_SOURCES = ("router_log", "router_journal")
 

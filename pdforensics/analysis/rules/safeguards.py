@@ -8,7 +8,7 @@ from pdforensics.analysis.findings import Evidence, Finding, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.safeguard_table import SPEC_BY_KEY
 from pdforensics.catalog.safeguards import Safeguard, judge_safeguards
-from pdforensics.loaded import ServiceView
+from pdforensics.views.loaded import ServiceView
 
 # the self-healing timeouts each role reads (sglang reads the PD ones per disaggregation mode)
 ROLE_KEYS: dict[str, tuple[str, ...]] = {

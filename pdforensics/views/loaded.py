@@ -16,8 +16,7 @@ from typing import Any
 
 from pdforensics.bundle.ondisk import Bundle, ResultEntry, load_bundle
 from pdforensics.collectors import REGISTRY
-from pdforensics.feeds import Fetch, MetricSample, Reading, StackDump
-from pdforensics.hostclock import on_capture_clock
+from pdforensics.collectors.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
@@ -28,7 +27,8 @@ from pdforensics.parsers.requests import RequestLog
 from pdforensics.parsers.router_log import RouterLog
 from pdforensics.parsers.ss import SocketTable
 from pdforensics.parsers.systemd import UnitState
-from pdforensics.readings import Parsed, read_parsed
+from pdforensics.views.hostclock import on_capture_clock
+from pdforensics.views.readings import Parsed, read_parsed
 
 __all__ = ["Fetch", "HostView", "LoadedCapture", "MetricSample", "ProcessView", "ServiceView",
            "StackDump", "load_capture"]

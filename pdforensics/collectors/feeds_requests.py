@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdforensics.feeds import Reading, log_hits
+from pdforensics.collectors.feeds import Reading, log_hits
 from pdforensics.parsers.requests import parse_request_lines
 
 

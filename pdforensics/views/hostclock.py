@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, overload
 from pdforensics.parsers.systemd import Timestamp, UnitState
 
 if TYPE_CHECKING:
-    from pdforensics.loaded import HostView, ServiceView
+    from pdforensics.views.loaded import HostView, ServiceView
 
 #: offsets under this many seconds are called "in step" in the report
 NOTE_S = 0.05

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pdforensics.collectors import REGISTRY
 from pdforensics.errors import BundleError, ParseError
-from pdforensics.jsoncodec import DecodeError, Decoder, decoder_for, return_type, to_jsonable
+from pdforensics.views.codec import DecodeError, Decoder, decoder_for, return_type, to_jsonable
 
 if TYPE_CHECKING:
     from pdforensics.bundle.ondisk import Bundle, BundleWriter, ResultEntry

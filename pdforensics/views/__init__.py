@@ -1,0 +1,1 @@
+"""A bundle read back into typed views: hosts, services, processes (parsed/ or raw/)."""

@@ -24,13 +24,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.planner import PlanOptions
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.collectors.base import REGISTRY
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up
 from pdforensics.model import HostSpec
-from pdforensics.planner import PlanOptions
 from pdforensics.transport.base import remote_argv
 
 BASE_PORT = 45600

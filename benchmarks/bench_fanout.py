@@ -55,8 +55,8 @@ from bench_capture import replay_commands, ssh_argv  # noqa: E402
 from bench_target_load import tree_cpu, wait_sessions_closed  # noqa: E402
 from fleet import LOGIN_RC_CPU_S, Fleet, fleet  # noqa: E402
 
+from pdforensics.capture.planner import STUCK_SPAN_S  # noqa: E402
 from pdforensics.config.cluster import load_cluster_file  # noqa: E402
-from pdforensics.planner import STUCK_SPAN_S  # noqa: E402
 from pdforensics.transport import open_transport  # noqa: E402
 
 PDFORENSICS = str(Path(sys.executable).parent / "pdforensics")

@@ -34,7 +34,7 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
-    from pdforensics.recover import refuse_unfinished
+    from pdforensics.capture.recover import refuse_unfinished
     from pdforensics.views.loaded import load_capture
 
     refuse_unfinished(bundle)

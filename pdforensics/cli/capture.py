@@ -90,11 +90,11 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     1 error (also: --request-log could not put a server's logging back), 2 usage or
     cluster-file error, 130 interrupted (the partial bundle is still written).
     """
-    from pdforensics.capture import CaptureOptions, run_capture
+    from pdforensics.capture.planner import PlanOptions
+    from pdforensics.capture.request_log import check_window
+    from pdforensics.capture.run import CaptureOptions, run_capture
     from pdforensics.cli.options import configured_cluster_file
     from pdforensics.k8s.options import k8s_capture
-    from pdforensics.planner import PlanOptions
-    from pdforensics.request_log import check_window
 
     check_window(request_log, deadline)
     cluster = apply_slurm(resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo),
@@ -117,7 +117,7 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
 
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
-    from pdforensics.recover import unfinished_notice
+    from pdforensics.capture.recover import unfinished_notice
 
     if (notice := unfinished_notice(Path(out_dir))) is not None:
         click.echo(notice, err=True)
@@ -165,7 +165,7 @@ def _finished_doc(outcome: Any, cluster: Any, markdown_file: str | None = None) 
     """finish.py's pipeline (analyze, report, store), the Markdown summary when asked for,
     and the capture's JSON document."""
     from pdforensics.analysis.result_json import analysis_json
-    from pdforensics.capture import outcome_json
+    from pdforensics.capture.run import outcome_json
     from pdforensics.cli.summary import stuck_since
     from pdforensics.finish import finish_bundle
     from pdforensics.store.filing import configured_store
@@ -213,7 +213,7 @@ def resolve_cluster(hosts: tuple[str, ...], cluster_file: str | None, local: boo
 
 def _progress(hosts: list[str], deadline: float, quiet: bool) -> Any:
     """A live block on a terminal, plain lines otherwise (stderr), nothing with --quiet."""
-    from pdforensics.progress import LiveProgress, PlainProgress
+    from pdforensics.capture.progress import LiveProgress, PlainProgress
 
     if quiet:
         return None

@@ -19,8 +19,8 @@ def recover(tmpdir: str, discard: bool) -> None:
     Everything it gathered is kept, redacted again and hashed, and the manifest says
     `partial` and `recovered`; the result verifies with `pdforensics verify`.
     """
-    from pdforensics.recover import discard as remove
-    from pdforensics.recover import recover as finalise
+    from pdforensics.capture.recover import discard as remove
+    from pdforensics.capture.recover import recover as finalise
 
     if discard:
         remove(Path(tmpdir))

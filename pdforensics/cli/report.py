@@ -28,7 +28,7 @@ def report(bundle: str, out: str | None, baseline: str | None) -> None:
     The verdict is re-derived from the bundle's files. Links to raw evidence are relative,
     so keep the report next to (or inside) its bundle.
     """
-    from pdforensics.recover import refuse_unfinished
+    from pdforensics.capture.recover import refuse_unfinished
     from pdforensics.report import write_report
     from pdforensics.report.baseline import changes_since
 

@@ -113,8 +113,8 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
 
 def snapshot_exit(outcome: Any, fail_on: str | None) -> ExitStatus:
     """The capture table (6 nothing collected, 4 --fail-on, 3 partial), 1 when no verdict."""
+    from pdforensics.capture.completeness import NOTHING_COLLECTED
     from pdforensics.cli.options import fails
-    from pdforensics.completeness import NOTHING_COLLECTED
 
     if outcome.partial_reasons[:1] and outcome.partial_reasons[0] == NOTHING_COLLECTED:
         return ExitStatus.NOTHING_COLLECTED

@@ -77,9 +77,9 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            store: str | None, metrics_port: int | None, metrics_addr: str, prometheus: str | None,
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
            no_probes: bool, http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
-    from pdforensics.capture import CaptureOptions
+    from pdforensics.capture.planner import PlanOptions
+    from pdforensics.capture.run import CaptureOptions
     from pdforensics.cli.capture import resolve_cluster
-    from pdforensics.planner import PlanOptions
     from pdforensics.watch.exporter import WatchMetrics
     from pdforensics.watch.hook import hook_argv
     from pdforensics.watch.loop import Watcher, WatchOptions

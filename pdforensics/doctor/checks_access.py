@@ -7,10 +7,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from pdforensics.capture.host_run import DEFAULT_CHANNELS
 from pdforensics.doctor.inputs import DoctorInput, Probe
 from pdforensics.doctor.model import THIS_MACHINE, Check, fail, ok, warn
 from pdforensics.doctor.probes import DOCTOR_ATTACH, DOCTOR_HOST
-from pdforensics.host_run import DEFAULT_CHANNELS
 
 #: tools without which a capture loses everything (timeout wraps every command) or a family
 REQUIRED_TOOLS = {"timeout": "every remote command runs under `timeout -k`",

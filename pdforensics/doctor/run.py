@@ -8,7 +8,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.host_run import Progress
+from pdforensics.capture.planner import PlanOptions
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.doctor.checks_access import access_checks, room_checks
 from pdforensics.doctor.checks_consistency import consistency_checks
 from pdforensics.doctor.checks_gpu import gpu_checks
@@ -19,9 +21,7 @@ from pdforensics.doctor.model import DoctorReport, ordered
 from pdforensics.doctor.probes import PROBE_NAMES, PROBES
 from pdforensics.doctor.safeguards_check import safeguard_checks
 from pdforensics.doctor.stored import write_doctor
-from pdforensics.host_run import Progress
 from pdforensics.model import ClusterSpec
-from pdforensics.planner import PlanOptions
 from pdforensics.views.loaded import load_capture
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.capture import Sidecar
+from pdforensics.capture.run import Sidecar
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.transport.kubectl import PER_NODE_EXECS, TOTAL_EXECS, kubectl_binary
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pdforensics.bundle.ondisk import BundleWriter
-from pdforensics.capture import Sidecar
+from pdforensics.capture.planner import target_json
+from pdforensics.capture.run import Sidecar
 from pdforensics.collectors.base import Source, Target
 from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD
 from pdforensics.model import CommandResult
-from pdforensics.planner import target_json
 from pdforensics.sglang.discovery import Service
 
 from .discover import PodHost, run_kubectl

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
 from pdforensics.finish import finish_bundle
 from pdforensics.model import ClusterSpec

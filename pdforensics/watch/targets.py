@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pdforensics.capture.planner import make_job
 from pdforensics.collectors import proc, sockets
 from pdforensics.collectors.base import Target
 from pdforensics.errors import PdforensicsError
 from pdforensics.model import ClusterSpec, HostSpec
 from pdforensics.parsers.proc import parse_ps
 from pdforensics.parsers.ss import parse_listening
-from pdforensics.planner import make_job
 from pdforensics.sglang.discovery import discover
 from pdforensics.transport import open_transport
 

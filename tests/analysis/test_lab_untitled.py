@@ -12,11 +12,11 @@ import pytest
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.analysis.findings import Analysis
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.planner import PlanOptions
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
-from pdforensics.planner import PlanOptions
 from pdforensics.views.loaded import load_capture
 
 BASE_PORT = 47400

@@ -16,13 +16,13 @@ import pytest
 from pdforensics.analysis.engine import analyze, analyze_path
 from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.result_json import analysis_json
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.planner import PlanOptions
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.clock import SKEW_S, SKEWED_HOST, faketime_ready
 from pdforensics.lab.core import LabInfo
 from pdforensics.lab.router import registered_workers
-from pdforensics.planner import PlanOptions
 from pdforensics.report.timeline import build_timeline
 from pdforensics.views.loaded import load_capture
 from tests.support import ports

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pdforensics.batch_reads import batch_argv, split_records, split_result
+from pdforensics.capture.batch_reads import batch_argv, split_records, split_result
 from pdforensics.collectors.base import REGISTRY, Job, Target
 from pdforensics.model import HostSpec
 from pdforensics.transport.local import LocalTransport

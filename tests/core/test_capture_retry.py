@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import pdforensics.capture as cap
-import pdforensics.host_run as host_run
+import pdforensics.capture.host_run as host_run
+import pdforensics.capture.run as cap
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "

@@ -15,15 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 from pdforensics.bundle.ondisk import ResultEntry
+from pdforensics.capture.completeness import collection_reasons, failed_to_collect, is_expected_absence
+from pdforensics.capture.progress import LiveProgress
 from pdforensics.cli import main
 from pdforensics.cli import options as cli_options
 from pdforensics.cli.capture import capture_exit
 from pdforensics.cli.options import fails
-from pdforensics.completeness import collection_reasons, failed_to_collect, is_expected_absence
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.config.known_hosts import fingerprint
 from pdforensics.errors import ConfigError, ExitStatus
-from pdforensics.progress import LiveProgress
 from tests.support.builder import BundleBuilder
 
 GEN = "sglang:generation_tokens_total"

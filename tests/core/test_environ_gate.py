@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import pdforensics.capture as cap
-import pdforensics.host_run as host_run
+import pdforensics.capture.host_run as host_run
+import pdforensics.capture.run as cap
+from pdforensics.capture.planner import PlanOptions
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
-from pdforensics.planner import PlanOptions
 
 SECRET = "hf_Zq7vP2mXk9LwR4tB8nC1dF6gH3jK5sYe"  # a value only the environ says is secret
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "

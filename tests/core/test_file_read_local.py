@@ -7,9 +7,9 @@ import threading
 import time
 from pathlib import Path
 
+from pdforensics.capture.planner import make_job
 from pdforensics.collectors.base import REGISTRY, Target
 from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.planner import make_job
 from pdforensics.sglang.discovery import Service
 from pdforensics.transport.file_read import read_argv
 from pdforensics.transport.local import LocalTransport

@@ -4,8 +4,8 @@ process twice: "Failed to suspend process")."""
 
 from __future__ import annotations
 
+from pdforensics.capture.planner import HostPlanner, PlanOptions
 from pdforensics.model import CommandResult, HostSpec, ServiceSpec
-from pdforensics.planner import HostPlanner, PlanOptions
 
 SERVER = "/usr/bin/python3 -m sglang.launch_server --port 30001 --tp-size 2 --enable-metrics"
 PS = "\n".join([f"{4242:>7} {1:>5} S {100:>10} {4:>3} {1000:>8} {SERVER}",

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
-import pdforensics.planner as planner_mod
+import pdforensics.capture.planner as planner_mod
+from pdforensics.capture.planner import HostPlanner, PlanOptions
 from pdforensics.collectors.base import Job
 from pdforensics.model import CommandResult, HostSpec, ServiceSpec
 from pdforensics.parsers.proc import PsTable
-from pdforensics.planner import HostPlanner, PlanOptions
 
 SERVER = "/usr/bin/python3 -m sglang.launch_server --port 30001 --tp-size 2 --enable-metrics"
 PS = "\n".join([f"{4242:>7} {1:>5} S {100:>10} {4:>3} {1000:>8} {SERVER}",

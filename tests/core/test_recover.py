@@ -12,9 +12,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from pdforensics.bundle.ondisk import BundleWriter, verify_bundle
+from pdforensics.capture.recover import find_unfinished, recover, unfinished_notice
 from pdforensics.cli import main
 from pdforensics.model import CommandResult
-from pdforensics.recover import find_unfinished, recover, unfinished_notice
 from pdforensics.redact.redactor import NoRedactor, Redactor
 
 TOKEN = "hf_RecoverPlanted0123456789abcdefXYZ"

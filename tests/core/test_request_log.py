@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pdforensics.capture.planner import make_job
+from pdforensics.capture.request_log import RESERVE_S, RequestLogPlan
 from pdforensics.cli import main
 from pdforensics.collectors import http, logs
 from pdforensics.collectors.base import Target
 from pdforensics.collectors.request_log import REQUEST_LOG_ON, REQUEST_LOG_RESTORE
 from pdforensics.errors import ExitStatus
 from pdforensics.model import CommandResult, HostSpec, ProcessInfo
-from pdforensics.planner import make_job
-from pdforensics.request_log import RESERVE_S, RequestLogPlan
 from pdforensics.sglang.discovery import Service
 from pdforensics.transport.http_forward import build_request
 from pdforensics.transport.local import LocalTransport

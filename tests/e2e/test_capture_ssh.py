@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pdforensics.capture.planner import PlanOptions
 from pdforensics.cli import main
 from pdforensics.lab import set_fault
-from pdforensics.planner import PlanOptions
 from pdforensics.views.loaded import load_capture
 from tests.e2e.conftest import PLANTED_TOKEN, cluster_as
 

@@ -307,7 +307,7 @@ def test_process_exits_between_discovery_and_collection(lab: Path, cluster: dict
 
 def _capture_killing(cluster: dict[str, Any], tmp_path: Path, fake: subprocess.Popen[bytes]) -> fk.Run:
     """Capture in-process, killing the fake right after discovery has listed it."""
-    import pdforensics.capture as cap
+    import pdforensics.capture.run as cap
     from pdforensics.config.cluster import load_cluster_file
 
     cfile = fk.write_cluster(cluster, tmp_path / "c.toml")

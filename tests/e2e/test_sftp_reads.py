@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pdforensics.capture.file_reads import FileReads
 from pdforensics.collectors.base import REGISTRY
-from pdforensics.file_reads import FileReads
 from pdforensics.lab import sshd
 from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn

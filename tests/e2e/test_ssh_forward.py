@@ -21,13 +21,13 @@ from typing import cast
 
 import pytest
 
-from pdforensics.capture import CaptureOptions, run_capture
+from pdforensics.capture.planner import PlanOptions
+from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.lab import sshd
 from pdforensics.lab.layout import LabHost
 from pdforensics.lab.procs import kill_all, spawn
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 from pdforensics.parsers.http import parse_http_response
-from pdforensics.planner import PlanOptions
 from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
 

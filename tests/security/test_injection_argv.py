@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from pdforensics.capture.planner import HostPlanner, PlanOptions, make_job
 from pdforensics.collectors import REGISTRY, gpu, logs
 from pdforensics.collectors.base import Job, Target
 from pdforensics.config.cluster import cluster_from_dict, load_cluster_file
 from pdforensics.errors import ConfigError, TransportError
 from pdforensics.model import CommandResult, HostSpec, ServiceSpec
-from pdforensics.planner import HostPlanner, PlanOptions, make_job
 from pdforensics.sglang.discovery import Service
 from pdforensics.transport.local import LocalTransport
 from pdforensics.transport.ssh import SshTransport

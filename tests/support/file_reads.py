@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pdforensics.capture.planner import make_job
 from pdforensics.collectors.base import REGISTRY, Job, Target
 from pdforensics.model import HostSpec, ProcessInfo
-from pdforensics.planner import make_job
 from pdforensics.sglang.discovery import Service
 
 

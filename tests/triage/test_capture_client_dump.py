@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import pdforensics.capture as cap
-import pdforensics.host_run as host_run
+import pdforensics.capture.host_run as host_run
+import pdforensics.capture.run as cap
 from pdforensics.analysis.client_dumps import client_dump_sidecars
 from pdforensics.analysis.engine import analyze
 from pdforensics.cli import main

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from watch_servers import retry_in_use
 
-from pdforensics.capture import CaptureOptions
+from pdforensics.capture.run import CaptureOptions
 from pdforensics.lab import lab_down, lab_up
 from pdforensics.lab.core import LabInfo
 from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec

@@ -8,18 +8,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pdforensics.bundle.ondisk import BundleClosed, BundleWriter
+from pdforensics.capture.file_reads import FileReads
+from pdforensics.capture.planner import HostPlanner, target_json
 from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, STACKS, Job
 from pdforensics.errors import PdforensicsError
-from pdforensics.file_reads import FileReads
 from pdforensics.model import CommandResult, HostSpec
-from pdforensics.planner import HostPlanner, target_json
 from pdforensics.transport import open_transport
 from pdforensics.transport.banner import banner_note, probe_banner, strip_banner
 from pdforensics.transport.base import Transport
 from pdforensics.views.readings import BackgroundParser
 
 if TYPE_CHECKING:
-    from pdforensics.capture import CaptureOptions
+    from pdforensics.capture.run import CaptureOptions
     from pdforensics.transport.runner import SessionRunner
 
 # A stock sshd allows 10 sessions per connection, and a closed session lingers there until
@@ -433,7 +433,7 @@ def _connect_argv(host: HostSpec) -> tuple[str, ...]:
 
 
 def _with_timeout(host: HostSpec, job: Job, timeout: float) -> Job:
-    from pdforensics.planner import make_job
+    from pdforensics.capture.planner import make_job
 
     return make_job(host, job.source, job.target, job.not_before, timeout_s=timeout)
 

@@ -13,12 +13,12 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter, ResultEntry
+from pdforensics.capture.host_run import DEFAULT_CHANNELS, HostRun, Progress
+from pdforensics.capture.planner import PlanOptions, target_json
+from pdforensics.capture.request_log import restore_all
 from pdforensics.errors import Interrupted
-from pdforensics.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.model import ClusterSpec, CommandResult
-from pdforensics.planner import PlanOptions, target_json
 from pdforensics.redact.redactor import Redactor
-from pdforensics.request_log import restore_all
 from pdforensics.views.readings import BackgroundParser
 
 # Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own
@@ -165,7 +165,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         writer.write_json(f"parsed/{run.host.name}/discovery.json", disc)
         hosts.append(HostOutcome(run.host.name, run.host.address, run.reachable, run.error,
                                  run.jobs_run, len(not_run), disc))
-    from pdforensics.completeness import NOTHING_COLLECTED, collection_reasons
+    from pdforensics.capture.completeness import NOTHING_COLLECTED, collection_reasons
 
     left_on = [line for r in runs for line in r.planner.request_log.left_on()]
     reasons += [*(f"{line.split(';')[0]}" for line in left_on),
@@ -212,7 +212,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
 
 
 def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
-    from pdforensics.completeness import is_expected_absence
+    from pdforensics.capture.completeness import is_expected_absence
 
     return {"bundle": str(outcome.bundle), "status": outcome.status,
             "partial_reasons": list(outcome.partial_reasons),

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.capture.request_log import RequestLogPlan
 from pdforensics.collectors import (
     clock,
     gpu,
@@ -27,7 +28,6 @@ from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
 from pdforensics.parsers.ss import SocketTable
-from pdforensics.request_log import RequestLogPlan
 from pdforensics.sglang.discovery import Discovery, Service, discover
 from pdforensics.transport.base import remote_argv
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from pdforensics.batch_reads import batch_argv, split_result
+from pdforensics.capture.batch_reads import batch_argv, split_result
 from pdforensics.collectors.base import Job
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.banner import strip_banner

@@ -51,9 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_capture import replay_commands, ssh_argv  # noqa: E402
 from fleet import Fleet, fleet  # noqa: E402
 
+from pdforensics.app.snapshot import SnapshotOptions, take_snapshot  # noqa: E402
 from pdforensics.capture.run import CaptureOptions, run_capture  # noqa: E402
 from pdforensics.config.cluster import load_cluster_file  # noqa: E402
-from pdforensics.snapshot import SnapshotOptions, take_snapshot  # noqa: E402
 from pdforensics.transport import open_transport  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")

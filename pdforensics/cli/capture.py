@@ -165,9 +165,9 @@ def _finished_doc(outcome: Any, cluster: Any, markdown_file: str | None = None) 
     """finish.py's pipeline (analyze, report, store), the Markdown summary when asked for,
     and the capture's JSON document."""
     from pdforensics.analysis.result_json import analysis_json
+    from pdforensics.app.finish import finish_bundle
     from pdforensics.capture.run import outcome_json
     from pdforensics.cli.summary import stuck_since
-    from pdforensics.finish import finish_bundle
     from pdforensics.store.filing import configured_store
 
     done = finish_bundle(outcome.bundle, store=configured_store(cluster))
@@ -230,7 +230,7 @@ def _prewarm() -> None:
     capture can end."""
     time.sleep(PREWARM_AFTER_S)
     try:
-        import pdforensics.finish  # noqa: F401
+        import pdforensics.app.finish  # noqa: F401
         from pdforensics.report.page import warm
 
         warm()

@@ -91,9 +91,9 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     holds the store's lock, 2 usage or cluster-file error. Without a cluster file it
     snapshots this machine.
     """
+    from pdforensics.app.snapshot import SnapshotOptions, take_snapshot
     from pdforensics.cli.store_text import format_snapshot_text
     from pdforensics.config.cluster import local_cluster
-    from pdforensics.snapshot import SnapshotOptions, take_snapshot
     from pdforensics.store.retention import RetentionPolicy
 
     cluster = apply_slurm(_cluster(cluster_file) or local_cluster(), slurm_job, slurm_container, slurm_ssh)

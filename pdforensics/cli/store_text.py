@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from pdforensics.app.snapshot import SnapshotOutcome
 from pdforensics.bundle.ondisk import iso
 from pdforensics.diff.output import format_change
-from pdforensics.snapshot import SnapshotOutcome
 from pdforensics.store.index import Snapshot
 from pdforensics.store.refs import Baseline
 from pdforensics.store.timeline import Timeline

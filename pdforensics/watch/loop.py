@@ -13,9 +13,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pdforensics.app.finish import finish_bundle
 from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
-from pdforensics.finish import finish_bundle
 from pdforensics.model import ClusterSpec
 from pdforensics.views.loaded import MetricSample, ServiceView
 from pdforensics.watch.exporter import WatchMetrics

@@ -350,7 +350,7 @@ def test_report_command(synth: Callable[..., Path], tmp_path: Path) -> None:
 
 def test_capture_report_failure_is_one_warning(synth: Callable[..., Path],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import pdforensics.finish as finish
+    import pdforensics.app.finish as finish
 
     def broken(*_a: object, **_k: object) -> Path:
         raise KeyError("template")

@@ -7,13 +7,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pdforensics.app.finish import finish_bundle
 from pdforensics.capture.host_run import Progress
 from pdforensics.capture.planner import PlanOptions
 from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.collectors.base import Source
 from pdforensics.doctor.model import DoctorReport
 from pdforensics.errors import Interrupted
-from pdforensics.finish import finish_bundle
 from pdforensics.model import ClusterSpec
 from pdforensics.store.filing import Verdict, file_into
 from pdforensics.store.index import Snapshot, StoreError, open_index

@@ -1,5 +1,5 @@
 """The package's shape stays readable: no import circle, no module over 500 lines, no
-function over 80. Run alone: `pytest tests/core/test_code_shape.py`."""
+function over 80. Run alone: `pytest tests/test_code_shape.py`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "pdforensics"
+PACKAGE = Path(__file__).resolve().parents[1] / "pdforensics"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 

@@ -18,6 +18,7 @@ class ExitStatus(IntEnum):
     BUSY = 5  # another snapshot holds the store's lock
     NOTHING_COLLECTED = 6  # capture/snapshot: no host could be reached, no evidence at all
     NOT_READY = 7  # doctor: a readiness check failed (the next capture would be blind there)
+    OUTAGE = 8  # --fail-on: the verdict is OUTAGE (no worker left for a role: every request fails)
     HANGUP = 128 + signal.SIGHUP  # the terminal went away; the partial bundle was still written
     INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C; the partial bundle was still written
     TERMINATED = 128 + signal.SIGTERM  # SIGTERM; the partial bundle was still written

@@ -73,6 +73,11 @@ class HostSpec:
     runner: bool = True  # one exec channel runs all commands (False: one channel per command)
     runner_sudo: bool = True  # with sudo: the runner starts under `sudo -n`, once (False: per command)
     slurm: SlurmTarget | None = None  # run every command through `srun --overlap` into a job
+    # discovery's scope on a shared node (`--port`, or no cluster file): only SGLang services on
+    # these ports are captured (empty: any port); `all_users` False keeps another user's
+    # services listed but not captured (no py-spy, no environ, no probe)
+    scope_ports: tuple[int, ...] = ()
+    all_users: bool = True
 
     @property
     def is_local(self) -> bool:

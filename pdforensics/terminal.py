@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 # C0 except \t and \n, DEL, C1; bidi embeddings/overrides/isolates, zero-width and marks
@@ -91,3 +92,61 @@ def write_control(stream: TextIO, sequence: str) -> None:
     """The tool's own control sequence (e.g. CR + erase line), written past the filter."""
     raw = stream.raw if isinstance(stream, SafeStream) else stream
     raw.write(sequence)
+
+
+# -- colour ------------------------------------------------------------------------------------
+# Our own text is styled by SGR sequences written past the filter (write_control); the text
+# between them still goes through the filter, so a host's text can never carry a colour or any
+# other control in with it.
+
+#: a styled piece of a line: plain text, or (text, style words such as "red bold")
+Part = str | tuple[str, str]
+Line = tuple[Part, ...]
+_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "amber": "33", "blue": "34",
+        "cyan": "36"}
+VERDICT_STYLE = {"OUTAGE": "red bold", "WEDGED": "red bold", "DEGRADED": "amber bold",
+                 "HEALTHY": "green bold", "UNKNOWN": "amber bold"}
+SEVERITY_STYLE = {"critical": "red", "warning": "amber", "info": "dim"}
+
+
+def colour_wanted(stream: TextIO) -> bool:
+    """Colour on a terminal only: never with NO_COLOR set (any value, no-color.org), TERM=dumb,
+    a pipe or a file."""
+    import os
+
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    raw = stream.raw if isinstance(stream, SafeStream) else stream
+    try:
+        return bool(raw.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def plain(lines: Sequence[Line]) -> str:
+    """The lines as plain text (what a pipe, a test or NO_COLOR gets), newline-terminated."""
+    return "".join("".join(p if isinstance(p, str) else p[0] for p in line) + "\n"
+                   for line in lines)
+
+
+def print_lines(lines: Sequence[Line], stream: TextIO | None = None,
+                colour: bool | None = None) -> None:
+    """Write the lines, styled when the stream is a terminal that wants colour."""
+    out = stream if stream is not None else sys.stdout
+    if not (colour_wanted(out) if colour is None else colour):
+        out.write(plain(lines))
+        out.flush()
+        return
+    for line in lines:
+        for p in line:
+            text, style = (p, "") if isinstance(p, str) else p
+            codes = ";".join(_SGR[w] for w in style.split() if w in _SGR)
+            if codes:
+                out.flush()
+                write_control(out, f"\x1b[{codes}m")
+            out.write(text)
+            if codes:
+                out.flush()
+                write_control(out, "\x1b[0m")
+        out.write("\n")
+    out.flush()

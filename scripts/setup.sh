@@ -12,6 +12,8 @@ want_tests=0
 pkgs=(openssh-server openssh-client sudo curl iproute2 procps)
 # slurm-wlm and munge: a real single-node Slurm for the Slurm tests (tests/support/slurm.py).
 [ "$want_tests" = 1 ] && pkgs+=(chromium prometheus slurm-wlm munge faketime)
+say() { echo "setup: $*" >&2; }  # every step says what it does, so a slow one never looks hung
+t0=$SECONDS
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,16 +21,24 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "setup: installing ${missing[*]}" >&2
+  say "installing Debian packages: ${missing[*]} (apt-get; a minute or more on a fresh machine)"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  say "Debian packages installed ($((SECONDS - t0)) s)"
+else
+  say "Debian packages already installed: ${pkgs[*]}"
 fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  say "creating the virtualenv .venv ($("$PY" --version 2>&1))"
   "$PY" -m venv .venv
 fi
+t1=$SECONDS
+say "installing pdforensics and its dev extras into .venv: paramiko, click, jinja2, psutil," \
+    "prometheus-client, nvidia-ml-py, py-spy, setproctitle, smg (the lab's router), pytest," \
+    "hypothesis, ruff, mypy (pip, quiet; up to a few minutes the first time)"
 # pip and the setuptools build print hundreds of deprecation lines on success: keep them in
 # a log and show it (without the index-location noise) only when the install fails.
 log=$(mktemp "${TMPDIR:-/tmp}/pdforensics-setup.XXXXXX")
@@ -41,3 +51,5 @@ fi
 rm -f "$log"
 .venv/bin/python -c "import pdforensics, paramiko, setproctitle" \
   || { echo "setup: the virtualenv is incomplete" >&2; exit 1; }
+say "ready: .venv/bin/pdforensics $(.venv/bin/pdforensics --version 2>/dev/null | awk '{print $NF}')" \
+    "(pip $((SECONDS - t1)) s, setup $((SECONDS - t0)) s)"

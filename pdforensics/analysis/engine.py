@@ -105,9 +105,12 @@ def decide(ctx: Context, findings: Sequence[Finding]) -> tuple[Verdict, str]:
     # a collection gap (py-spy could not run) is listed, but says nothing about the cluster
     warn = [f for f in findings if f.severity == "warning" and f.key not in COLLECTION_GAPS]
     wedge = [f for f in crit if f.wedge]
+    outage = [f for f in crit if f.outage]
     servers = ctx.servers()
     with_metrics = [s for s in servers if s.good_samples]
     judged = [s for s in with_metrics if ctx.progress(s).judged]
+    if outage:  # the router has no worker left for a role: every request fails now
+        return "OUTAGE", f"{outage[0].key}: {outage[0].title}"
     if wedge:
         return "WEDGED", f"{wedge[0].key}: {wedge[0].title}"
     if not with_metrics:
@@ -142,7 +145,9 @@ def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analys
 
 def analyze_context(ctx: Context) -> Analysis:
     """Every rule over a prepared context (a capture and its client dumps)."""
+    from pdforensics.analysis.headline import diagnose_line, mitigate_line
     from pdforensics.analysis.merge import merge_findings
+    from pdforensics.analysis.since import evidence_window, verdict_since
 
     found, skipped = run_rules(ctx)
     findings = merge_findings(found)  # one symptom seen several ways -> one finding
@@ -152,7 +157,11 @@ def analyze_context(ctx: Context) -> Analysis:
               for s in ("critical", "warning", "info")}
     summary = (f"{verdict}: {why}. {counts['critical']} critical, {counts['warning']} "
                f"warning, {counts['info']} info findings; {len(skipped)} rules skipped.")
-    return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing))
+    return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing),
+                    since=verdict_since(ctx, verdict, findings),
+                    window=evidence_window(ctx.capture),
+                    mitigate=mitigate_line(verdict, findings, ctx.capture),
+                    diagnose=diagnose_line(findings, verdict))
 
 
 def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),
@@ -165,26 +174,10 @@ def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),
     return result
 
 
-def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:
-    """Terminal rendering: verdict, findings with evidence and next step, missing, skipped."""
-    from pdforensics.terminal import field  # host text: one line each, controls shown
+def format_analysis_text(a: Analysis, max_evidence: int = 6, verbose: bool = True,
+                         reference: float | None = None) -> str:
+    """Terminal rendering (analysis/text_out.py): the first screen, findings with evidence
+    and next step, missing evidence, history, skipped rules."""
+    from pdforensics.analysis.text_out import format_analysis_text as text
 
-    lines = [f"VERDICT: {a.verdict}", field(a.summary), ""]
-    for f in a.findings:
-        lines.append(f"[{f.severity.upper()}] {f.key}: {field(f.title)}")
-        for e in f.evidence[:max_evidence]:
-            lines.append(f"    - {field(e)}")
-        if len(f.evidence) > max_evidence:
-            lines.append(f"    ... {len(f.evidence) - max_evidence} more")
-        if f.merged:
-            lines.append(f"    merged: {', '.join(f.merged)}")
-        lines.append(f"    next: {field(f.next_step)}")
-    if a.missing:
-        lines.append("")
-        lines.append("Missing evidence:")
-        lines.extend(f"  - {field(m)}" for m in a.missing)
-    if a.skipped:
-        lines.append("")
-        lines.append("Skipped rules:")
-        lines.extend(f"  - {s.rule}: {s.reason}" for s in a.skipped)
-    return "\n".join(lines) + "\n"
+    return text(a, max_evidence, verbose, reference)

@@ -11,7 +11,10 @@ if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import Context
 
 Severity = Literal["critical", "warning", "info"]
-Verdict = Literal["WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN"]
+Verdict = Literal["OUTAGE", "WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN"]
+#: every verdict, worst first. OUTAGE: the router has no worker left for a role it needs,
+#: so every request fails at once; WEDGED: requests accepted and not served
+VERDICTS: tuple[Verdict, ...] = ("OUTAGE", "WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN")
 
 SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
@@ -40,6 +43,9 @@ class Finding:
     less) specific than its rule usually is. ``merged`` lists the keys of findings that the
     merge pass (analysis/merge.py) folded into this one: the same symptom seen other ways.
     ``subject`` names what the finding is about (a service label) where a rule knows it.
+    ``since`` is when its own evidence shows the trouble began (epoch, our clock), where the
+    rule reads a time; ``outage`` marks a critical finding that every request fails (no
+    worker left for a role): it makes the verdict OUTAGE.
     """
 
     key: str
@@ -52,6 +58,8 @@ class Finding:
     rank: int | None = None
     merged: tuple[str, ...] = ()
     subject: str | None = None
+    since: float | None = None
+    outage: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,33 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Since:
+    """Since when the verdict holds, from the evidence of the findings that set it."""
+
+    at: float  # epoch seconds, the capturing machine's clock
+    evidence: str  # what says so ("DECODE_TRANSFER_FAILED in decode-0 decode:30001 log")
+
+
+@dataclass(frozen=True)
+class EvidenceWindow:
+    """Where the evidence window started (views/window.py) and what lies before it."""
+
+    start: float | None  # the earliest start over the services; None: no timed evidence
+    how: str  # --since | server start | look-back 10 min
+    history: tuple[str, ...] = ()  # one line per signature, transition or Xid before it
+
+
+@dataclass(frozen=True)
 class Analysis:
     verdict: Verdict
     findings: tuple[Finding, ...]
     skipped: tuple[Skipped, ...]
     summary: str
     missing: tuple[str, ...]
+    since: Since | None = None
+    window: EvidenceWindow | None = None
+    mitigate: str | None = None  # the first screen: what restores service now
+    diagnose: str | None = None  # ... and where the cause is (analysis/headline.py)
 
 
 class SkipRule(Exception):

@@ -16,17 +16,19 @@ from typing import Any, cast
 from pdforensics.analysis.findings import (
     RULES,
     SEVERITY_ORDER,
+    VERDICTS,
     Analysis,
     Evidence,
+    EvidenceWindow,
     Finding,
     Severity,
+    Since,
     Skipped,
     Verdict,
 )
 from pdforensics.errors import BundleError
 
 ANALYSIS_FILE = "analysis.json"
-VERDICTS: tuple[Verdict, ...] = ("WEDGED", "DEGRADED", "HEALTHY", "UNKNOWN")
 
 
 def _evidence_json(e: Evidence | str) -> dict[str, Any]:
@@ -46,12 +48,57 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             {"key": f.key, "severity": f.severity, "title": f.title,
              "evidence": [_evidence_json(e) for e in f.evidence], "next_step": f.next_step,
              "section": f.section, "wedge": f.wedge, "rank": f.rank,
-             "merged": list(f.merged), "subject": f.subject}
+             "merged": list(f.merged), "subject": f.subject, "since": f.since,
+             "outage": f.outage}
             for f in a.findings
         ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
         "rules": sorted(RULES),
+        "since": {"at": a.since.at, "utc": _utc(a.since.at), "evidence": a.since.evidence}
+        if a.since is not None else None,
+        "mitigate": a.mitigate,
+        "diagnose": a.diagnose,
+        "window": {"start": a.window.start, "utc": _utc(a.window.start), "how": a.window.how,
+                   "history": list(a.window.history)} if a.window is not None else None,
     }
+
+
+def _utc(epoch: float | None) -> str | None:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)) if epoch is not None else None
+
+
+def _number(doc: dict[str, Any], key: str, where: str) -> float | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if type(value) not in (int, float) or value != value or abs(value) > 1e11:
+        raise BundleError(f"{where}: '{key}' must be a time in epoch seconds")
+    return float(value)
+
+
+def _since(doc: Any, where: str) -> Since | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise BundleError(f"{where}: 'since' must be an object")
+    at = _number(doc, "at", f"{where} since")
+    if at is None:
+        raise BundleError(f"{where}: 'since' needs 'at'")
+    return Since(at, _str(doc, "evidence", f"{where} since"))
+
+
+def _window(doc: Any, where: str) -> EvidenceWindow | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise BundleError(f"{where}: 'window' must be an object")
+    history = tuple(_list(doc, "history", f"{where} window"))
+    if not all(isinstance(h, str) for h in history):
+        raise BundleError(f"{where}: 'window.history' must hold strings")
+    return EvidenceWindow(_number(doc, "start", f"{where} window"),
+                          _str(doc, "how", f"{where} window"), history)
 
 
 def _str(doc: dict[str, Any], key: str, where: str, optional: bool = False) -> Any:
@@ -90,9 +137,9 @@ def _finding(item: Any, where: str) -> Finding:
     if severity not in SEVERITY_ORDER:
         raise BundleError(f"{where}: unknown severity {severity[:40]!r}")
     sev = cast(Severity, severity)  # checked just above
-    wedge, rank = item.get("wedge", False), item.get("rank")
-    if not isinstance(wedge, bool):
-        raise BundleError(f"{where}: 'wedge' must be true or false")
+    wedge, rank, outage = item.get("wedge", False), item.get("rank"), item.get("outage", False)
+    if not isinstance(wedge, bool) or not isinstance(outage, bool):
+        raise BundleError(f"{where}: 'wedge' and 'outage' must be true or false")
     if rank is not None and (type(rank) is not int or abs(rank) > 10**6):
         raise BundleError(f"{where}: 'rank' must be a small integer")
     evidence = tuple(_evidence(e, f"{where} evidence {i}")
@@ -103,7 +150,8 @@ def _finding(item: Any, where: str) -> Finding:
     return Finding(key=_str(item, "key", where), severity=sev, title=_str(item, "title", where),
                    evidence=evidence, next_step=_str(item, "next_step", where, optional=True) or "",
                    section=_str(item, "section", where, optional=True), wedge=wedge, rank=rank,
-                   merged=merged, subject=_str(item, "subject", where, optional=True))
+                   merged=merged, subject=_str(item, "subject", where, optional=True),
+                   since=_number(item, "since", where), outage=outage)
 
 
 def _skipped(item: Any, where: str) -> Skipped:
@@ -127,7 +175,10 @@ def analysis_from_json(doc: Any, where: str = ANALYSIS_FILE) -> Analysis:
     if not all(isinstance(m, str) for m in missing):
         raise BundleError(f"{where}: 'missing' must hold strings")
     return Analysis(cast(Verdict, verdict), findings, skipped,
-                    _str(doc, "summary", where, optional=True) or "", missing)
+                    _str(doc, "summary", where, optional=True) or "", missing,
+                    _since(doc.get("since"), where), _window(doc.get("window"), where),
+                    _str(doc, "mitigate", where, optional=True),
+                    _str(doc, "diagnose", where, optional=True))
 
 
 def write_analysis(bundle: Path, analysis: Analysis) -> Path:

@@ -158,3 +158,66 @@ def retries_exhausted(s: ServiceView) -> dict[str, float]:
         if math.isfinite(x.value) and x.value > 0:
             out[key] = out.get(key, 0.0) + x.value
     return out
+
+
+def listed_workers(s: ServiceView) -> list[dict[str, object]] | None:
+    """The router's /workers rows; None when /workers was not read."""
+    f = s.fetches.get("workers")
+    body = f.json() if f is not None and f.answered else None
+    rows = body.get("workers") if isinstance(body, dict) else body
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
+
+
+@dataclass(frozen=True)
+class RoleAvailability:
+    """The workers of one role as the router sees them now: which of them it can route to."""
+
+    role: str
+    workers: tuple[str, ...]  # every worker of the role the router names
+    available: tuple[str, ...]  # registered, healthy by /workers, breaker closed
+    why: tuple[str, ...]  # per unavailable worker: "URL: breaker open", "URL: unhealthy"
+
+    @property
+    def none_left(self) -> bool:
+        return not self.available
+
+
+def availability(s: ServiceView) -> dict[str, RoleAvailability]:
+    """Prefill and decode (or regular) workers the router can route to, from /workers
+    (registered, is_healthy) and the breaker gauges. A PD router whose /workers lists no
+    worker of a role has none of it: every request fails."""
+    listed = listed_workers(s)
+    breakers = {b.worker: b for b in worker_breakers(s)}
+    roles = worker_roles(s)
+    healthy: dict[str, bool] = {}
+    for row in listed or ():
+        url, good = row.get("url"), row.get("is_healthy")
+        if isinstance(url, str) and isinstance(good, bool):
+            healthy[url] = good
+    registered = set(roles) if listed is not None else set(roles) | set(breakers)
+    by_role: dict[str, list[str]] = {}
+    for w in sorted(registered | (set(breakers) if listed is None else set())):
+        by_role.setdefault(roles.get(w) or (breakers[w].role if w in breakers else None)
+                           or "unknown", []).append(w)
+    pd = "prefill" in by_role or "decode" in by_role
+    if pd and listed is not None:
+        for role in ("prefill", "decode"):
+            by_role.setdefault(role, [])
+    out: dict[str, RoleAvailability] = {}
+    for role, workers in by_role.items():
+        if role == "unknown":
+            continue
+        ok: list[str] = []
+        why: list[str] = []
+        for w in workers:
+            b = breakers.get(w)
+            if b is not None and b.open_now:
+                why.append(f"{w}: breaker {b.state_name}")
+            elif healthy.get(w) is False:
+                why.append(f"{w}: unhealthy on /workers")
+            else:
+                ok.append(w)
+        if not workers:
+            why.append(f"no {role} worker registered on /workers")
+        out[role] = RoleAvailability(role, tuple(workers), tuple(ok), tuple(why))
+    return out

@@ -84,6 +84,15 @@ def markdown_summary(a: Analysis, facts: BundleFacts, top: int = 3, evidence: in
     out = [f"### pdforensics: **{a.verdict}**{where}", ""]
     when = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(facts.started_at))
             if facts.started_at else None)
+    if a.verdict != "HEALTHY":
+        since = (f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(a.since.at))} "
+                 f"(from {code(a.since.evidence)})" if a.since is not None
+                 else "unknown (no timed evidence tied to the findings)")
+        out.append(f"- **Since:** {since}")
+    if a.mitigate:
+        out.append(f"- **Mitigate now:** {escape(a.mitigate)}")
+    if a.diagnose:
+        out.append(f"- **Diagnose:** {escape(a.diagnose)}")
     out.append(f"- bundle: {code(facts.name)}"
                + (f", captured {when}" if when else "")
                + (f", capture {escape(facts.status)}" if facts.status else ""))

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from pdforensics.analysis.engine import analyze_path
 from pdforensics.analysis.findings import Analysis
+from pdforensics.bundle.archive import write_archive
 from pdforensics.bundle.ondisk import make_private
+from pdforensics.errors import BundleError
 from pdforensics.report.baseline import changes_since
 from pdforensics.report.write import write_report
 from pdforensics.store.filing import Filing, file_into, file_safely
@@ -31,12 +33,15 @@ class Finished:
     filing: Filing | None
     warnings: tuple[str, ...] = ()
     capture: LoadedCapture | None = None  # what the analysis and the report both read
+    archive: Path | None = None  # BUNDLE.tar.gz, the one file to attach (when asked for)
 
 
 def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | None = None,
-                  origin: str = "capture", client_dumps: Sequence[Path] = ()) -> Finished:
-    """Analyze BUNDLE, write its report, make it private, file it into the store (an open
-    ``index`` for a snapshot holding the store's lock, else ``store`` when one is set)."""
+                  origin: str = "capture", client_dumps: Sequence[Path] = (),
+                  archive: bool = False) -> Finished:
+    """Analyze BUNDLE, write its report, make it private, pack BUNDLE.tar.gz beside it (with
+    ``archive``), file it into the store (an open ``index`` for a snapshot holding the store's
+    lock, else ``store`` when one is set)."""
     warnings: list[str] = []
     loaded = load_capture(bundle)  # read once for both the analysis and the report
     analysis: Analysis | None = None
@@ -54,6 +59,12 @@ def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | Non
         warnings.append(f"report not written ({type(exc).__name__}: {exc}); "
                         f"render it later with `pdforensics report {bundle}`")
     make_private(bundle)
+    packed: Path | None = None
+    if archive:
+        try:
+            packed = write_archive(bundle)
+        except BundleError as exc:  # the bundle itself is complete: keep it and say so
+            warnings.append(f"archive not written: {exc}")
     filing = None
     if index is not None:
         filing = Filing(index.store, file_into(index, bundle, origin)[0])
@@ -61,4 +72,4 @@ def finish_bundle(bundle: Path, *, store: Path | None = None, index: Index | Non
         filing = file_safely(store, bundle, origin)
     if filing is not None and filing.error:
         warnings.append(f"not filed into the store {filing.store}: {filing.error}")
-    return Finished(bundle, analysis, report, filing, tuple(warnings), loaded)
+    return Finished(bundle, analysis, report, filing, tuple(warnings), loaded, packed)

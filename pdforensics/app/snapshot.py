@@ -19,6 +19,7 @@ from pdforensics.store.filing import Verdict, file_into
 from pdforensics.store.index import Snapshot, StoreError, open_index
 from pdforensics.store.lock import store_lock
 from pdforensics.store.retention import RetentionPolicy, prune
+from pdforensics.views.window import Since
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class SnapshotOptions:
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     keep_env: tuple[str, ...] = ()  # --keep-env: more env vars/flags whose values stay readable
     doctor: bool = False  # --doctor: also run doctor's probes and keep its checks (doctor.json)
+    since: Since | None = None  # --since: where the evidence window starts
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
     with store_lock(store), open_index(store) as index:
         capture = CaptureOptions(
             out_dir=index.bundles, deadline_s=options.deadline_s, profile="snapshot",
+            since=options.since,
             accept_new_host_keys=cluster.accept_new_host_keys,
             plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
                              stacks=options.stacks, stack_dumps=options.stack_dumps,

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import stat
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -290,7 +289,7 @@ class BundleWriter:
                               "error": r.string(e.error) if e.error else e.error,
                               "stderr": r.string(e.stderr), "target": r.json(e.target)})
 
-    def finalise(self, manifest: dict[str, Any], archive: bool = False) -> Path:
+    def finalise(self, manifest: dict[str, Any]) -> Path:
         """Fix sha256s, write manifest.json atomically and rename to the final name."""
         if len(self.redactor.known_values()) != self._scrubbed_with:
             self.rescrub()
@@ -337,10 +336,6 @@ class BundleWriter:
             raise BundleError(
                 f"cannot finalise bundle (evidence kept in {self.tmp}): {exc.strerror or exc}"
             ) from None
-        if archive:
-            fd = os.open(f"{final}.tar.gz", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w:gz") as tar:
-                tar.add(final, arcname=final.name)
         return final
 
     def _other_files(self, listed: set[str]) -> dict[str, str]:

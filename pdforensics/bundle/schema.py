@@ -201,11 +201,15 @@ EVIDENCE = one_of(string, obj({}, {"host": OPT_STR, "source": OPT_STR, "text": O
 
 FINDING = obj(required={"key": string, "severity": string, "title": string}, opt={
     "evidence": list_of(EVIDENCE), "next_step": OPT_STR, "section": OPT_STR,
-    "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR})
+    "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR, "since": optional(epoch),
+    "outage": optional(boolean)})
 
 ANALYSIS = obj(required={}, opt={
     "verdict": OPT_STR, "summary": OPT_STR, "missing": STRINGS, "findings": list_of(FINDING),
-    "skipped": list_of(obj({}, {"rule": OPT_STR, "reason": OPT_STR})), "rules": STRINGS})
+    "skipped": list_of(obj({}, {"rule": OPT_STR, "reason": OPT_STR})), "rules": STRINGS,
+    "since": optional(obj({"at": epoch}, {"utc": OPT_STR, "evidence": OPT_STR})),
+    "window": optional(obj({}, {"start": optional(epoch), "utc": OPT_STR, "how": OPT_STR,
+                                "history": STRINGS})), "mitigate": OPT_STR, "diagnose": OPT_STR})
 
 
 def validate(doc: Any, check: Check, where: str) -> Any:

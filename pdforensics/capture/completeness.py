@@ -1,9 +1,13 @@
-"""Is a capture complete? Which failed results are gaps, and which are expected absences.
+"""Is a capture complete? Which failed results are gaps, which are evidence, which are
+expected absences.
 
-A capture is partial whenever a planned source timed out or could not run (an endpoint that
-refused, a command that was not found, a channel that failed), not only when a host was
-unreachable. An expected absence is not a gap: nvidia-smi on a host without a GPU (the
-router's host) says "No devices were found", or is not installed at all.
+Partial means the capture failed, not the cluster: a capture is partial when the tool could
+not collect something (a host unreachable, a command that timed out, was refused or not
+found, a channel that failed, the deadline). A server that accepted a request and never
+answered it (``/server_info`` or ``/health_generate`` on a wedged scheduler) is evidence about
+the server, which the analysis reports as a finding: it is listed as *hung*, not as a gap. An
+expected absence is not a gap either: nvidia-smi on a host without a GPU (the router's host)
+says "No devices were found", or is not installed at all.
 """
 
 from __future__ import annotations
@@ -37,9 +41,24 @@ def is_expected_absence(entry: ResultEntry, bundle: Path | None = None) -> bool:
     return entry.exit_status == 6 and any(t in text for t in _NO_GPU_TEXT)
 
 
+#: what curl says when it could not reach the port at all (the tool's gap, not a hang)
+_NO_CONNECTION = ("onnection timed out", "Failed to connect", "Could not resolve", "onnection refused")
+
+
+def server_hung(entry: ResultEntry) -> bool:
+    """An HTTP endpoint that took the connection and did not answer within its timeout: the
+    server's state (evidence the analysis reports), not something the tool failed to do."""
+    if not entry.url or not entry.timed_out or (entry.error or "").startswith(_COUNTED_ELSEWHERE):
+        return False
+    return not any(t in entry.stderr for t in _NO_CONNECTION)
+
+
 def failed_to_collect(entry: ResultEntry) -> str | None:
-    """Why this result is missing evidence (timed out, could not run), or None."""
+    """Why this result is missing evidence (timed out, could not run), or None (also for an
+    endpoint that hung: that is evidence, see server_hung)."""
     if entry.source == "connect" or (entry.error or "").startswith(_COUNTED_ELSEWHERE):
+        return None
+    if server_hung(entry):
         return None
     if entry.timed_out:
         return "timed out"

@@ -393,8 +393,7 @@ class HostRun:
         if tick is not None:
             with self._cond:
                 planned = self.jobs_run + self._inflight + len(self._pending)
-                phases = [j.priority for j in self._pending] + [job.priority]
-            tick(self.host.name, job.source.name, min(phases), self.jobs_run, planned)
+            tick(self.host.name, job.source.name, job.priority, self.jobs_run, planned)
 
     def _say(self, text: str) -> None:
         if self.progress is not None:

@@ -178,6 +178,7 @@ class HostPlanner:
         return {"discovered": True, "at": self.discovered_at, "notes": self.notes,
                 "tools_failed": self.tools_failed,
                 "missing": list(d.missing),
+                "out_of_scope": [{**asdict(s), "why": why} for s, why in d.out_of_scope],
                 "services": [asdict(s) for s in d.services],
                 "processes": [asdict(p) for p in d.processes]}
 
@@ -189,7 +190,11 @@ class HostPlanner:
         table = parse_ps(self._ps_text or "")
         listening = parse_listening(self._listen_text or "")
         self.discovery = d = discover(table, self.host.services, _listen_pids(listening), now=now,
-                                      listen_addresses=_listen_addresses(listening))
+                                      listen_addresses=_listen_addresses(listening),
+                                      scope_ports=self.host.scope_ports,
+                                      all_users=self.host.all_users)
+        for svc, why in d.out_of_scope:
+            self.notes.append(f"{svc.label} (pid {svc.root_pid}) listed, not captured: {why}")
         if self.host.slurm is not None:  # worker logs of a Slurm job (pdforensics.slurm.logs)
             from pdforensics.slurm.logs import attach_logs
 

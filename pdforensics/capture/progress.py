@@ -19,12 +19,33 @@ from pdforensics.terminal import field, write_control
 REDRAW_S = 0.5
 
 
-def phase_name(priority: int) -> str:
+#: sources named by the phase they belong to, whatever their priority (/metrics samples run at
+#: discovery's priority so their spacing holds: they are metrics, not discovery)
+_SOURCE_PHASES = (("pyspy", "stacks"), ("router_metrics", "metrics"), ("metrics", "metrics"),
+                  ("nvidia_smi", "GPUs"), ("server_info", "slow sources"),
+                  ("health_generate", "probes"), ("request_log", "request log"),
+                  ("journal", "logs"), ("log_file", "logs"), ("router_log", "logs"))
+_ORDER = ("connecting", "discovery", "metrics", "logs", "slow sources", "GPUs", "probes",
+          "stacks", "request log")
+
+
+def phase_name(priority: int, source: str = "") -> str:
+    """The phase a source belongs to: its family when it has one, else its priority's."""
+    for prefix, phase in _SOURCE_PHASES:
+        if source.startswith(prefix):
+            return phase
     if priority <= DISCOVERY:
         return "discovery"
     if priority in (CHEAP, NORMAL):
         return "metrics"
     return "slow sources" if priority == SLOW else "stacks"
+
+
+def later_phase(current: str, new: str) -> str:
+    """Phases only move forward on the screen: a late /metrics sample does not send a host
+    that is taking stacks back to "metrics"."""
+    rank = {p: i for i, p in enumerate(_ORDER)}
+    return new if rank.get(new, 0) >= rank.get(current, 0) else current
 
 
 @dataclass
@@ -74,7 +95,8 @@ class LiveProgress:
 
     def tick(self, host: str, source: str, priority: int, done: int, planned: int) -> None:
         line = self.hosts.setdefault(host, HostLine())
-        line.phase, line.done, line.planned = phase_name(priority), done, planned
+        line.phase = later_phase(line.phase, phase_name(priority, source))
+        line.done, line.planned = done, planned
         self.redraw()
 
     def render(self) -> list[str]:

@@ -20,6 +20,7 @@ from pdforensics.errors import Interrupted
 from pdforensics.model import ClusterSpec, CommandResult
 from pdforensics.redact.redactor import Redactor
 from pdforensics.views.readings import BackgroundParser
+from pdforensics.views.window import Since
 
 # Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own
 # thread with the writer and the monotonic deadline; adds results only through the writer.
@@ -32,10 +33,11 @@ class CaptureOptions:
     deadline_s: float = 60.0
     plan: PlanOptions = field(default_factory=PlanOptions)
     channels: int = DEFAULT_CHANNELS
-    archive: bool = False
+    archive: bool = False  # BUNDLE.tar.gz once finished (app/finish.py), the capture's default
     accept_new_host_keys: bool = False
     connect_timeout_s: float = 10.0
     profile: str = "full"
+    since: Since | None = None  # --since: where the evidence window starts (views/window.py)
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,9 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         "options": {"deadline_s": options.deadline_s, "samples": options.plan.samples,
                     "interval_s": options.plan.interval_s, "stacks": options.plan.stacks,
                     "stack_dumps": options.plan.stack_dumps, "channels": options.channels,
-                    "probes": options.plan.probes},
+                    "probes": options.plan.probes,
+                    **({"since": options.since.text, "since_epoch": options.since.at(started)}
+                       if options.since is not None else {})},
         "hosts": [{"name": h.name, "address": h.address, "reachable": h.reachable,
                    "error": h.error, "jobs_run": h.jobs_run, "jobs_not_run": h.jobs_not_run,
                    "simulated_gpu": spec.simulated_gpu, "sudo": spec.sudo,
@@ -200,7 +204,7 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         manifest["request_log"] = {"servers": [row for r in runs for row in r.planner.request_log.rows()],
                                    "left_on": left_on}
     parser.finish(rewritten)
-    bundle = writer.finalise(manifest, archive=options.archive)
+    bundle = writer.finalise(manifest)
     outcome = CaptureOutcome(bundle=bundle, status=str(manifest["status"]),
                              partial_reasons=tuple(manifest["partial_reasons"]),
                              hosts=tuple(hosts), entries=tuple(writer.entries()),
@@ -212,13 +216,16 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
 
 
 def outcome_json(outcome: CaptureOutcome) -> dict[str, Any]:
-    from pdforensics.capture.completeness import is_expected_absence
+    from pdforensics.capture.completeness import is_expected_absence, server_hung
 
     return {"bundle": str(outcome.bundle), "status": outcome.status,
             "partial_reasons": list(outcome.partial_reasons),
             "request_log_left_on": list(outcome.request_log_left_on),
             "hosts": [asdict(h) | {"discovery": None} for h in outcome.hosts],
-            "gaps": [_gap(e) for e in outcome.gaps if not is_expected_absence(e, outcome.bundle)],
+            "gaps": [_gap(e) for e in outcome.gaps if not is_expected_absence(e, outcome.bundle)
+                     and not server_hung(e)],
+            "hung": [f"{e.host} {e.key}: no answer after {e.duration_s:.1f} s" for e in outcome.gaps
+                     if server_hung(e)],
             "expected_absent": [f"{e.host} {e.key}" for e in outcome.gaps
                                 if is_expected_absence(e, outcome.bundle)]}
 

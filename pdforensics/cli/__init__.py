@@ -13,6 +13,7 @@ from pdforensics.cli.analysis import analyze, stacks, triage, verify
 from pdforensics.cli.capture import capture
 from pdforensics.cli.catalog import catalog
 from pdforensics.cli.doctor import doctor
+from pdforensics.cli.explain import explain
 from pdforensics.cli.lab import lab
 from pdforensics.cli.recover import recover
 from pdforensics.cli.report import report
@@ -35,7 +36,7 @@ def main(traceback: bool) -> None:
 
 
 for _command in (capture, doctor, analyze, triage, verify, stacks, lab, catalog, report, recover, watch,
-                 *STORE_COMMANDS):
+                 explain, *STORE_COMMANDS):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import fail_on_option, fails
+from pdforensics.cli.options import fail_on_option, since_option, verbose_option, verdict_exit
 from pdforensics.errors import ExitStatus
 
 
 @click.command()
-@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.argument("bundle", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the same as --format json).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
               show_default=True, help="markdown: a short summary to paste into a ticket or chat.")
@@ -24,21 +25,36 @@ from pdforensics.errors import ExitStatus
               help="Also list the requests seen in the logs: those never finished, the stage "
                    "each reached and for how long, and the per-stage funnel.")
 @fail_on_option
+@since_option
+@verbose_option
 @handles_errors
 def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
-            with_requests: bool, fail_on: str | None) -> None:
-    """Verdict and findings with evidence for BUNDLE (no host contact).
+            with_requests: bool, fail_on: str | None, since: Any, verbose: bool) -> None:
+    """Verdict and findings with evidence for BUNDLE, a bundle directory or its .tar.gz
+    (no host contact).
 
-    Exit 0, or 4 when the verdict reaches --fail-on; 1 on an unreadable bundle.
+    Exit 0, 4 when the verdict reaches --fail-on (8 for an OUTAGE); 1 on an unreadable or
+    refused bundle.
     """
-    from pdforensics.analysis.engine import analysis_json, format_analysis_text
+    from pdforensics.capture.recover import refuse_unfinished
+    from pdforensics.untrusted.archive import is_archive, opened_bundle
+
+    if not is_archive(bundle):
+        refuse_unfinished(bundle)
+    with opened_bundle(bundle) as path:
+        _analyze(path, as_json, fmt, client_dumps, with_requests, fail_on, since, verbose)
+
+
+def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
+             with_requests: bool, fail_on: str | None, since: Any, verbose: bool) -> None:
+    from pdforensics.analysis.engine import analysis_json
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
-    from pdforensics.capture.recover import refuse_unfinished
+    from pdforensics.analysis.text_out import analysis_lines
+    from pdforensics.terminal import print_lines
     from pdforensics.views.loaded import load_capture
 
-    refuse_unfinished(bundle)
-    capture = load_capture(bundle)
+    capture = load_capture(bundle, since=since)
     result = run_rules(capture, [Path(c) for c in client_dumps])
     if as_json or fmt == "json":
         doc = analysis_json(result)
@@ -50,49 +66,61 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     elif fmt == "markdown":
         click.echo(markdown_summary(result, facts_of(capture)), nl=False)
     else:
-        click.echo(format_analysis_text(result))
+        print_lines(analysis_lines(result, verbose, reference=capture.started_at))
         if with_requests:
             from pdforensics.analysis.requests_report import format_requests_text
             from pdforensics.analysis.requests_track import track_requests
             click.echo(format_requests_text(track_requests(capture)), nl=False)
-    if fails(result.verdict, fail_on):
-        sys.exit(ExitStatus.VERDICT)
+    if (bad := verdict_exit(result.verdict, fail_on)) is not None:
+        sys.exit(bad)
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
 @fail_on_option
+@since_option
+@verbose_option
 @handles_errors
-def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None) -> None:
+def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None, since: Any,
+           verbose: bool) -> None:
     """Verdict from loose files: py-spy/faulthandler/Go dumps, /metrics, logs, /server_info.
 
     Each file's kind is read from its content; `-` is stdin. A Go goroutine dump is set
     beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none;
     4: the verdict reached --fail-on.
     """
-    from pdforensics.triage.run import format_triage_text, triage_json, triage_paths
+    from pdforensics.terminal import print_lines
+    from pdforensics.triage.run import triage_json, triage_lines, triage_paths
 
-    result = triage_paths(list(files))
-    click.echo(json.dumps(triage_json(result), indent=1) if as_json else format_triage_text(result))
+    result = triage_paths(list(files), since)
+    if as_json:
+        click.echo(json.dumps(triage_json(result), indent=1))
+    else:
+        print_lines(triage_lines(result, verbose))
     for a in result.artifacts:
         if a.error:
             click.echo(f"pdforensics: skipped {a.path}: {a.error}", err=True)
     verdict = result.analysis.verdict if result.analysis is not None else None
-    sys.exit(ExitStatus.VERDICT if fails(verdict, fail_on) else result.exit_code)
+    bad = verdict_exit(verdict, fail_on)
+    sys.exit(bad if bad is not None else result.exit_code)
 
 
 @click.command()
-@click.argument("bundle", type=click.Path(exists=True, file_okay=False))
+@click.argument("bundle", type=click.Path(exists=True))
 @click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: bundle, ok, secrets_scanned, problems.")
 @handles_errors
 def verify(bundle: str, secrets: bool, as_json: bool) -> None:
-    """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
+    """Re-check BUNDLE (a directory or its .tar.gz) against its manifest (changed, missing,
+    extra files); exit 1 on any problem (an archive with a member a bundle cannot hold is
+    refused whole)."""
     from pdforensics.bundle.ondisk import verify_bundle
     from pdforensics.bundle.secrets_scan import scan_report
+    from pdforensics.untrusted.archive import opened_bundle
 
-    problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
+    with opened_bundle(bundle) as path:
+        problems = verify_bundle(path) + (scan_report(path) if secrets else [])
     if as_json:
         click.echo(json.dumps({"bundle": bundle, "ok": not problems, "secrets_scanned": secrets,
                                "problems": problems}, indent=1))

@@ -12,7 +12,16 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import DURATION, cluster_help, fail_on_option, fails, quiet_option
+from pdforensics.cli.options import (
+    DURATION,
+    cluster_help,
+    fail_on_option,
+    quiet_option,
+    scope_options,
+    since_option,
+    verbose_option,
+    verdict_exit,
+)
 from pdforensics.cli.slurm import apply_slurm, slurm_options
 from pdforensics.errors import ExitStatus
 
@@ -44,12 +53,16 @@ PREWARM_AFTER_S = 3.0  # a capture's first seconds: connections, discovery, firs
               help="Opt-in: turn SGLang request logging on (POST /configure_logging) for SECONDS "
                    "(at most 120, within --deadline) so the logs show request ids, then put the "
                    "previous setting back; a failed restore is an error (exit 1).")
-@click.option("--archive", is_flag=True, help="Also write BUNDLE.tar.gz.")
+@click.option("--archive/--no-archive", default=True, show_default=True,
+              help="Also write BUNDLE.tar.gz beside the bundle: the one file to attach "
+                   "(analyze, report, verify, diff and triage read it directly).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
 @quiet_option
+@verbose_option
 @fail_on_option
+@since_option
 @click.option("--prometheus", help="Prometheus URL: also store its history of the key PD series.")
 @click.option("--history", default="2h", show_default=True, type=DURATION,
               help="Window of that history (30m, 2h, ...).")
@@ -61,6 +74,7 @@ PREWARM_AFTER_S = 3.0  # a capture's first seconds: connections, discovery, firs
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
+@scope_options
 @slurm_options
 @click.option("--k8s", "use_k8s", is_flag=True,
               help="Capture SGLang pods through your kubectl and kubeconfig (docs/kubernetes.md).")
@@ -76,10 +90,11 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
             known_hosts: str | None, sudo: bool, accept_new_host_keys: bool, out_dir: str,
             deadline: float, samples: int, interval: float, no_stacks: bool, stack_dumps: int | None,
             no_probes: bool, request_log: float | None, archive: bool, as_json: bool,
-            markdown_file: str | None, quiet: bool, fail_on: str | None,
+            markdown_file: str | None, quiet: bool, verbose: bool, fail_on: str | None, since: Any,
             prometheus: str | None,
             history: float, with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
-            keep_env: tuple[str, ...], slurm_job: str | None = None, slurm_container: str | None = None,
+            keep_env: tuple[str, ...], ports: tuple[int, ...] = (), services: tuple[str, ...] = (),
+            all_users: bool = False, slurm_job: str | None = None, slurm_container: str | None = None,
             slurm_ssh: bool | None = None, use_k8s: bool = False, namespace: str | None = None,
             selector: str | None = None, context: str | None = None, k8s_debug: bool = False,
             k8s_debug_image: str | None = None) -> None:
@@ -96,16 +111,19 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     from pdforensics.cli.options import configured_cluster_file
     from pdforensics.k8s.options import k8s_capture
 
+    from pdforensics.cli.options import apply_scope
+
     check_window(request_log, deadline)
     cluster = apply_slurm(resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo),
                           slurm_job, slurm_container, slurm_ssh, hosts)
     from_file = not hosts and not local and configured_cluster_file(cluster_file) is not None
+    cluster = apply_scope(cluster, ports, services, all_users, from_file or slurm_job is not None)
     k8s = k8s_capture(cluster, from_file, use_k8s, namespace, selector, context, k8s_debug,
                       k8s_debug_image, deadline)
     if k8s is not None:
         cluster = k8s.cluster
     options = CaptureOptions(
-        out_dir=Path(out_dir), deadline_s=deadline, archive=archive,
+        out_dir=Path(out_dir), deadline_s=deadline, archive=archive, since=since,
         accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
         plan=PlanOptions(samples=samples, interval_s=interval, stacks=not no_stacks,
                          stack_dumps=stack_dumps or min(samples, 3), sglang_source=with_sglang_source,
@@ -133,15 +151,18 @@ def capture(hosts: tuple[str, ...], cluster_file: str | None, local: bool, ident
     finally:
         if progress is not None:
             progress.close()
-    doc = _finished_doc(outcome, cluster, markdown_file)
+    doc = _finished_doc(outcome, cluster, markdown_file, archive)
+    doc["samples"] = samples
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     elif quiet:
-        click.echo(f"{doc['status']} {doc['verdict'] or '-'} {doc['bundle']}")
+        click.echo(" ".join([doc["status"], doc["verdict"] or "-", doc["bundle"],
+                             *([doc["archive"]] if doc.get("archive") else [])]))
     else:
-        from pdforensics.cli.summary import print_summary
+        from pdforensics.cli.summary import summary_lines
+        from pdforensics.terminal import print_lines
 
-        print_summary(doc, click.echo)
+        print_lines(summary_lines(doc, verbose))
     if no_redact:
         click.echo(NO_REDACT_WARNING, err=True)
     for line in outcome.request_log_left_on:
@@ -156,28 +177,32 @@ def capture_exit(doc: dict[str, Any], fail_on: str | None) -> ExitStatus:
         return ExitStatus.NOTHING_COLLECTED
     if doc.get("request_log_left_on"):
         return ExitStatus.ERROR
-    if fails(doc.get("verdict"), fail_on):
-        return ExitStatus.VERDICT
+    if (bad := verdict_exit(doc.get("verdict"), fail_on)) is not None:
+        return bad
     return ExitStatus.OK if doc["status"] == "complete" else ExitStatus.PARTIAL
 
 
-def _finished_doc(outcome: Any, cluster: Any, markdown_file: str | None = None) -> dict[str, Any]:
-    """finish.py's pipeline (analyze, report, store), the Markdown summary when asked for,
-    and the capture's JSON document."""
+def _finished_doc(outcome: Any, cluster: Any, markdown_file: str | None = None,
+                  archive: bool = True) -> dict[str, Any]:
+    """finish.py's pipeline (analyze, report, archive, store), the Markdown summary when asked
+    for, and the capture's JSON document."""
     from pdforensics.analysis.result_json import analysis_json
     from pdforensics.app.finish import finish_bundle
     from pdforensics.capture.run import outcome_json
-    from pdforensics.cli.summary import stuck_since
     from pdforensics.store.filing import configured_store
 
-    done = finish_bundle(outcome.bundle, store=configured_store(cluster))
+    done = finish_bundle(outcome.bundle, store=configured_store(cluster), archive=archive)
     for warning in done.warnings:
         click.echo(f"pdforensics: warning: {warning}", err=True)
     doc = outcome_json(outcome)
+    doc["archive"] = str(done.archive) if done.archive else None
     doc["collected"] = any(h.reachable for h in outcome.hosts)
+    full = analysis_json(done.analysis) if done.analysis else {}
     doc["verdict"] = done.analysis.verdict if done.analysis else None
-    doc["findings"] = analysis_json(done.analysis)["findings"] if done.analysis else []
-    doc["stuck_since"] = stuck_since(outcome.bundle, done.capture) if doc["verdict"] not in (None, "HEALTHY") else None
+    for key in ("since", "mitigate", "diagnose", "window"):
+        doc[key] = full.get(key)
+    doc["findings"] = full.get("findings", [])
+    doc["stuck_since"] = doc["since"]["at"] if doc["since"] else None  # the older name
     doc["report"] = str(done.report) if done.report else None
     doc["stored"] = done.filing.as_json() if done.filing else None
     if markdown_file and done.analysis is None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import CLUSTER_ENV, DURATION, cluster_help, configured_cluster_file, fail_on_option
+from pdforensics.cli.options import (
+    CLUSTER_ENV,
+    DURATION,
+    cluster_help,
+    configured_cluster_file,
+    fail_on_option,
+    since_option,
+)
 from pdforensics.cli.slurm import apply_slurm, slurm_options
 from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
@@ -72,6 +80,7 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @click.option("-v", "--verbose", is_flag=True, help="Say what happened even when healthy.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (snapshot, verdict, status).")
 @fail_on_option
+@since_option
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
 @click.option("--doctor", "with_doctor", is_flag=True,
@@ -80,9 +89,9 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
 @handles_errors
 def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probes: bool, samples: int,
              interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
-             verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...],
-             with_doctor: bool, slurm_job: str | None = None, slurm_container: str | None = None,
-             slurm_ssh: bool | None = None) -> None:
+             verbose: bool, as_json: bool, fail_on: str | None, since: Any,
+             keep_env: tuple[str, ...], with_doctor: bool, slurm_job: str | None = None,
+             slurm_container: str | None = None, slurm_ssh: bool | None = None) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
     Silent while HEALTHY (or -v); one line when not. Exit codes: 0 the snapshot was taken
@@ -100,7 +109,7 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
     options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks, probes=not no_probes,
                               deadline_s=deadline, retention=policy, keep_env=keep_env,
-                              doctor=with_doctor)
+                              doctor=with_doctor, since=since)
     outcome = take_snapshot(cluster, _store(cluster, store), options)
     if as_json:
         from pdforensics.cli.store_text import snapshot_json
@@ -114,14 +123,14 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
 def snapshot_exit(outcome: Any, fail_on: str | None) -> ExitStatus:
     """The capture table (6 nothing collected, 4 --fail-on, 3 partial), 1 when no verdict."""
     from pdforensics.capture.completeness import NOTHING_COLLECTED
-    from pdforensics.cli.options import fails
+    from pdforensics.cli.options import verdict_exit
 
     if outcome.partial_reasons[:1] and outcome.partial_reasons[0] == NOTHING_COLLECTED:
         return ExitStatus.NOTHING_COLLECTED
     if outcome.verdict.verdict is None:
         return ExitStatus.ERROR
-    if fails(outcome.verdict.verdict, fail_on):
-        return ExitStatus.VERDICT
+    if (bad := verdict_exit(outcome.verdict.verdict, fail_on)) is not None:
+        return bad
     return ExitStatus.OK if outcome.capture_status == "complete" else ExitStatus.PARTIAL
 
 
@@ -214,25 +223,31 @@ def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | No
          cluster_name: str | None, as_json: bool) -> None:
     """What changed from A to B: flags, env vars, packages, versions, units, layout.
 
-    A and B are bundle paths, snapshot names, `baseline` or `newest`. No arguments:
-    baseline -> newest snapshot. One argument: baseline -> that bundle.
+    A and B are bundle paths (a directory or its .tar.gz), snapshot names, `baseline` or
+    `newest`. No arguments: baseline -> newest snapshot. One argument: baseline -> that bundle.
     """
     from pdforensics.diff import diff_bundles, diff_json, format_diff_text
     from pdforensics.store.index import open_index
     from pdforensics.store.refs import bundle_cluster, is_bundle, resolve
+    from pdforensics.untrusted.archive import is_archive, opened_bundle
 
     cluster = _cluster(cluster_file)
     if b is None:
         a, b = "baseline", a or "newest"
     assert a is not None
     name = _name(cluster, cluster_name)
-    if is_bundle(a) and is_bundle(b):
-        pa, pb = resolve(None, a, name), resolve(None, b, name)
-    else:
-        with open_index(_store(cluster, store), create=False) as index:
-            pb = resolve(index, b, name)
-            pa = resolve(index, a, name or bundle_cluster(pb))
-    result = diff_bundles(pa, pb)
+    with ExitStack() as stack:  # an archive is read unpacked, for as long as the diff runs
+        def given(ref: str) -> str:
+            return str(stack.enter_context(opened_bundle(ref))) if is_archive(ref) else ref
+
+        a, b = given(a), given(b)
+        if is_bundle(a) and is_bundle(b):
+            pa, pb = resolve(None, a, name), resolve(None, b, name)
+        else:
+            with open_index(_store(cluster, store), create=False) as index:
+                pb = resolve(index, b, name)
+                pa = resolve(index, a, name or bundle_cluster(pb))
+        result = diff_bundles(pa, pb)
     if pa == pb:
         result = type(result)(**{**result.__dict__,
                                  "notes": ("A and B are the same bundle", *result.notes)})

@@ -1,78 +1,76 @@
 """The end of a capture on the terminal: what an on-call engineer needs, in a dozen lines.
 
-The verdict, every critical finding, how many more there are, the top finding's next step,
-since when the cluster has been stuck (the earliest log evidence, when the logs tell), the
-gaps that are not expected absences, and where the bundle and the report are.
+The first screen opens like the report's banner and the Markdown summary: the verdict, since
+when (from the evidence tied to the findings that set it), one *mitigate now* line and one
+*diagnose* line; then the critical findings (and how many more), what hung (evidence) and what
+the tool could not collect (gaps), and where the bundle, its archive and the report are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pdforensics.views.loaded import LoadedCapture
+from pdforensics.terminal import SEVERITY_STYLE, VERDICT_STYLE, Line, field
 
-from pdforensics.terminal import field
-
-Echo = Callable[[str], None]
 GAPS_SHOWN = 15
 
 
-def stuck_since(bundle: Path, cap: LoadedCapture | None = None) -> float | None:
-    """The earliest time a cause or consequence log signature was seen on any server, when
-    the capture holds such log evidence; None when the logs cannot tell. `cap`: the bundle's
-    LoadedCapture when the caller has one (else it is loaded here)."""
-    from pdforensics.views.loaded import load_capture
-
-    try:
-        cap = cap if cap is not None else load_capture(bundle)
-    except Exception:
-        return None
-    firsts = [h.first_epoch for s in cap.services() for h in s.log_hits
-              if h.kind in ("cause", "consequence") and h.first_epoch]
-    return min(firsts) if firsts else None
-
-
-def _utc(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def print_summary(doc: dict[str, Any], echo: Echo) -> None:
-    """The text summary of a capture document (outcome_json plus verdict, findings, paths)."""
+def summary_lines(doc: dict[str, Any], verbose: bool = False) -> list[Line]:
+    """The text summary of a capture document (outcome_json plus the analysis and paths)."""
     status = doc["status"] + (" (nothing collected)" if not doc.get("collected", True) else "")
-    echo(f"status: {status}")
-    for reason in doc["partial_reasons"]:
-        echo(f"  partial: {field(reason)}")
+    lines: list[Line] = [("capture: ", (status, "bold" if status == "complete" else "amber bold"))]
+    lines += [(f"  partial: {field(r)}",) for r in doc["partial_reasons"]]
     if doc.get("verdict"):
-        _verdict(doc, echo)
+        lines += _verdict(doc)
+    for h in doc.get("hung", ()):
+        lines.append((f"  hung (evidence, not a gap): {field(h)}",))
     gaps = doc["gaps"]
     if gaps:
-        echo(f"gaps: {len(gaps)}")
-        for g in gaps[:GAPS_SHOWN]:
-            echo(f"  {field(g['host'])} {field(g['key'])}: {field(g['error'])}"
-                 + (f" ({field(g['stderr'])})" if g["stderr"] else ""))
-        if len(gaps) > GAPS_SHOWN:
-            echo(f"  ... {len(gaps) - GAPS_SHOWN} more in manifest.json")
-    echo(f"bundle: {doc['bundle']}")
+        lines.append((f"gaps (the tool could not collect): {len(gaps)}",))
+        shown = gaps if verbose else gaps[:GAPS_SHOWN]
+        for g in shown:
+            lines.append((f"  {field(g['host'])} {field(g['key'])}: {field(g['error'])}"
+                          + (f" ({field(g['stderr'])})" if g["stderr"] else ""),))
+        if len(gaps) > len(shown):
+            lines.append((f"  ... {len(gaps) - len(shown)} more in manifest.json",))
+    lines.append((f"bundle:  {doc['bundle']}",))
+    if doc.get("archive"):
+        lines.append((f"archive: {doc['archive']}",))
     if doc.get("report"):
-        echo(f"report: {doc['report']}")
+        lines.append((f"report:  {doc['report']}",))
     if doc.get("stored"):
-        echo(f"store: {doc['stored'].get('path') or doc['stored'].get('error')}")
+        lines.append((f"store:   {doc['stored'].get('path') or doc['stored'].get('error')}",))
+    return lines
 
 
-def _verdict(doc: dict[str, Any], echo: Echo) -> None:
+def _verdict(doc: dict[str, Any]) -> list[Line]:
+    verdict = doc["verdict"]
+    lines: list[Line] = [("VERDICT: ", (verdict, VERDICT_STYLE.get(verdict, "bold")))]
+    since = doc.get("since")
+    if verdict != "HEALTHY":
+        lines.append(("since:        ", f"{since['utc'].replace('T', ' ').replace('Z', ' UTC')} "
+                      f"({field(since['evidence'])})" if since else
+                      "unknown (no timed evidence tied to the findings)"))
+    if doc.get("mitigate"):
+        lines.append((("mitigate now: ", "bold"), field(doc["mitigate"])))
+    if doc.get("diagnose"):
+        lines.append((("diagnose:     ", "bold"), field(doc["diagnose"])))
     findings = doc["findings"]
-    echo(f"verdict: {doc['verdict']}")
     critical = [f for f in findings if f["severity"] == "critical"]
     shown = critical or findings[:1]
+    if shown:
+        lines.append(("findings:",))
     for f in shown:
-        echo(f"  [{f['severity']}] {f['key']}: {field(f['title'])}")
+        lines.append(("  ", (f"[{f['severity']}]", SEVERITY_STYLE.get(f["severity"], "")),
+                      f" {f['key']}: {field(f['title'])}"))
     if len(findings) > len(shown):
-        echo(f"  ... {len(findings) - len(shown)} more (pdforensics analyze {doc['bundle']})")
-    if findings:
-        echo(f"next: {field(findings[0]['next_step'])}")
-    if doc.get("stuck_since") and doc["verdict"] != "HEALTHY":
-        echo(f"since: {_utc(doc['stuck_since'])} (earliest log evidence)")
+        lines.append((f"  ... {len(findings) - len(shown)} more (pdforensics analyze "
+                      f"{doc.get('archive') or doc['bundle']})",))
+    window = doc.get("window")
+    if window and window.get("history"):
+        lines.append(((f"history: {len(window['history'])} item(s) before the evidence window "
+                       f"({field(window['how'])}), shown in the report, not judged", "dim"),))
+    if doc.get("samples") == 1 and verdict != "WEDGED":
+        lines.append((("note: one /metrics sample cannot show a wedge (frozen counters need "
+                       "two); capture with --samples 2 or more", "amber"),))
+    return lines

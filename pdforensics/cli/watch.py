@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import DURATION, cluster_help, quiet_option
+from pdforensics.cli.options import DURATION, cluster_help, quiet_option, since_option
 from pdforensics.errors import PdforensicsError
 
 
@@ -37,8 +37,13 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
               help="How long a wedge signature must hold before capturing.")
 @click.option("--cooldown", default="15m", show_default=True, type=DURATION,
               help="Least time between two captures.")
-@click.option("--on-capture", help="Command run after each capture; PDFX_BUNDLE, PDFX_VERDICT, "
-              "PDFX_STATUS, PDFX_SUMMARY, PDFX_TRIGGER, PDFX_CLUSTER in its environment.")
+@click.option("--on-capture", help="Command run after each capture (split like a shell line, no "
+              "shell). Its environment: PDFX_BUNDLE (the bundle's path), PDFX_ARCHIVE (BUNDLE.tar.gz, "
+              "empty with --no-archive), PDFX_REPORT (report.html), PDFX_VERDICT (OUTAGE, WEDGED, "
+              "DEGRADED, HEALTHY or UNKNOWN), PDFX_STATUS (complete or partial), PDFX_CLUSTER, "
+              "PDFX_SUMMARY (the analysis summary), PDFX_SINCE (ISO time, may be empty), "
+              "PDFX_MITIGATE (the mitigate-now line), PDFX_TRIGGER (the rule keys that held) and "
+              "PDFX_SUSPECTS (the suspected servers).")
 @click.option("--hook-timeout", default="60s", show_default=True, type=DURATION,
               help="Kill the --on-capture command after this long.")
 @click.option("--store", "store", type=click.Path(file_okay=False),
@@ -56,11 +61,14 @@ def _store_dir(cluster: Any, explicit: str | None) -> Path:
               help="Time between those samples.")
 @click.option("--no-stacks", is_flag=True, help="Captures skip py-spy dumps.")
 @click.option("--no-probes", is_flag=True, help="Captures skip the /health_generate probe.")
+@click.option("--archive/--no-archive", default=True, show_default=True,
+              help="Also write BUNDLE.tar.gz beside each capture (PDFX_ARCHIVE).")
 @click.option("--http-timeout", default="5s", show_default=True, type=DURATION,
               help="Timeout of one GET of a poll.")
 @click.option("--max-polls", type=int, help="Stop after this many polls (rehearsals, tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event on stdout.")
 @quiet_option
+@since_option
 def watch(**kw: Any) -> None:
     """Poll /metrics, router metrics and /workers; capture a wedge once it holds --for.
 
@@ -76,7 +84,8 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
            hold: float, cooldown: float, on_capture: str | None, hook_timeout: float,
            store: str | None, metrics_port: int | None, metrics_addr: str, prometheus: str | None,
            history: float, deadline: float, samples: int, interval: float, no_stacks: bool,
-           no_probes: bool, http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool) -> None:
+           no_probes: bool, archive: bool, http_timeout: float, max_polls: int | None, as_json: bool, quiet: bool,
+           since: Any = None) -> None:
     from pdforensics.capture.planner import PlanOptions
     from pdforensics.capture.run import CaptureOptions
     from pdforensics.cli.capture import resolve_cluster
@@ -88,7 +97,8 @@ def _watch(hosts: tuple[str, ...], cluster_file: str | None, local: bool, identi
     cluster = resolve_cluster(hosts, cluster_file, local, identity, known_hosts, sudo)
     store_dir = _store_dir(cluster, store)
     options = WatchOptions(
-        capture=CaptureOptions(out_dir=store_dir / "bundles", deadline_s=deadline,
+        capture=CaptureOptions(out_dir=store_dir / "bundles", deadline_s=deadline, since=since,
+                               archive=archive,
                                accept_new_host_keys=accept_new_host_keys or cluster.accept_new_host_keys,
                                plan=PlanOptions(samples=samples, interval_s=interval,
                                                 stacks=not no_stacks, probes=not no_probes)),

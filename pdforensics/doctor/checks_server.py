@@ -58,13 +58,18 @@ def _router_metrics(s: ServiceView) -> Check:
               subject=_sub(s))
 
 
+#: one advice for request logging, everywhere doctor gives it (the level capture --request-log sets)
+REQUEST_LOGGING_FIX = "--log-requests --log-requests-level 1"
+
+
 def _request_logging(s: ServiceView) -> Check:
     if s.cmdline and has_flag(s.cmdline, "--log-requests"):
         level = flag_value(s.cmdline, "--log-requests-level") or "default"
         return ok("request_logging", s.host, f"--log-requests on (level {level})", subject=_sub(s))
     return warn("request_logging", s.host, "request-level logging off: a stuck request's rid "
                 "cannot be followed through prefill and decode",
-                "add --log-requests --log-requests-level 0 (metadata only) to the server",
+                f"add {REQUEST_LOGGING_FIX} to the server (rid and bootstrap room, not the prompt; "
+                "`capture --request-log` switches the same on for one capture)",
                 subject=_sub(s))
 
 

@@ -14,6 +14,9 @@ from pdforensics.views.loaded import HostView, ServiceView
 #: hook, a setting the version lacks, or a value that cannot be read is a warning
 STATUS: dict[str, Status] = {"ok": "ok", "disabled": "fail", "too_long": "fail",
                              "unarmed": "warn", "absent": "warn", "unknown": "warn"}
+#: safeguards another check already judges per server: request logging is `request_logging`
+#: (one line, one advice), not three lines with two different levels
+COVERED = frozenset({"log_requests", "log_requests_level"})
 
 
 def server_version(host: HostView, s: ServiceView) -> str | None:
@@ -28,6 +31,8 @@ def safeguard_checks(d: DoctorInput) -> Iterator[Check]:
                 continue
             version = server_version(h, s)
             for sg in judge_safeguards(version, s.cmdline, s.environ):
+                if sg.key in COVERED:
+                    continue
                 state = str(sg.state)
                 value = "unset" if sg.value is None else repr(sg.value)
                 if sg.source == "default":

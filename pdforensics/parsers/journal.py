@@ -52,6 +52,9 @@ class SignatureHit:
     last_epoch: float | None
     samples: tuple[str, ...]
     ranks: tuple[str, ...]
+    # where the last run of this signature began: hits no more than RUN_GAP_S apart are one
+    # run, so a wedge older than the evidence window still has its true start
+    run_start: float | None = None
 
 
 def _signatures_from_table() -> tuple[Signature, ...]:
@@ -76,6 +79,8 @@ def _signatures_from_table() -> tuple[Signature, ...]:
 SIGNATURES: tuple[Signature, ...] = _signatures_from_table()
 
 _MAX_SAMPLES = 5
+#: two hits of one signature further apart than this start a new run (two PD timeouts)
+RUN_GAP_S = 600.0
 _SAMPLE_CHARS = 500
 
 _MONTHS = {m: i for i, m in enumerate(
@@ -162,38 +167,52 @@ class _Acc:
     count: int = 0
     first: float | None = None
     last: float | None = None
+    run_start: float | None = None
+
+    def add(self, t: float | None) -> None:
+        self.count += 1
+        if t is None:
+            return
+        if self.last is None or t - self.last > RUN_GAP_S:
+            self.run_start = t
+        self.first = t if self.first is None else min(self.first, t)
+        self.last = t if self.last is None else max(self.last, t)
 
 
 # A capture scans each log twice, the same text both times: for parsed/ while it collects and
 # for the analysis after. The answer (a few counts and samples) is kept by the text's digest.
-_SCANNED: OrderedDict[tuple[bytes, float | None], tuple[SignatureHit, ...]] = OrderedDict()
+_SCANNED: OrderedDict[tuple[bytes, float | None, float | None], tuple[SignatureHit, ...]] = \
+    OrderedDict()
 _SCANNED_MAX = 256
 _SCANNED_LOCK = threading.Lock()
 
 
-def scan_log_signatures(text: str, since_epoch: float | None = None) -> tuple[SignatureHit, ...]:
-    """Count SIGNATURES in ``text``; with ``since_epoch`` skip lines known to be older.
+def scan_log_signatures(text: str, since_epoch: float | None = None,
+                        until_epoch: float | None = None) -> tuple[SignatureHit, ...]:
+    """Count SIGNATURES in ``text``; with ``since_epoch`` skip lines known to be older, with
+    ``until_epoch`` lines known to be that old or newer (the history before a window).
 
-    Lines whose time is unknown (no timestamp seen yet) are counted. Hits come back in
+    Lines whose time is unknown (no timestamp seen yet) are counted, except in the history. Hits come back in
     SIGNATURES order, one per cause or consequence signature that matched, then the queue
     signatures (a disaggregation queue count rising across batch lines). Noise is left out:
     `match_log_signatures` gives it too.
     """
-    return tuple(h for h in match_log_signatures(text, since_epoch) if h.kind != "noise")
+    return tuple(h for h in match_log_signatures(text, since_epoch, until_epoch)
+                 if h.kind != "noise")
 
 
-def match_log_signatures(text: str, since_epoch: float | None = None
-                         ) -> tuple[SignatureHit, ...]:
+def match_log_signatures(text: str, since_epoch: float | None = None,
+                         until_epoch: float | None = None) -> tuple[SignatureHit, ...]:
     """scan_log_signatures with noise signatures (the periodic batch lines) kept."""
     if "\x1b[" in text:  # smg colours its log even into a file or journald
         text = ANSI_CODE.sub("", text)
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-           since_epoch)
+           since_epoch, until_epoch)
     with _SCANNED_LOCK:
         known = _SCANNED.get(key)
     if known is not None:
         return known
-    hits = _scan(text, since_epoch)
+    hits = _scan(text, since_epoch, until_epoch)
     with _SCANNED_LOCK:
         _SCANNED[key] = hits
         while len(_SCANNED) > _SCANNED_MAX:
@@ -210,7 +229,8 @@ def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
     return got
 
 
-def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
+def _scan(text: str, since_epoch: float | None, until_epoch: float | None
+          ) -> tuple[SignatureHit, ...]:
     from pdforensics.parsers.log_trends import BatchLine, rising_queues
 
     accs: dict[str, _Acc] = {}
@@ -239,16 +259,14 @@ def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
+        if until_epoch is not None and (current is None or current >= until_epoch):
+            continue
         matched = _line_keys(line, low, active)
         if not matched:
             continue
         rank = parse_rank(line)
         for sig in matched:
-            acc = accs.setdefault(sig.key, _Acc())
-            acc.count += 1
-            if current is not None:
-                acc.first = current if acc.first is None else min(acc.first, current)
-                acc.last = current if acc.last is None else max(acc.last, current)
+            accs.setdefault(sig.key, _Acc()).add(current)
             got = samples.setdefault(sig.key, [])
             if len(got) < _MAX_SAMPLES:
                 got.append(line[:_SAMPLE_CHARS])
@@ -258,8 +276,8 @@ def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
                 batch_lines.append(BatchLine(current, rank, line[:_SAMPLE_CHARS]))
     hits = [SignatureHit(sig.key, sig.kind, accs[sig.key].count, accs[sig.key].first,
                          accs[sig.key].last, tuple(samples[sig.key]),
-                         tuple(sorted(ranks.get(sig.key, ()))))
+                         tuple(sorted(ranks.get(sig.key, ()))), accs[sig.key].run_start)
             for sig in SIGNATURES if sig.key in accs]
     hits.extend(SignatureHit(r.key, "cause", r.count, r.first_epoch, r.last_epoch, r.samples,
-                             r.ranks) for r in rising_queues(batch_lines))
+                             r.ranks, r.first_epoch) for r in rising_queues(batch_lines))
     return tuple(hits)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pdforensics.errors import ParseError
 
-PS_ARGV = ("ps", "-eww", "-o", "pid=,ppid=,stat=,etimes=,nlwp=,rss=,args=")
+PS_ARGV = ("ps", "-eww", "-o", "pid=,ppid=,stat=,etimes=,nlwp=,rss=,uid=,args=")
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class PsRow:
     threads: int
     rss_kb: int
     args: str
+    uid: int | None = None  # the process's effective uid (None: a bundle from before it was read)
 
     @property
     def state(self) -> str:
@@ -34,17 +35,26 @@ class PsTable:
 
 
 def parse_ps(text: str) -> PsTable:
-    """Parse `ps -eww -o pid=,ppid=,stat=,etimes=,nlwp=,rss=,args=`; bad lines are kept aside."""
+    """Parse `ps -eww -o pid=,ppid=,stat=,etimes=,nlwp=,rss=,uid=,args=` (and the older form
+    without uid, of bundles taken before it: a seventh field of digits only, followed by more,
+    is the uid); bad lines are kept aside."""
     rows = []
     bad = []
     for line in text.splitlines():
         if not line.strip():
             continue
-        parts = line.split(None, 6)
+        parts = line.split(None, 7)
         try:
             pid, ppid, stat, etimes, nlwp, rss = parts[:6]
+            uid: int | None = None
+            rest = parts[6:]
+            if len(rest) == 2 and rest[0].isdigit():
+                uid, rest = int(rest[0]), rest[1:]
+            elif len(rest) == 1 and rest[0].isdigit() and len(line.split()) == 7:
+                uid, rest = int(rest[0]), []  # a uid and empty args (a zombie)
+            args = " ".join(rest) if len(rest) < 2 else line.split(None, 6)[6]
             rows.append(PsRow(int(pid), int(ppid), stat, int(etimes), int(nlwp), int(rss),
-                              parts[6] if len(parts) > 6 else ""))
+                              args, uid))
         except ValueError:
             if parts and parts[0] == "PID":  # a header line from a ps without '='
                 continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.bundle.ondisk import ResultEntry
+from pdforensics.capture.completeness import server_hung
 from pdforensics.report.common import dur, hms, host_id, href, size
 from pdforensics.views.loaded import LoadedCapture
 
@@ -71,6 +72,8 @@ def no_gpu(e: ResultEntry) -> bool:
 def _row(e: ResultEntry, prefix: str) -> EntryRow:
     if no_gpu(e):
         state, status = "absent", "no GPU"
+    elif server_hung(e):  # the server took the request and never answered: evidence
+        state, status = "hung", "hung (evidence)"
     elif e.timed_out:
         state, status = "timeout", "timed out"
     elif e.error:
@@ -105,7 +108,7 @@ def build_collection(capture: LoadedCapture, prefix: str) -> tuple[CollectionVie
                                                      key=lambda e: e.started_at))
         h = meta.get(name)
         reachable = h.reachable if h else True
-        failed = sum(1 for r in rows if r.state not in ("ok", "absent"))
+        failed = sum(1 for r in rows if r.state not in ("ok", "absent", "hung"))
         hosts.append(HostLog(host=name, anchor=host_id(name), address=h.address if h else "",
                              reachable=reachable, error=h.error if h else None, rows=rows,
                              failed=failed, open=not reachable))
@@ -115,7 +118,7 @@ def build_collection(capture: LoadedCapture, prefix: str) -> tuple[CollectionVie
         missing.append("the manifest lists no results")
     return CollectionView(
         hosts=tuple(hosts), total=len(all_rows),
-        failed=sum(1 for r in all_rows if r.state not in ("ok", "absent")),
+        failed=sum(1 for r in all_rows if r.state not in ("ok", "absent", "hung")),
         timed_out=sum(1 for r in all_rows if r.state == "timeout"),
         bytes=size(sum(r.nbytes for r in all_rows)), parse_errors=capture.parse_errors,
         partial_reasons=capture.partial_reasons), missing

@@ -35,6 +35,7 @@ class XidRow:
     xid: int
     process: str
     message: str
+    history: bool = False  # before the evidence window: shown, not judged
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def chart(gpus: tuple[GpuInfo, ...], host: str) -> Markup:
 
 
 def _xid_note(h: HostView, kernel: ResultEntry | None) -> str | None:
-    if h.xids:
+    if h.xids or h.xid_history:
         return None
     if kernel is None:
         return "kernel log not collected: Xid events unknown"
@@ -113,7 +114,8 @@ def _host(h: HostView, owners: dict[int, str], kernel: ResultEntry | None,
     xids = tuple(XidRow(when=utc(x.epoch) if x.epoch else (f"uptime {x.uptime_s:.0f}s"
                                                             if x.uptime_s else "—"),
                         pci=x.pci, xid=x.xid, process=f"{x.pid or ''} {x.process or ''}".strip(),
-                        message=x.message) for x in h.xids)
+                        message=x.message, history=x in h.xid_history)
+                 for x in (*h.xid_history, *h.xids))
     note = None
     if not h.gpus and not gpu_less:
         note = f"no GPU data: {h.gpu_error or 'nvidia-smi returned no GPUs'}"

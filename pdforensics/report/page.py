@@ -116,6 +116,7 @@ def context(capture: LoadedCapture, analysis: Analysis | None = None,
         "verdict": v.verdict if v is not None else "UNKNOWN", "cluster": capture.cluster,
         "captured": utc(capture.started_at), "tool_version": __version__,
         "bundle_name": capture.path.name,
+        "flagged": [sid for sid, sec in sections.items() if sec.missing or sec.failed],
     }
 
 

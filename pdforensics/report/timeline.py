@@ -94,6 +94,15 @@ def _service_rows(s: ServiceView) -> tuple[Row, list[Row]]:
                               f"{h.key} on {s.label}: {h.count}x, first {utc(h.first_epoch)}, "
                               f"last {utc(h.last_epoch)}", end=h.last_epoch))
         sig_rows.append(r)
+    for h in s.log_history:  # before the evidence window: drawn grey, never judged
+        if h.first_epoch is None:
+            continue
+        r = Row(f"{h.key} ({s.role}, history)", "sig-history")
+        r.events.append(Event(h.first_epoch, "sig history",
+                              f"{h.key} on {s.label} before the evidence window: {h.count}x, "
+                              f"first {utc(h.first_epoch)}, last {utc(h.last_epoch)}",
+                              end=h.last_epoch))
+        sig_rows.append(r)
     return row, sig_rows
 
 
@@ -198,7 +207,13 @@ def _signatures(capture: LoadedCapture, prefix: str) -> tuple[SignatureRow, ...]
                                     first=utc(h.first_epoch), last=utc(h.last_epoch),
                                     ranks=", ".join(h.ranks),
                                     sample=(h.samples[0] if h.samples else "")[:400], href=link))
-    return tuple(sorted(out, key=lambda r: (r.kind != "cause", r.first, r.server)))
+        for h in s.log_history:
+            out.append(SignatureRow(server=s.label, key=h.key, kind="history", count=h.count,
+                                    first=utc(h.first_epoch), last=utc(h.last_epoch),
+                                    ranks=", ".join(h.ranks),
+                                    sample=(h.samples[0] if h.samples else "")[:400], href=link))
+    order = {"cause": 0, "consequence": 1, "history": 3}
+    return tuple(sorted(out, key=lambda r: (order.get(r.kind, 2), r.first, r.server)))
 
 
 def build_timeline(capture: LoadedCapture, changes: Sequence[Change] | None = None,

@@ -8,7 +8,12 @@ from typing import Any
 from markupsafe import Markup
 
 from pdforensics.analysis.metrics_view import WORK_GAUGES, gauge, progress, work_in_flight
-from pdforensics.analysis.router_view import router_in_flight, worker_breakers
+from pdforensics.analysis.router_view import (
+    availability,
+    listed_workers,
+    router_in_flight,
+    worker_breakers,
+)
 from pdforensics.report import svg
 from pdforensics.report.common import fetch_state, host_id, num, service_id
 from pdforensics.report.pods import PodRow, pod_rows
@@ -34,7 +39,7 @@ class NodeView:
     host: str
     role: str
     port: int | None
-    state: str  # ok | stuck | bad | hung | missing | unreachable
+    state: str  # ok | stuck | bad | hung | missing | unreachable | outage | degraded (router)
     health: str
     server_info: str | None
     in_flight: str
@@ -42,6 +47,7 @@ class NodeView:
     note: str | None  # unreachable reason, missing process ...
     processes: int
     ranks: str
+    breakers: str | None = None  # a router's worker breakers: "prefill open, decode closed"
 
 
 @dataclass(frozen=True)
@@ -86,20 +92,18 @@ def _node(h: HostView, s: ServiceView) -> NodeView:
         si_state, si_words = fetch_state(si)
         if si_state == "hung" and state == "ok":
             state = "hung"
+    notes = []
+    breakers: str | None = None
     if s.kind == "router":
         in_flight = router_in_flight(s)
-        workers = s.fetches.get("workers")
-        body = workers.json() if workers is not None else None
-        wl = body.get("workers") if isinstance(body, dict) else body
-        queues: tuple[tuple[str, str], ...] = (
-            ("workers", str(len(wl)) if isinstance(wl, list) else "—"),)
-        breakers = worker_breakers(s)
-        if breakers:
-            queues += (("breakers open", f"{sum(b.open_now for b in breakers)}/{len(breakers)}"),)
+        queues, router_state, router_note, breakers = _router_state(s)
+        if router_state is not None and state == "ok":
+            state = router_state
+        if router_note:
+            notes.append(router_note)
     else:
         in_flight = requests_inside(s)
         queues = tuple((label, num(last_value(s, m))) for label, m in QUEUES.get(s.role, ()))
-    notes = []
     stuck = _stuck(s)
     if stuck is not None:
         notes.append(stuck)
@@ -116,7 +120,29 @@ def _node(h: HostView, s: ServiceView) -> NodeView:
     ranks = ", ".join(f"{p.info.rank or p.info.pid}:{p.info.state}" for p in s.ranks)
     return NodeView(anchor=service_id(s), host=h.name, role=s.role, port=s.port, state=state,
                     health=words, server_info=si_words, in_flight=num(in_flight), queues=queues,
-                    note=note, processes=len(s.processes), ranks=ranks)
+                    note=note, processes=len(s.processes), ranks=ranks,
+                    breakers=breakers if s.kind == "router" else None)
+
+
+def _router_state(s: ServiceView) -> tuple[tuple[tuple[str, str], ...], str | None, str | None,
+                                           str | None]:
+    """Per role, the workers the router can route to (``prefill 0/1 up``); the state "outage"
+    when a role has none left, "degraded" when a breaker is open; a note; every breaker's
+    state ("prefill open, decode closed")."""
+    roles = availability(s)
+    queues = tuple((role, f"{len(a.available)}/{len(a.workers)} up")
+                   for role, a in sorted(roles.items(), key=lambda kv: kv[0] != "prefill"))
+    if not roles:
+        listed = listed_workers(s)
+        queues = (("workers", str(len(listed)) if listed is not None else "—"),)
+    breakers = worker_breakers(s)
+    opened = [b for b in breakers if b.open_now]
+    states = ", ".join(f"{b.role or '?'} {b.state_name}" for b in breakers) or None
+    note = ("breaker open: " + ", ".join(b.worker.split("://")[-1] for b in opened)) if opened else None
+    if any(a.none_left for a in roles.values()):
+        down = [r for r, a in roles.items() if a.none_left]
+        return queues, "outage", f"no {' or '.join(down)} worker to route to", states
+    return queues, "degraded" if opened else None, note, states
 
 
 def _unreachable(h: HostView, declared: list[dict[str, Any]]) -> list[NodeView]:
@@ -229,6 +255,8 @@ def _box(n: NodeView, x: float, y: float) -> Markup:
     lines.append(svg.text(x + 14, y + 55, "health " + _clip(n.health, 30), "node-kv"))
     if n.server_info:
         lines.append(svg.text(x + 14, y + 70, "server_info " + _clip(n.server_info, 26), "node-kv"))
+    elif n.breakers:
+        lines.append(svg.text(x + 14, y + 70, "breakers " + _clip(n.breakers, 31), "node-kv"))
     q = "  ".join(f"{k} {v}" for k, v in n.queues)
     lines.append(svg.text(x + 14, y + 88, f"in-flight {n.in_flight}", "node-big"))
     lines.append(svg.text(x + 14, y + 106, _clip(q, 44), "node-kv"))

@@ -60,6 +60,11 @@ class VerdictView:
     hosts: int
     services: int
     parse_errors: tuple[str, ...]
+    since: str | None = None  # "2026-12-04 16:47:49 UTC (3 min before the capture; ...)"
+    mitigate: str | None = None  # the one line that restores service
+    diagnose: str | None = None  # the one line that leads to the cause
+    window: str | None = None  # where the evidence window starts and why
+    history: tuple[str, ...] = ()  # timed evidence before the window: shown, not judged
 
 
 def _evidence(item: Evidence | str, prefix: str) -> EvidenceView:
@@ -98,8 +103,16 @@ def findings_of(analysis: Analysis | None, prefix: str = "") -> tuple[FindingVie
 def build_verdict(capture: LoadedCapture, analysis: Analysis | None, note: str | None,
                   prefix: str = "") -> tuple[VerdictView, list[str]]:
     """The banner: verdict, capture facts, findings most severe first with linked evidence."""
+    from pdforensics.analysis.text_out import since_text
+    from pdforensics.analysis.text_out import utc as long_utc
+
     verdict = analysis.verdict if analysis is not None else "UNKNOWN"
     findings = findings_of(analysis, prefix)
+    since = None
+    if analysis is not None and verdict != "HEALTHY":
+        since = (since_text(analysis.since, capture.started_at) if analysis.since is not None
+                 else "unknown (no timed evidence tied to the findings)")
+    w = analysis.window if analysis is not None else None
     summary = analysis.summary if analysis is not None else None
     missing = list(analysis.missing) if analysis is not None else []
     view = VerdictView(
@@ -110,6 +123,11 @@ def build_verdict(capture: LoadedCapture, analysis: Analysis | None, note: str |
         skipped=tuple(f"{s.rule}: {s.reason}" for s in analysis.skipped) if analysis else (),
         analysis_note=note if analysis is None else None,
         hosts=len(capture.hosts), services=sum(1 for _ in capture.services()),
-        parse_errors=capture.parse_errors,
+        parse_errors=capture.parse_errors, since=since,
+        mitigate=analysis.mitigate if analysis is not None else None,
+        diagnose=analysis.diagnose if analysis is not None else None,
+        window=(f"from {long_utc(w.start)} ({w.how})" if w is not None and w.start is not None
+                else None),
+        history=w.history if w is not None else (),
     )
     return view, missing

@@ -15,6 +15,7 @@ from pdforensics.errors import BundleError
 from pdforensics.report.changes import Baseline
 from pdforensics.report.page import render
 from pdforensics.views.loaded import LoadedCapture, load_capture
+from pdforensics.views.window import Since
 
 REPORT_FILE = "report.html"
 
@@ -41,16 +42,20 @@ def raw_prefix(bundle: Path, out: Path) -> str:
 def write_report(bundle: str | Path, out: str | Path | None = None,
                  analysis: Analysis | None = None,
                  changes: Sequence[Change] | None = None, baseline: Baseline | None = None,
-                 change_notes: Sequence[str] = (), capture: LoadedCapture | None = None) -> Path:
+                 change_notes: Sequence[str] = (), capture: LoadedCapture | None = None,
+                 since: Since | None = None, link_base: Path | None = None) -> Path:
     """Render BUNDLE's report to ``out`` (default BUNDLE/report.html); returns the path.
-    ``capture``: the bundle already loaded (a capture analyzes and reports one load)."""
+    ``capture``: the bundle already loaded (a capture analyzes and reports one load);
+    ``since``: the evidence window's start (report --since); ``link_base``: where the
+    bundle's files will be for the raw links (an archive's bundle once unpacked beside it)."""
     if capture is None:
-        capture = load_capture(bundle)
+        capture = load_capture(bundle, since=since)
     note = None
     if analysis is None:
         analysis, note = bundle_analysis(capture)
     target = Path(out) if out is not None else capture.path / REPORT_FILE
-    html = render(capture, analysis, changes, baseline, raw_prefix(capture.path, target),
+    html = render(capture, analysis, changes, baseline,
+                  raw_prefix(link_base or capture.path, target),
                   analysis_note=note, change_notes=change_notes)
     _write_atomic(target, html)
     return target

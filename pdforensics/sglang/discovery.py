@@ -43,6 +43,7 @@ class Service:
     dp_size: int = 1
     metrics_enabled: bool = True
     bootstrap_port: int | None = None
+    owner_uid: int | None = None  # the uid its root process runs as (None: not read)
 
     @property
     def label(self) -> str:
@@ -54,6 +55,8 @@ class Discovery:
     processes: tuple[ProcessInfo, ...]
     services: tuple[Service, ...]
     missing: tuple[str, ...] = ()  # declared services with no process found
+    # found, listed, not captured: another user's, or outside the --port scope (why, per service)
+    out_of_scope: tuple[tuple[Service, str], ...] = ()
 
 
 #: processes that start a server and stay its parent, carrying its command line in theirs
@@ -116,8 +119,13 @@ def discover(
     listen_pids: Mapping[int, set[int]] | None = None,
     now: float | None = None,
     listen_addresses: Mapping[int, str] | None = None,
+    scope_ports: Sequence[int] = (),
+    all_users: bool = True,
 ) -> Discovery:
-    """Services and their process trees; when services are declared only they belong."""
+    """Services and their process trees; when services are declared only they belong. Found
+    (not declared) services outside ``scope_ports``, or, without ``all_users``, run by
+    another user than the login user on a node where several users run SGLang, are listed in
+    ``out_of_scope`` and their processes are not captured."""
     now = time.time() if now is None else now
     rows = ps.by_pid()
     children: dict[int, list[int]] = {}
@@ -150,8 +158,8 @@ def discover(
                                                       port, metrics_port)
         role = _role_of(kind, tokens)
         address = _address(tokens)
-        if flag_value(tokens, "--host") is None and spec is not None:  # a title hid its flags
-            address = (listen_addresses or {}).get(spec.port, address)
+        if flag_value(tokens, "--host") is None:  # no --host (or a title hid it): where it listens
+            address = (listen_addresses or {}).get(spec.port if spec else port, address)
         return Service(
             role=spec.role if spec else role, kind=kind, port=spec.port if spec else port,
             address=address, root_pid=root, pids=tuple(tree(root)),
@@ -162,7 +170,7 @@ def discover(
             dp_size=_int(flag_value(tokens, "--dp-size") or flag_value(tokens, "--dp"), 1) or 1,
             metrics_enabled=kind == "router" or has_flag(tokens, "--enable-metrics"),
             bootstrap_port=_int(flag_value(tokens, "--disaggregation-bootstrap-port"), None)
-            if role == "prefill" else None,
+            if role == "prefill" else None, owner_uid=rows[root].uid,
         )
 
     services: list[Service] = []
@@ -181,6 +189,9 @@ def discover(
                 services.append(service_from_root(root, spec))
     else:
         services = [service_from_root(root, None) for root in sorted(roots)]
+    out: list[tuple[Service, str]] = []
+    if not declared:
+        services, out = in_scope(services, scope_ports, all_users, login_uid(ps))
 
     processes = []
     for svc in services:
@@ -189,7 +200,44 @@ def discover(
             row = rows[pid]
             kind, rank = inferred.get(pid) or kinds.get(pid, ("other", None))
             processes.append(_process(row, kind, rank, svc, now))
-    return Discovery(tuple(processes), tuple(services), tuple(missing))
+    return Discovery(tuple(processes), tuple(services), tuple(missing), tuple(out))
+
+
+def login_uid(ps: PsTable) -> int | None:
+    """The uid the capture logged in as: the owner of the sshd session above our own `ps`
+    (under sudo, ps runs as root; its sshd session still runs as the login user), else our
+    ps's own uid (a local capture)."""
+    rows = ps.by_pid()
+    mine = next((r for r in ps.rows if r.args.startswith("ps -eww -o pid=")), None)
+    seen: set[int] = set()
+    row = mine
+    while row is not None and row.pid not in seen:
+        seen.add(row.pid)
+        if row.args.startswith("sshd:") and row.uid is not None:
+            return row.uid
+        row = rows.get(row.ppid)
+    return mine.uid if mine is not None else None
+
+
+def in_scope(services: Sequence[Service], ports: Sequence[int], all_users: bool,
+             me: int | None) -> tuple[list[Service], list[tuple[Service, str]]]:
+    """(services to capture, services only listed with why). With ``ports``: those on them.
+    Without ``all_users``: when the node runs SGLang of several users, those of the login
+    user only (a node where one user runs every server is not shared)."""
+    keep: list[Service] = []
+    out: list[tuple[Service, str]] = []
+    owners = {s.owner_uid for s in services if s.owner_uid is not None}
+    shared = not all_users and len(owners) > 1
+    for s in services:
+        if ports and s.port not in ports and s.metrics_port not in ports:
+            out.append((s, f"not on the ports asked for ({', '.join(map(str, ports))})"))
+        elif shared and not ports and s.owner_uid != me:
+            out.append((s, f"run by uid {s.owner_uid}, another user than the login user (uid "
+                           f"{me}) on a node shared by uids {', '.join(map(str, sorted(owners)))}: "
+                           "--all-users or --port captures it"))
+        else:
+            keep.append(s)
+    return keep, out
 
 
 def _hidden_router_ports(root: int, pids: Sequence[int], listen_pids: Mapping[int, set[int]],

@@ -13,7 +13,7 @@ from pdforensics.model import ClusterSpec
 from pdforensics.store.index import Index, Snapshot, StoreError, open_index
 from pdforensics.untrusted.read import tree_problems
 
-VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "UNKNOWN")
+VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "OUTAGE", "UNKNOWN")
 STORE_ENV = "PDFORENSICS_STORE"
 
 

@@ -6,6 +6,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
@@ -226,10 +227,33 @@ def read_path(path: str) -> Artifact:
     return read_text(path, data.decode("utf-8", errors="replace"), len(data))
 
 
+def read_paths(path: str) -> list[Artifact]:
+    """One file's artifact, or one per file of a .tar.gz (read with the bundle reader's
+    checks: no link, no path out, size caps, a bomb refused). A bundle's archive gives the
+    raw/ evidence triage reads (logs, scrapes, dumps, /server_info); its other files (ps,
+    environ, nvidia-smi ...) are for `pdforensics analyze ARCHIVE` and are left out quietly."""
+    from pdforensics.errors import BundleError
+    from pdforensics.untrusted.archive import archive_files, is_archive
+
+    if path == "-" or not is_archive(path):
+        return [read_path(path)]
+    try:
+        members = list(archive_files(Path(path)))
+    except BundleError as exc:
+        return [Artifact(path, None, str(exc))]
+    bundle = any(n.count("/") == 1 and n.endswith("/manifest.json") for n, _ in members)
+    out = [read_text(f"{path}:{name}", data.decode("utf-8", errors="replace"), len(data))
+           for name, data in members
+           if not bundle or name.split("/", 2)[1:2] == ["raw"]]
+    if bundle:
+        out = [a for a in out if a.usable]
+    return out or [Artifact(path, None, "the archive holds no file triage reads")]
+
+
 def log_groups(art: Artifact) -> dict[str, str]:
     """The log's lines per writer (compose service / journald identifier)."""
     return split_by_writer(art.log_text) if art.log_text else {}
 
 
-__all__ = ["Artifact", "KINDS", "detect_kind", "read_path", "read_text", "log_groups",
+__all__ = ["Artifact", "KINDS", "detect_kind", "read_path", "read_paths", "read_text", "log_groups",
            "looks_like_server_info"]

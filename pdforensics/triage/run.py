@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.analysis.engine import analysis_json, analyze_context, format_analysis_text
+from pdforensics.analysis.engine import analysis_json, analyze_context
 from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.rules.context import ClientDump, Context
 from pdforensics.errors import ExitStatus
-from pdforensics.triage.read import Artifact, read_path
-from pdforensics.triage.view import build_capture
+from pdforensics.terminal import Line, plain
+from pdforensics.triage.read import Artifact, read_paths
+from pdforensics.triage.view import build_capture, newest_time
+from pdforensics.views.window import Since
 
 
 @dataclass(frozen=True)
@@ -29,20 +32,23 @@ class TriageResult:
         return ExitStatus.PARTIAL if any(not a.usable for a in self.artifacts) else ExitStatus.OK
 
 
-def triage_artifacts(artifacts: Sequence[Artifact]) -> TriageResult:
-    """Analyse what was read: goroutine dumps go beside the rest as client dumps."""
+def triage_artifacts(artifacts: Sequence[Artifact], since: Since | None = None) -> TriageResult:
+    """Analyse what was read: goroutine dumps go beside the rest as client dumps. ``since``
+    (a duration is counted back from the newest time the files state) makes older log lines
+    history."""
     arts = tuple(artifacts)
     if not any(a.usable for a in arts):
         return TriageResult(arts, (), None)
-    capture, notes = build_capture(arts)
+    start = since.at(newest_time(arts) or time.time()) if since is not None else None
+    capture, notes = build_capture(arts, start)
     clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
                     if a.usable and a.kind == "goroutines")
     return TriageResult(arts, notes, analyze_context(Context(capture, clients)))
 
 
-def triage_paths(paths: Sequence[str]) -> TriageResult:
+def triage_paths(paths: Sequence[str], since: Since | None = None) -> TriageResult:
     """Read every file (``-`` is stdin) and analyse the readable ones together."""
-    return triage_artifacts([read_path(p) for p in paths])
+    return triage_artifacts([a for p in paths for a in read_paths(p)], since)
 
 
 def _describe(a: Artifact) -> str:
@@ -78,15 +84,21 @@ def triage_json(r: TriageResult) -> dict[str, Any]:
     return doc
 
 
-def format_triage_text(r: TriageResult) -> str:
+def triage_lines(r: TriageResult, verbose: bool = False) -> list[Line]:
     """The files and their kinds, then the analysis as `analyze` prints it."""
-    lines = ["Files:"]
+    from pdforensics.analysis.text_out import analysis_lines
+
+    lines: list[Line] = [("Files:",)]
     for a in r.artifacts:
         what = f"{a.kind}: {_describe(a)}" if a.usable else f"{a.kind or '?'}, skipped: {a.error}"
-        lines.append(f"  {a.path}: {what}")
-    lines.extend(f"  note: {n}" for n in r.notes)
-    lines.append("")
+        lines.append((f"  {a.path}: {what}",))
+    lines += [(f"  note: {n}",) for n in r.notes]
+    lines.append(())
     if r.analysis is None:
-        lines.append("No file could be read: nothing to analyse.")
-        return "\n".join(lines) + "\n"
-    return "\n".join(lines) + "\n" + format_analysis_text(r.analysis)
+        return [*lines, ("No file could be read: nothing to analyse.",)]
+    return lines + analysis_lines(r.analysis, verbose)
+
+
+def format_triage_text(r: TriageResult, verbose: bool = True) -> str:
+    """triage_lines as plain text."""
+    return plain(triage_lines(r, verbose))

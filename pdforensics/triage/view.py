@@ -48,6 +48,7 @@ class _Svc:
     scrapes: list[tuple[str, float | None, MetricsSnapshot]] = field(default_factory=list)
     fetches: dict[str, Fetch] = field(default_factory=dict)
     hits: list[SignatureHit] = field(default_factory=list)
+    history: list[SignatureHit] = field(default_factory=list)  # before --since
     log_path: str | None = None
     log_entry: ResultEntry | None = None
     procs: dict[int, list[StackDump]] = field(default_factory=dict)
@@ -57,7 +58,8 @@ class _Svc:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, since_epoch: float | None = None) -> None:
+        self.since_epoch = since_epoch  # --since: older log lines are history
         self.svcs: list[_Svc] = []
         self.entries: list[ResultEntry] = []
         self.notes: list[str] = []
@@ -131,13 +133,16 @@ class _Builder:
 
     def log(self, art: Artifact) -> None:
         for writer, text in log_groups(art).items():
-            hits = scan_log_signatures(text)
-            if not hits:
+            w = self.since_epoch
+            hits = scan_log_signatures(text, since_epoch=w)
+            old = scan_log_signatures(text, until_epoch=w) if w is not None else ()
+            if not hits and not old:
                 continue
             role = role_of(writer) if writer else None
             kind = "router" if role == "router" else "server"
             svc = self.service(role, f"{_name(art.path)}{':' + writer if writer else ''}", kind)
             svc.hits.extend(hits)
+            svc.history.extend(old)
             e = self.entry(svc.host, "log_file", art.path, _last_time(text))
             if svc.log_entry is None:
                 svc.log_path, svc.log_entry = art.path, e
@@ -214,8 +219,9 @@ class _Builder:
             declared=False, tp_size=s.tp_size, dp_size=s.dp_size, unit=None,
             log_file=s.log_path, metrics_port=None, metrics=samples, fetches=dict(s.fetches),
             processes=processes, systemd=None, unit_file=None,
-            log_hits=_merge_hits(s.hits), log_source="log_file" if s.hits else None,
-            log_entry=s.log_entry)
+            log_hits=_merge_hits(s.hits), log_source="log_file" if s.hits or s.history else None,
+            log_entry=s.log_entry, log_history=_merge_hits(s.history),
+            window_start=self.since_epoch, window_from="--since" if self.since_epoch else None)
 
     def _samples(self, s: _Svc) -> tuple[MetricSample, ...]:
         known = all(t is not None for _p, t, _s in s.scrapes)
@@ -319,9 +325,18 @@ def _dumps(obj: object) -> bytes:
     return json.dumps(obj).encode("utf-8")
 
 
-def build_capture(artifacts: Sequence[Artifact]) -> tuple[LoadedCapture, tuple[str, ...]]:
-    """The capture view of every readable artifact (goroutine dumps go beside it as clients)."""
-    b = _Builder()
+def newest_time(artifacts: Sequence[Artifact]) -> float | None:
+    """The newest time the files themselves state (log lines, scrapes, dumps)."""
+    times = [t for a in artifacts for t in (a.taken_at, *(h.last_epoch for h in a.log_hits),
+                                            *(x.taken_at for x in a.scrapes)) if t is not None]
+    return max(times, default=None)
+
+
+def build_capture(artifacts: Sequence[Artifact], since_epoch: float | None = None
+                  ) -> tuple[LoadedCapture, tuple[str, ...]]:
+    """The capture view of every readable artifact (goroutine dumps go beside it as clients);
+    with ``since_epoch`` log lines before it are history."""
+    b = _Builder(since_epoch)
     readable = [a for a in artifacts if a.usable]
     for a in readable:  # servers first: their roles decide where logs and stacks go
         if a.kind == "metrics":

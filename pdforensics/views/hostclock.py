@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, overload
 
+from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.systemd import Timestamp, UnitState
 
 if TYPE_CHECKING:
@@ -51,10 +52,19 @@ def _unit(u: UnitState | None, offset_s: float) -> UnitState | None:
                    state_change=_stamp(u.state_change, offset_s))
 
 
+def hits_on_capture_clock(hits: Sequence[SignatureHit], offset_s: float | None
+                          ) -> tuple[SignatureHit, ...]:
+    """Log signature hits with their first/last/run times on our clock."""
+    if not offset_s:
+        return tuple(hits)
+    return tuple(replace(h, first_epoch=to_capture_clock(h.first_epoch, offset_s),
+                         last_epoch=to_capture_clock(h.last_epoch, offset_s),
+                         run_start=to_capture_clock(h.run_start, offset_s)) for h in hits)
+
+
 def _service(s: ServiceView, offset_s: float) -> ServiceView:
-    hits = tuple(replace(h, first_epoch=to_capture_clock(h.first_epoch, offset_s),
-                         last_epoch=to_capture_clock(h.last_epoch, offset_s)) for h in s.log_hits)
-    return replace(s, systemd=_unit(s.systemd, offset_s), log_hits=hits)
+    return replace(s, systemd=_unit(s.systemd, offset_s),
+                   log_hits=hits_on_capture_clock(s.log_hits, offset_s))
 
 
 def on_capture_clock(h: HostView) -> HostView:

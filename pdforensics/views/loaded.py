@@ -29,6 +29,7 @@ from pdforensics.parsers.ss import SocketTable
 from pdforensics.parsers.systemd import UnitState
 from pdforensics.views.hostclock import on_capture_clock
 from pdforensics.views.readings import Parsed, read_parsed
+from pdforensics.views.window import Since, Window, window_host
 
 __all__ = ["Fetch", "HostView", "LoadedCapture", "MetricSample", "ProcessView", "ServiceView",
            "StackDump", "load_capture"]
@@ -73,6 +74,11 @@ class ServiceView:
     log_stacks: tuple[ProcessDump, ...] = ()  # SGLang's own watchdog/faulthandler dumps in the log
     requests: RequestLog | None = None  # request-level lines of the same log read
     router_log: RouterLog | None = None  # a router's breaker transitions and worker errors
+    # the evidence window (views/window.py): where it starts and why; what came before it
+    window_start: float | None = None
+    window_from: str | None = None  # --since | server start | look-back N min
+    log_history: tuple[SignatureHit, ...] = ()  # log signatures seen only before the window
+    router_log_history: RouterLog | None = None  # breaker transitions, errors before it
 
     @property
     def label(self) -> str:
@@ -142,6 +148,7 @@ class HostView:
     k8s_pod: PodFacts | None = None  # kubectl get pod: restarts, probes, node, group
     k8s_events: tuple[PodEvent, ...] = ()  # kubectl get events of the pod
     k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
+    xid_history: tuple[XidEvent, ...] = ()  # Xids from before the evidence window
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,7 @@ class LoadedCapture:
     partial_reasons: tuple[str, ...]
     hosts: tuple[HostView, ...]
     parse_errors: tuple[str, ...] = field(default=())
+    window: Window = field(default_factory=Window)  # what counts as now (views/window.py)
 
     @property
     def path(self) -> Path:
@@ -173,25 +181,47 @@ class LoadedCapture:
     def duration_s(self) -> float:
         return max(0.0, self.finished_at - self.started_at)
 
+    @property
+    def window_start(self) -> float | None:
+        """The earliest window start of its services (the capture's look-back without any)."""
+        starts = [s.window_start for s in self.services() if s.window_start is not None]
+        return min(starts) if starts else None
 
-def load_capture(path: str | Path, skip_sources: Collection[str] = ()) -> LoadedCapture:
+
+def bundle_window(bundle: Bundle, since: float | Since | None = None) -> Window:
+    """The window a bundle is read with: ``since`` when given (analyze --since; a duration
+    counts back from the capture's start), else the one its capture was taken with (capture
+    --since, in manifest.options), else the default."""
+    if isinstance(since, Since):
+        return Window(since=since.at(float(bundle.manifest.get("started_epoch") or 0.0)))
+    if since is not None:
+        return Window(since=since)
+    opts = bundle.manifest.get("options")
+    got = opts.get("since_epoch") if isinstance(opts, dict) else None
+    return Window(since=float(got)) if isinstance(got, int | float) and got > 0 else Window()
+
+
+def load_capture(path: str | Path, skip_sources: Collection[str] = (),
+                 since: float | Since | None = None) -> LoadedCapture:
     """Read a bundle and parse every raw output into views.
 
     skip_sources leaves those sources out (unparsed, absent from the views): for readers
-    that need only part of a capture, e.g. diff skips metrics, logs and stacks.
+    that need only part of a capture, e.g. diff skips metrics, logs and stacks. ``since``
+    (epoch seconds) starts the evidence window there instead of where the bundle says.
     """
     bundle = load_bundle(path)
     if skip_sources:
         bundle = replace(bundle, results=tuple(r for r in bundle.results
                                                if r.source not in skip_sources))
-    return _Loader(bundle).load()
+    return _Loader(bundle, bundle_window(bundle, since)).load()
 
 
 class _Loader:
     """Builds the views: every result goes to the view its source's Feed names."""
 
-    def __init__(self, bundle: Bundle):
+    def __init__(self, bundle: Bundle, window: Window):
         self.bundle = bundle
+        self.window = window
         self.errors: list[str] = []
         self.by_host: dict[str, list[ResultEntry]] = {}
         for r in bundle.results:
@@ -201,13 +231,15 @@ class _Loader:
         m = self.bundle.manifest
         hosts_meta = m.get("hosts") or [{"name": h, "address": "", "reachable": True}
                                          for h in self.by_host]
-        hosts = tuple(self._host(h) for h in hosts_meta)
+        started = float(m.get("started_epoch", 0.0))
+        hosts = tuple(window_host(self._host(h), self.window, started, self.bundle.text)
+                      for h in hosts_meta)
         return LoadedCapture(
             bundle=self.bundle, cluster=str(m.get("cluster", "")),
-            status=self.bundle.status, started_at=float(m.get("started_epoch", 0.0)),
+            status=self.bundle.status, started_at=started,
             finished_at=float(m.get("finished_epoch", 0.0)),
             partial_reasons=tuple(m.get("partial_reasons", [])), hosts=hosts,
-            parse_errors=tuple(self.errors),
+            parse_errors=tuple(self.errors), window=self.window,
         )
 
     def raw(self, entry: ResultEntry) -> bytes:

@@ -8,7 +8,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.exposition import generate_latest
 
-VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "UNKNOWN")
+VERDICTS = ("HEALTHY", "DEGRADED", "WEDGED", "OUTAGE", "UNKNOWN")
 SOURCES = ("metrics", "router_metrics", "workers", "discovery", "capture", "prometheus",
            "on_capture")
 

@@ -205,7 +205,7 @@ class Watcher:
             return
         finally:
             self.capturing = False
-        done = finish_bundle(outcome.bundle, store=o.store, origin="watch")
+        done = finish_bundle(outcome.bundle, store=o.store, origin="watch", archive=o.capture.archive)
         verdict = done.analysis.verdict if done.analysis is not None else None
         summary = done.analysis.summary if done.analysis is not None else "; ".join(done.warnings)
         if o.prometheus:
@@ -224,10 +224,15 @@ class Watcher:
         self.metrics.captured(verdict, at)
         hook = None
         if o.on_capture:
+            a = done.analysis
             info = {"bundle": str(outcome.bundle), "verdict": verdict or "UNKNOWN",
                     "status": outcome.status, "cluster": self.cluster.name,
                     "summary": summary, "trigger": ",".join(trigger),
-                    "suspects": ",".join(k for k, _s in suspects)}
+                    "suspects": ",".join(k for k, _s in suspects),
+                    "archive": str(done.archive) if done.archive else "",
+                    "since": _iso(a.since.at) if a is not None and a.since is not None else "",
+                    "mitigate": (a.mitigate or "") if a is not None else "",
+                    "report": str(done.report) if done.report else ""}
             res = run_hook(o.on_capture, info, o.hook_timeout_s)
             if not res.ok:
                 self.metrics.failed("on_capture")
@@ -278,3 +283,7 @@ class _stop_on_signals:
     def __exit__(self, *exc: object) -> None:
         for sig, old in self.old.items():
             signal.signal(sig, old)
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

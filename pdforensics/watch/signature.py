@@ -55,8 +55,10 @@ def in_memory_capture(cluster: str, services: Sequence[ServiceView]) -> LoadedCa
                          partial_reasons=(), hosts=views)
 
 
-def is_signature(key: str, severity: str, wedge: bool) -> bool:
-    return wedge or (key == RISING_FAILURES and severity in ("warning", "critical"))
+def is_signature(key: str, severity: str, wedge: bool, outage: bool = False) -> bool:
+    """A wedge finding, an outage (the router has no worker left for a role), or KV
+    failures rising."""
+    return wedge or outage or (key == RISING_FAILURES and severity in ("warning", "critical"))
 
 
 def judge(cluster: str, server: ServiceView, routers: Sequence[ServiceView]) -> Suspicion | None:
@@ -69,7 +71,7 @@ def judge(cluster: str, server: ServiceView, routers: Sequence[ServiceView]) -> 
         return None
     ctx = Context(in_memory_capture(cluster, [server, *routers]))
     findings, _skipped = run_rules(ctx)
-    hits = [f for f in findings if is_signature(f.key, f.severity, f.wedge)]
+    hits = [f for f in findings if is_signature(f.key, f.severity, f.wedge, f.outage)]
     if not hits:
         return None
     return Suspicion(server.label, tuple(dict.fromkeys(f.key for f in hits)),

@@ -128,7 +128,12 @@ def test_log_signatures_recent_and_old(builder: Any) -> None:
                 log=f"[{time.strftime(fmt, old)} TP0] Decode transfer failed for request y\n")
     a = run(builder)
     sev = {f.title.split()[0]: f.severity for f in a.findings if f.key == "LOG_SIGNATURE"}
-    assert sev == {"d": "warning", "p": "info"}
+    # a day old is before the evidence window (the server started long before the 10 min
+    # look-back): history, shown and never judged, so no finding of its own
+    assert sev == {"d": "warning"}
+    assert a.window is not None and a.window.how == "look-back 10 min"
+    assert [h for h in a.window.history if "p prefill:1 log: DECODE_TRANSFER_FAILED" in h]
+    assert a.since is None or a.since.at >= 1_800_000_000 - 600
 
 
 def test_xid_errors(builder: Any) -> None:

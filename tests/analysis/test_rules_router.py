@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,13 @@ def test_real_smg_breaker_open_capture(builder: Any) -> None:
     """smg's own /metrics and log from the lab's breaker-open fault."""
     text = body("smg_metrics_breaker_open.http")
     add_router(builder, [text, text], log=(DATA / "smg_router_log.txt").read_text())
-    a = analyze(load_capture(builder.write()))
+    bundle = builder.write()
+    # the log was written weeks before the synthetic capture: history, not judged; the
+    # breaker gauges alone still show the outage
+    now = analyze(load_capture(bundle))
+    assert now.verdict == "OUTAGE" and keys(now)[:2] == ["ROUTER_NO_WORKERS", "ROUTER_BREAKER_OPEN"]
+    assert now.window is not None and any("breaker transition" in h for h in now.window.history)
+    a = analyze(load_capture(bundle, since=0.0))  # the whole log
     f = next(f for f in a.findings if f.key == "ROUTER_BREAKER_OPEN")
     assert f.severity == "critical" and f"prefill worker {P}" in f.title and D in f.title
     text = " | ".join(str(e) for e in f.evidence)
@@ -78,9 +85,15 @@ def test_breaker_open_from_the_log_alone_without_close(builder: Any) -> None:
            f'2026-12-03 12:01:00  INFO smg::worker::circuit_breaker: x.rs:1: Circuit breaker state '
            f'transition: open -> closed worker_url={D} from="open" to="closed"\n')
     add_router(builder, [], log=log)
-    a = analyze(load_capture(builder.write()))
+    bundle = builder.write()
+    a = analyze(load_capture(bundle, since=0.0))  # the whole log: it is weeks old
     f = next(f for f in a.findings if f.key == "ROUTER_BREAKER_OPEN")
     assert f.severity == "critical" and P in f.title and D not in f.title  # no prefill left
+    assert f.since == calendar.timegm((2026, 12, 3, 12, 0, 0, 0, 0, 0))
+    # read with the default window, those transitions are weeks before the capture: history
+    old = analyze(load_capture(bundle))
+    assert "ROUTER_BREAKER_OPEN" not in keys(old) and old.verdict != "OUTAGE"
+    assert old.window is not None and any(P in h for h in old.window.history)
 
 
 def test_views_of_the_real_samples(builder: Any) -> None:

@@ -15,7 +15,7 @@ from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdforensics.analysis.findings import Analysis, Evidence, Finding
+from pdforensics.analysis.findings import Analysis, Evidence, Finding, Since
 from pdforensics.analysis.summary_md import (
     BundleFacts,
     code,
@@ -46,7 +46,9 @@ def planted() -> Analysis:
     ev = Evidence(f"host-{PAYLOAD}", "log", PAYLOAD, None)
     f = Finding("LOG_SIGNATURE", "warning", f"title {PAYLOAD}", (ev, f"plain {PAYLOAD}"),
                 f"next step {PAYLOAD}", merged=("KV_TRANSFER_ERROR",))
-    return Analysis("DEGRADED", (f,), (), f"DEGRADED: {PAYLOAD}", (f"missing {PAYLOAD}",))
+    return Analysis("DEGRADED", (f,), (), f"DEGRADED: {PAYLOAD}", (f"missing {PAYLOAD}",),
+                    since=Since(1_800_000_000.0, f"evidence {PAYLOAD}"),
+                    mitigate=f"restart {PAYLOAD}", diagnose=f"look at {PAYLOAD}")
 
 
 def test_host_text_cannot_become_a_link_html_or_a_heading() -> None:
@@ -55,8 +57,9 @@ def test_host_text_cannot_become_a_link_html_or_a_heading() -> None:
     page = render(md)
     no_markup_from_host(page)
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page  # shown as text
-    # bundle and summary lines, the finding, its 2 evidence lines and next step, 1 missing
-    assert page.count("<li>") == 2 + 1 + 3 + 1
+    # since, mitigate, diagnose, bundle and summary lines, the finding, its 2 evidence lines
+    # and next step, 1 missing
+    assert page.count("<li>") == 3 + 2 + 1 + 3 + 1
     # the planted line breaks made no line of their own
     assert not [ln for ln in md.splitlines() if ln.startswith(("# HEADING", "- item"))]
 

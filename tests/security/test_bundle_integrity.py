@@ -13,6 +13,7 @@ import planted_secrets as ps
 import pytest
 from click.testing import CliRunner
 
+from pdforensics.bundle.archive import write_archive
 from pdforensics.bundle.ondisk import BundleWriter, make_private, verify_bundle
 from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
@@ -32,7 +33,10 @@ def _bundle(tmp_path: Path, redactor: Redactor | None = None, archive: bool = Fa
     w.add(_result("environ", b"HF_TOKEN=" + ps.HF.encode() + b"\0DB_PASSWORD=SecTestIntegrity01\0"),
           key="environ.pid1", extension="bin", environ=True)
     w.write_json("parsed/h1/ps.json", {"parsed": {"rows": 1}})
-    return w.finalise({"status": "complete", "partial_reasons": []}, archive=archive)
+    bundle = w.finalise({"status": "complete", "partial_reasons": []})
+    if archive:
+        write_archive(bundle)
+    return bundle
 
 
 def test_intact_bundle_verifies(tmp_path: Path) -> None:

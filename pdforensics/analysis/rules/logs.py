@@ -58,6 +58,9 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
         groups = same_line_groups(svc.log_hits)
         ev: list[Evidence | str] = [_hit_evidence(svc, g, path) for g in groups]
         sev: Severity = "warning" if recent_causes else "info"
+        starts = [h.run_start if h.run_start is not None else h.first_epoch
+                  for h in svc.log_hits if h.kind != "noise"]
+        dated = [t for t in starts if t is not None]
         keys = ", ".join("/".join(h.key for h in g) + f" x{max(h.count for h in g)}"
                          for g in groups[:5])
         yield Finding(
@@ -68,7 +71,7 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
             tuple(ev),
             "Read the first cause line in context (the log file / journal in the bundle): "
             "consequences such as aborts and health-check failures follow it.",
-            section="logs", subject=svc.label)
+            section="logs", subject=svc.label, since=min(dated) if dated else None)
 
 
 @rule("XID_ERRORS", needs=(Need.KERNEL_LOG,), rank=12)
@@ -90,4 +93,4 @@ def xid_errors(ctx: Context) -> Iterator[Finding]:
             "Xid 79 (fallen off the bus), 48/94/95 (ECC), 74 (NVLink) and 119/120 (GSP) need "
             "the GPU drained and reset or the node rebooted; others (13, 31, 43) are "
             "application faults: match the pid to a rank.",
-            section="gpu")
+            section="gpu", since=min((x.epoch for x in h.xids if x.epoch is not None), default=None))

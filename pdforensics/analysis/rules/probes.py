@@ -61,3 +61,36 @@ def scheduler_probe_hang(ctx: Context) -> Iterator[Finding]:
             "point it at /health_generate.",
             section="scheduler", wedge=frozen, subject=svc.label,
         )
+
+
+#: hung endpoints other rules already report (with the scheduler's state beside them)
+_REPORTED = ("server_info", "get_server_info", "health_generate")
+
+
+def hung(f: Fetch) -> bool:
+    """The server took the request and did not answer within its timeout."""
+    return not f.answered and (f.timed_out or "timed out" in (f.error or "").lower())
+
+
+@rule("ENDPOINT_HANG", needs=(Need.SERVERS,), rank=44)
+def endpoint_hang(ctx: Context) -> Iterator[Finding]:
+    """An endpoint of a server or router accepted the request and never answered: the
+    process behind it is stuck (a hang is evidence, not a gap in the capture)."""
+    for svc in ctx.capture.services():
+        fetches = [f for k, f in svc.fetches.items() if k not in _REPORTED and hung(f)]
+        fetches += [m.fetch for m in svc.metrics if hung(m.fetch)]
+        if not fetches:
+            continue
+        names = sorted({f.source for f in fetches})
+        health = any(f.source == "health" for f in fetches)
+        yield Finding(
+            "ENDPOINT_HANG", "critical" if health else "warning",
+            f"{svc.label}: {', '.join('/' + n for n in names)} took the request and never "
+            "answered",
+            tuple(Evidence(svc.host, f"{svc.role}:{svc.port} {f.source}",
+                           f"no answer after {f.duration_s:.1f} s (timed out)",
+                           ctx.path_of(svc.host, f.key)) for f in fetches[:6]),
+            "The HTTP process of this server is stuck or starved (a /health or /metrics that "
+            "hangs is not the scheduler): take py-spy dumps of the server's main process and "
+            "of its tokenizer manager, and check the host's load and memory.",
+            section="scheduler", subject=svc.label)

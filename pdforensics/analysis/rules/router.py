@@ -6,12 +6,16 @@ from collections.abc import Iterator
 
 from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.router_view import (
+    RoleAvailability,
     WorkerBreaker,
+    availability,
     retries_exhausted,
     worker_breakers,
     worker_errors,
 )
 from pdforensics.analysis.rules.context import Context
+from pdforensics.parsers.journal import parse_log_timestamp
+from pdforensics.views.hostclock import to_capture_clock
 from pdforensics.views.loaded import ServiceView
 
 LOG_SOURCES = ("router_log", "router_journal")
@@ -45,6 +49,63 @@ def _breaker_evidence(ctx: Context, s: ServiceView, b: WorkerBreaker) -> list[Ev
                             f"{e.role} server returned {e.status} ({e.first_time} .. {e.last_time})",
                             lpath))
     return out
+
+
+def log_epoch(ctx: Context, s: ServiceView, stamp: str | None) -> float | None:
+    """A router log line's time on our clock (its host's clock offset taken off)."""
+    t = parse_log_timestamp(stamp) if stamp else None
+    off = next((h.clock_offset_s for h in ctx.capture.hosts if h.name == s.host), None)
+    return to_capture_clock(t, off)
+
+
+def trouble_since(ctx: Context, s: ServiceView, workers: set[str], role: str) -> float | None:
+    """The first sign in the router log (inside the window) that these workers failed: a
+    breaker opening, an error answer, "no available ROLE workers"."""
+    log = s.router_log
+    stamps = [t.time for t in (log.transitions if log else ())
+              if t.worker in workers and t.to_state == "open"]
+    stamps += [t.first_time for t in (log.tallies if log else ())
+               if (t.kind == "worker_error" and t.worker in workers)
+               or (t.kind == "no_workers" and t.role == role)]
+    times = [t for x in stamps if (t := log_epoch(ctx, s, x)) is not None]
+    return min(times) if times else None
+
+
+def _availability_evidence(ctx: Context, s: ServiceView, a: RoleAvailability) -> list[Evidence | str]:
+    ev: list[Evidence | str] = [Evidence(s.host, "/workers" if "registered" in w else "/metrics",
+                                         w, _metrics_path(ctx, s)) for w in a.why]
+    log = s.router_log
+    for t in (log.tallies if log else ()):
+        if t.kind == "no_workers" and t.role == a.role:
+            ev.append(Evidence(s.host, "log", f"{_log_path(ctx, s) or 'router log'}:"
+                               f"{t.first_line}-{t.last_line}: {t.count} x {t.example[:200]}",
+                               _log_path(ctx, s)))
+    return ev
+
+
+@rule("ROUTER_NO_WORKERS", needs=(Need.ROUTER,), rank=5)
+def router_no_workers(ctx: Context) -> Iterator[Finding]:
+    """The router has no worker left for a role it needs: every request fails (an outage)."""
+    for s in ctx.routers():
+        roles = availability(s)
+        down = [a for a in roles.values() if a.none_left]
+        if not down:
+            continue
+        ev: list[Evidence | str] = []
+        for a in down:
+            ev += _availability_evidence(ctx, s, a)
+        times = [t for a in down if (t := trouble_since(ctx, s, set(a.workers), a.role)) is not None]
+        names = " and ".join(f"{a.role} ({len(a.workers)} worker{'s' if len(a.workers) != 1 else ''})"
+                             for a in down)
+        yield Finding(
+            key="ROUTER_NO_WORKERS", severity="critical", outage=True, subject=s.label,
+            title=f"{s.label}: no {names} available to route to: every request fails",
+            evidence=tuple(ev), since=min(times) if times else None, section="topology",
+            next_step=("Restore one worker of each role the router lacks: restart the failing "
+                       "server (capture first), or register a healthy one on the router "
+                       "(POST /workers). The breaker of a worker that answers again closes after "
+                       "--cb-success-threshold successes; /workers and smg_worker_cb_state show it."),
+        )
 
 
 def _traffic(breakers: tuple[WorkerBreaker, ...], role: str | None) -> list[WorkerBreaker]:
@@ -84,12 +145,13 @@ def router_breaker_open(ctx: Context) -> Iterator[Finding]:
                  + ("; no " + role + " worker is left to route to" if blocked else "")
                  + ("; the other role still gets requests" if fed else ""))
         errors = worker_errors(s, lead.worker)
+        since = trouble_since(ctx, s, {b.worker for b in stuck}, role)
         why = (f"the router log shows {errors[0].count} answers {errors[0].status} from it first "
                f"(line {errors[0].first_line}, {errors[0].first_time})" if errors
                else "the router log names no error answer from it")
         yield Finding(
             key="ROUTER_BREAKER_OPEN", severity="critical" if blocked or fed else "warning",
-            title=title, evidence=tuple(evidence), subject=s.label,
+            title=title, evidence=tuple(evidence), subject=s.label, since=since,
             next_step=(f"The router stops sending to {lead.worker} while its breaker is open; {why}. "
                        f"Check that {role} server's log around the first error and its "
                        "/health_generate: the breaker half-opens after --cb-timeout-duration-secs "

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from pdforensics.analysis.pdpath.model import Diagnosis
+
 if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import Context
 
@@ -68,6 +70,7 @@ class Analysis:
     skipped: tuple[Skipped, ...]
     summary: str
     missing: tuple[str, ...]
+    diagnosis: Diagnosis | None = None  # the reading of the evidence (analysis/pdpath)
 
 
 class SkipRule(Exception):

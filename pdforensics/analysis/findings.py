@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
+from pdforensics.analysis.pdpath.model import Diagnosis
+
 if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import Context
 
@@ -94,6 +96,7 @@ class Analysis:
     skipped: tuple[Skipped, ...]
     summary: str
     missing: tuple[str, ...]
+    diagnosis: Diagnosis | None = None  # the reading of the evidence (analysis/pdpath)
     since: Since | None = None
     window: EvidenceWindow | None = None
     mitigate: str | None = None  # the first screen: what restores service now

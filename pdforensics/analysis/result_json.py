@@ -26,6 +26,7 @@ from pdforensics.analysis.findings import (
     Skipped,
     Verdict,
 )
+from pdforensics.analysis.pdpath.codec import diagnosis_from_json, diagnosis_json
 from pdforensics.errors import BundleError
 
 ANALYSIS_FILE = "analysis.json"
@@ -54,6 +55,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
         "rules": sorted(RULES),
+        "diagnosis": diagnosis_json(a.diagnosis) if a.diagnosis is not None else None,
         "since": {"at": a.since.at, "utc": _utc(a.since.at), "evidence": a.since.evidence}
         if a.since is not None else None,
         "mitigate": a.mitigate,
@@ -174,8 +176,11 @@ def analysis_from_json(doc: Any, where: str = ANALYSIS_FILE) -> Analysis:
     missing = tuple(_list(doc, "missing", where))
     if not all(isinstance(m, str) for m in missing):
         raise BundleError(f"{where}: 'missing' must hold strings")
+    diag = doc.get("diagnosis")
+    diagnosis = (diagnosis_from_json(diag, f"{where} diagnosis")
+                 if isinstance(diag, dict) else None)
     return Analysis(cast(Verdict, verdict), findings, skipped,
-                    _str(doc, "summary", where, optional=True) or "", missing,
+                    _str(doc, "summary", where, optional=True) or "", missing, diagnosis,
                     _since(doc.get("since"), where), _window(doc.get("window"), where),
                     _str(doc, "mitigate", where, optional=True),
                     _str(doc, "diagnose", where, optional=True))

@@ -28,3 +28,20 @@ def format_report(report: DoctorReport, verbose: bool = True) -> str:
     if report.bundle:
         lines.append(f"bundle: {field(report.bundle)}")
     return "\n".join(lines) + "\n"
+
+
+def markdown_report(report: DoctorReport) -> str:
+    """doctor --markdown: the checks that fail or warn with their fixes, to paste into a
+    ticket; host text in code spans (summary_md's rules), our fixes escaped."""
+    from pdforensics.analysis.summary_md import code, escape
+
+    bad = [c for c in report.checks if c.status != "ok"]
+    out = [f"### pdforensics doctor: {code(report.cluster)}", "", escape(report.summary()), ""]
+    for c in bad:
+        where = code(c.where) if c.where else ""
+        out.append(f"- **{c.status.upper()}** {code(c.key)} {where}: {code(c.evidence, 300)}")
+        if c.fix:
+            out.append(f"  - fix: {escape(c.fix)}")
+    if not bad:
+        out.append(f"Every check passed ({len(report.checks)}).")
+    return "\n".join(out) + "\n"

@@ -13,7 +13,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -229,18 +229,29 @@ def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
     return got
 
 
-def _scan(text: str, since_epoch: float | None, until_epoch: float | None
-          ) -> tuple[SignatureHit, ...]:
-    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+@dataclass(frozen=True)
+class SignatureLine:
+    """One log line that matched signatures: its 1-based number, text, time and matches."""
 
-    accs: dict[str, _Acc] = {}
-    samples: dict[str, list[str]] = {}
-    ranks: dict[str, set[str]] = {}
-    batch_lines: list[BatchLine] = []
+    no: int
+    line: str
+    time: float | None
+    matched: tuple[Signature, ...]
+
+
+def iter_signature_lines(text: str, since_epoch: float | None = None,
+                         with_noise: bool = True, until_epoch: float | None = None
+                         ) -> Iterator[SignatureLine]:
+    """Every line of ``text`` that matches a signature, in order, with the time of the newest
+    stamped line at or before it (a traceback frame inherits its header's time); with
+    ``until_epoch`` only lines known to be older than it."""
+    if "\x1b[" in text:
+        text = ANSI_CODE.sub("", text)
     low_text = text.lower()
-    active = [sig for sig in SIGNATURES if any(lit in low_text for lit in sig.literals)]
+    active = [sig for sig in SIGNATURES if (with_noise or sig.kind != "noise")
+              and any(lit in low_text for lit in sig.literals)]
     if not active:
-        return ()
+        return
     all_literals = tuple({lit for sig in active for lit in sig.literals})
     lines = text.split("\n")
     low_lines = low_text.split("\n")  # lower() never adds or drops a newline: same indexes
@@ -262,10 +273,22 @@ def _scan(text: str, since_epoch: float | None, until_epoch: float | None
         if until_epoch is not None and (current is None or current >= until_epoch):
             continue
         matched = _line_keys(line, low, active)
-        if not matched:
-            continue
+        if matched:
+            yield SignatureLine(i + 1, line, current, tuple(matched))
+
+
+def _scan(text: str, since_epoch: float | None, until_epoch: float | None
+          ) -> tuple[SignatureHit, ...]:
+    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+
+    accs: dict[str, _Acc] = {}
+    samples: dict[str, list[str]] = {}
+    ranks: dict[str, set[str]] = {}
+    batch_lines: list[BatchLine] = []
+    for hit in iter_signature_lines(text, since_epoch, until_epoch=until_epoch):
+        line, current = hit.line, hit.time
         rank = parse_rank(line)
-        for sig in matched:
+        for sig in hit.matched:
             accs.setdefault(sig.key, _Acc()).add(current)
             got = samples.setdefault(sig.key, [])
             if len(got) < _MAX_SAMPLES:

@@ -13,6 +13,7 @@ from pdforensics.analysis.rules.context import ClientDump, Context
 from pdforensics.errors import ExitStatus
 from pdforensics.terminal import Line, plain
 from pdforensics.triage.read import Artifact, read_paths
+from pdforensics.triage.sources import triage_sources
 from pdforensics.triage.view import build_capture, newest_time
 from pdforensics.views.window import Since
 
@@ -43,7 +44,8 @@ def triage_artifacts(artifacts: Sequence[Artifact], since: Since | None = None) 
     capture, notes = build_capture(arts, start)
     clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
                     if a.usable and a.kind == "goroutines")
-    return TriageResult(arts, notes, analyze_context(Context(capture, clients)))
+    analysis = analyze_context(Context(capture, clients), triage_sources(arts))
+    return TriageResult(arts, notes, analysis)
 
 
 def triage_paths(paths: Sequence[str], since: Since | None = None) -> TriageResult:

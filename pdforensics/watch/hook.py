@@ -12,6 +12,24 @@ from dataclasses import dataclass
 from pdforensics.errors import ConfigError
 
 ENV_PREFIX = "PDFX_"
+#: what the hook finds in its environment (watch --help shows this text)
+HOOK_VARS = (
+    ("PDFX_BUNDLE", "absolute path of the bundle (in the store)"),
+    ("PDFX_ARCHIVE", "BUNDLE.tar.gz beside it, the one file to attach (empty with --no-archive)"),
+    ("PDFX_REPORT", "the bundle's report.html"),
+    ("PDFX_MARKDOWN", "the Markdown summary written with --markdown (else empty)"),
+    ("PDFX_VERDICT", "OUTAGE, WEDGED, DEGRADED, HEALTHY or UNKNOWN"),
+    ("PDFX_SINCE", "since when, ISO UTC, from the evidence of the findings (may be empty)"),
+    ("PDFX_MITIGATE", "the mitigate-now line"),
+    ("PDFX_STATUS", "complete or partial"),
+    ("PDFX_CLUSTER", "the cluster name"),
+    ("PDFX_SUMMARY", "the analysis summary line"),
+    ("PDFX_TRIGGER", "the rule keys that held, comma separated"),
+    ("PDFX_SUSPECTS", "the suspected servers, comma separated"),
+)
+HOOK_HELP = ("Command run after each capture (split like a shell line, no shell runs it; "
+             "`sh -c '...'` for pipes). Its environment: "
+             + "; ".join(f"{name}: {what}" for name, what in HOOK_VARS) + ".")
 
 
 @dataclass(frozen=True)

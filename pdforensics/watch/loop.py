@@ -14,7 +14,7 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.app.finish import finish_bundle
-from pdforensics.capture.run import CaptureOptions, run_capture
+from pdforensics.capture.run import CaptureOptions, Sidecar, run_capture
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
 from pdforensics.model import ClusterSpec
 from pdforensics.views.loaded import MetricSample, ServiceView
@@ -43,6 +43,9 @@ class WatchOptions:
     history_s: float = 7200.0
     max_polls: int | None = None
     rediscover_s: float = 60.0
+    markdown_file: str | None = None  # --markdown: each capture's summary written here
+    sidecars: tuple[Sidecar, ...] = ()  # what capturing pods adds (their objects and events)
+    extra_manifest: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ class Watcher:
         trigger = tuple(dict.fromkeys(key for _k, s in suspects for key in s.keys))
         self.emit("capture_start", {"targets": [k for k, _s in suspects], "trigger": list(trigger),
                                     "held_s": round(decision.held[0][1], 1) if decision.held else 0})
-        sidecars = []
+        sidecars: list[Sidecar] = list(o.sidecars)
         if o.prometheus:
             from pdforensics.prometheus.history import history_sidecar
 
@@ -190,7 +193,7 @@ class Watcher:
         extra = {"trigger": {"by": "pdforensics watch", "keys": list(trigger),
                              "targets": {k: list(s.titles) for k, s in suspects},
                              "held_s": {k: round(v, 1) for k, v in decision.held},
-                             "hold_s": o.hold_s, "every_s": o.every_s}}
+                             "hold_s": o.hold_s, "every_s": o.every_s}, **(o.extra_manifest or {})}
         self.capturing = True
         try:
             outcome = run_capture(self.cluster, o.capture, extra_manifest=extra, sidecars=sidecars)
@@ -220,6 +223,12 @@ class Watcher:
         elif done.filing is not None:
             self.metrics.failed("capture")
             self.emit("file_failed", {"bundle": str(outcome.bundle), "error": done.filing.error})
+        markdown = ""
+        if o.markdown_file and done.analysis is not None:
+            from pdforensics.analysis.summary_md import write_markdown
+
+            write_markdown(o.markdown_file, done.analysis, outcome.bundle, done.report)
+            markdown = o.markdown_file
         at = time.time()
         self.metrics.captured(verdict, at)
         hook = None
@@ -232,7 +241,7 @@ class Watcher:
                     "archive": str(done.archive) if done.archive else "",
                     "since": _iso(a.since.at) if a is not None and a.since is not None else "",
                     "mitigate": (a.mitigate or "") if a is not None else "",
-                    "report": str(done.report) if done.report else ""}
+                    "report": str(done.report) if done.report else "", "markdown": markdown}
             res = run_hook(o.on_capture, info, o.hook_timeout_s)
             if not res.ok:
                 self.metrics.failed("on_capture")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pdforensics.errors import ParseError
+from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.prometheus import parse_metrics
 from pdforensics.views.loaded import Fetch, MetricSample
@@ -57,8 +57,39 @@ class Reading:
         return MetricSample(fetch.key, self.started_at, fetch, snap)
 
 
+def get_via(endpoint: Endpoint, timeout_s: float) -> Reading:
+    """One GET run as curl on the endpoint's host through its transport (a pod: kubectl
+    exec), for a server the watcher cannot reach over HTTP; never raises."""
+    from pdforensics.collectors.http import curl
+    from pdforensics.parsers.http import parse_http_response
+    from pdforensics.transport import open_transport
+
+    assert endpoint.via is not None
+    started, t0 = time.time(), time.monotonic()
+    status, body, error = None, b"", None
+    try:
+        transport = open_transport(endpoint.via)
+        try:
+            res = transport.run(f"watch_{endpoint.source}", curl(endpoint.url, timeout_s),
+                                timeout_s + 5, MAX_BYTES)
+        finally:
+            transport.close()
+        if res.ok:
+            resp = parse_http_response(res.stdout)
+            status, body = resp.status, resp.body
+            error = None if status == 200 else f"HTTP {status}"
+        else:
+            error = "timed out" if res.timed_out else (res.error or res.stderr.strip()[:200]
+                                                       or f"exit status {res.exit_status}")
+    except (PdforensicsError, ParseError, OSError) as exc:
+        error = str(exc)[:200]
+    return Reading(endpoint, started, time.monotonic() - t0, status, body, error)
+
+
 def get(endpoint: Endpoint, timeout_s: float) -> Reading:
     """One GET; never raises."""
+    if endpoint.via is not None:
+        return get_via(endpoint, timeout_s)
     started, t0 = time.time(), time.monotonic()
     status, body, error = None, b"", None
     req = urllib.request.Request(endpoint.url, headers={"User-Agent": USER_AGENT})

@@ -45,7 +45,8 @@ def event_text(event: str, f: dict[str, Any]) -> str:
 
 class Reporter:
     """mode: tty (status line rewritten in place), plain (a line when the state changes),
-    quiet (no poll lines, only events), json (every event, one object per line)."""
+    verbose (a line for every poll), quiet (no poll lines, only events), json (every event,
+    one object per line)."""
 
     def __init__(self, cluster: str, mode: str, out: TextIO | None = None):
         self.cluster = cluster
@@ -71,7 +72,7 @@ class Reporter:
                 return
             key = json.dumps([fields["state"], fields.get("note"), fields.get("errors"),
                               {k: v["keys"] for k, v in (fields.get("suspected") or {}).items()}])
-            if key != self._last_plain:
+            if key != self._last_plain or self.mode == "verbose":
                 self._last_plain = key
                 errors = fields.get("errors") or []
                 self._write(line + (" | errors: " + "; ".join(errors) if errors else "") + "\n")

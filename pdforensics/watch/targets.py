@@ -24,6 +24,9 @@ class Endpoint:
     target: str  # WatchTarget.key
     source: str  # metrics | router_metrics | workers
     url: str
+    # a host the watcher cannot reach over HTTP (a pod): the GET runs there as one curl
+    # through its transport (kubectl exec), still one request per endpoint per poll
+    via: HostSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class WatchTarget:
     port: int
     address: str
     metrics_port: int | None = None
+    via: HostSpec | None = None  # reached through this host's transport (pods)
 
     @property
     def key(self) -> str:
@@ -48,11 +52,11 @@ class WatchTarget:
 
     def endpoints(self) -> tuple[Endpoint, ...]:
         if self.kind == "server":
-            return (Endpoint(self.key, "metrics", self._url(self.port, "/metrics")),)
-        out = [Endpoint(self.key, "workers", self._url(self.port, "/workers"))]
+            return (Endpoint(self.key, "metrics", self._url(self.port, "/metrics"), self.via),)
+        out = [Endpoint(self.key, "workers", self._url(self.port, "/workers"), self.via)]
         if self.metrics_port:
             out.insert(0, Endpoint(self.key, "router_metrics",
-                                   self._url(self.metrics_port, "/metrics")))
+                                   self._url(self.metrics_port, "/metrics"), self.via))
         return tuple(out)
 
 
@@ -71,10 +75,18 @@ def reach_address(host: HostSpec, bind: str | None = None) -> str:
         return host.address
 
 
+def through_transport(host: HostSpec) -> bool:
+    """A host whose servers the watcher cannot reach over HTTP from here (a pod)."""
+    from pdforensics.transport.kubectl import SCHEME
+
+    return host.address.startswith(SCHEME)
+
+
 def declared_targets(host: HostSpec) -> list[WatchTarget]:
-    addr = reach_address(host)
+    via = host if through_transport(host) else None
+    addr = "127.0.0.1" if via is not None else reach_address(host)
     return [WatchTarget(host.name, s.role, "router" if s.role == "router" else "server", s.port,
-                        addr, s.metrics_port) for s in host.services]
+                        addr, s.metrics_port, via) for s in host.services]
 
 
 def discover_targets(host: HostSpec, accept_new_host_keys: bool = False,
@@ -95,12 +107,18 @@ def discover_targets(host: HostSpec, accept_new_host_keys: bool = False,
     finally:
         transport.close()
     listen: dict[int, set[int]] = {}
+    bound: dict[int, str] = {}
     for row in parse_listening(texts[1]).rows:
         if row.local.port is not None:
             listen.setdefault(row.local.port, set()).update(p.pid for p in row.processes)
-    found = discover(parse_ps(texts[0]), (), listen)
-    return [WatchTarget(host.name, s.role, s.kind, s.port, reach_address(host, s.address),
-                        s.metrics_port) for s in found.services]
+            if row.local.addr not in ("*", "0.0.0.0", "::", "[::]"):
+                bound[row.local.port] = row.local.addr  # the router reached where it listens
+    found = discover(parse_ps(texts[0]), (), listen, listen_addresses=bound,
+                     scope_ports=host.scope_ports, all_users=host.all_users)
+    via = host if through_transport(host) else None
+    return [WatchTarget(host.name, s.role, s.kind, s.port,
+                        s.address if via is not None else reach_address(host, s.address),
+                        s.metrics_port, via) for s in found.services]
 
 
 def cluster_targets(cluster: ClusterSpec) -> tuple[list[WatchTarget], list[HostSpec]]:

@@ -58,6 +58,9 @@ def take_capture(where: Where, request: CaptureRequest, warn: Say) -> Captured:
 
     if not request.redact:
         warn(NO_REDACT_WARNING)
+    if request.collect.samples == 1:
+        warn("pdforensics: note: --samples 1 takes one /metrics sample: frozen counters need two, "
+             "so this capture cannot show a wedge (its verdict is at most DEGRADED)")
     from pdforensics.capture.recover import unfinished_notice
 
     if (notice := unfinished_notice(request.out_dir)) is not None:

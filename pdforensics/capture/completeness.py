@@ -41,8 +41,10 @@ def is_expected_absence(entry: ResultEntry, bundle: Path | None = None) -> bool:
     return entry.exit_status == 6 and any(t in text for t in _NO_GPU_TEXT)
 
 
-#: what curl says when it could not reach the port at all (the tool's gap, not a hang)
-_NO_CONNECTION = ("onnection timed out", "Failed to connect", "Could not resolve", "onnection refused")
+#: what curl (stderr) or the SSH forward (error) says when the port could not be reached at
+#: all: the tool's gap, not a hang
+_NO_CONNECTION = ("onnection timed out", "Failed to connect", "Could not resolve", "onnection refused",
+                  "timed out connecting", "cannot connect", "timed out opening a channel")
 
 
 def server_hung(entry: ResultEntry) -> bool:
@@ -50,7 +52,8 @@ def server_hung(entry: ResultEntry) -> bool:
     server's state (evidence the analysis reports), not something the tool failed to do."""
     if not entry.url or not entry.timed_out or (entry.error or "").startswith(_COUNTED_ELSEWHERE):
         return False
-    return not any(t in entry.stderr for t in _NO_CONNECTION)
+    said = f"{entry.stderr} {entry.error or ''}"
+    return not any(t in said for t in _NO_CONNECTION)
 
 
 def failed_to_collect(entry: ResultEntry) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -54,9 +55,42 @@ def catalog_log_signatures(srcs: tuple[str, ...], out: str | None) -> None:
 
 @catalog.command("safeguards")
 @releases_options("safeguard_defaults.json")
+@click.option("--build", is_flag=True,
+              help="Build the table again from sglang releases (--from, else the pinned ones, "
+                   "downloaded when not cached) instead of showing the shipped one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the shipped table as JSON.")
 @handles_errors
-def catalog_safeguards(srcs: tuple[str, ...], out: str | None) -> None:
-    """Build the per-release table of PD timeouts, watchdogs and dump hooks (by AST)."""
-    from pdforensics.catalog.safeguard_table import cli_safeguards
+def catalog_safeguards(srcs: tuple[str, ...], out: str | None, build: bool, as_json: bool) -> None:
+    """Show the per-release defaults of the PD timeouts, watchdogs and dump hooks (the shipped
+    table, read from each release's source by AST). --build (or --from/-o) builds it again."""
+    from pdforensics.catalog.safeguard_table import cli_safeguards, load_shipped_table
 
-    click.echo(str(cli_safeguards(list(srcs), out)))
+    if build or srcs or out:
+        click.echo(str(cli_safeguards(list(srcs), out)))
+        return
+    table = load_shipped_table()
+    if as_json:
+        click.echo(json.dumps(table, indent=1, sort_keys=True))
+        return
+    click.echo(safeguard_text(table), nl=False)
+
+
+def safeguard_text(table: dict[str, Any]) -> str:
+    """One row per safeguard: its flag or env var, then its default in each release."""
+    from pdforensics.catalog.safeguard_table import version_key
+
+    versions = sorted(table["versions"], key=version_key)
+    rows = [["safeguard", "set by", *versions]]
+    for key, spec in sorted(table["specs"].items()):
+        cells = []
+        for v in versions:
+            got = table["versions"][v].get("safeguards", {}).get(key, {})
+            if not got.get("present", False):
+                cells.append("absent")
+            else:
+                d = got.get("default")
+                cells.append("unset" if d is None else str(d))
+        rows.append([key, str(spec["name"]), *cells])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]]) + "\n"

@@ -18,10 +18,11 @@ GAPS_SHOWN = 15
 def summary_lines(doc: dict[str, Any], verbose: bool = False) -> list[Line]:
     """The text summary of a capture document (outcome_json plus the analysis and paths)."""
     status = doc["status"] + (" (nothing collected)" if not doc.get("collected", True) else "")
-    lines: list[Line] = [("capture: ", (status, "bold" if status == "complete" else "amber bold"))]
+    lines: list[Line] = _verdict(doc) if doc.get("verdict") else []  # the first screen first
+    lines.append(("status: ", (status, "bold" if status == "complete" else "amber bold"),
+                  " (the capture's own: partial means the tool could not collect something)"
+                  if status != "complete" else ""))
     lines += [(f"  partial: {field(r)}",) for r in doc["partial_reasons"]]
-    if doc.get("verdict"):
-        lines += _verdict(doc)
     for h in doc.get("hung", ()):
         lines.append((f"  hung (evidence, not a gap): {field(h)}",))
     gaps = doc["gaps"]
@@ -66,11 +67,16 @@ def _verdict(doc: dict[str, Any]) -> list[Line]:
     if len(findings) > len(shown):
         lines.append((f"  ... {len(findings) - len(shown)} more (pdforensics analyze "
                       f"{doc.get('archive') or doc['bundle']})",))
+    return lines + _history_and_samples(doc)
+
+
+def _history_and_samples(doc: dict[str, Any]) -> list[Line]:
+    lines: list[Line] = []
     window = doc.get("window")
     if window and window.get("history"):
         lines.append(((f"history: {len(window['history'])} item(s) before the evidence window "
                        f"({field(window['how'])}), shown in the report, not judged", "dim"),))
-    if doc.get("samples") == 1 and verdict != "WEDGED":
+    if doc.get("samples") == 1 and doc["verdict"] != "WEDGED":
         lines.append((("note: one /metrics sample cannot show a wedge (frozen counters need "
                        "two); capture with --samples 2 or more", "amber"),))
     return lines

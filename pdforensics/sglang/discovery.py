@@ -113,19 +113,12 @@ def _address(tokens: Sequence[str]) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "", "localhost") else host
 
 
-def discover(
-    ps: PsTable,
-    declared: Sequence[ServiceSpec] = (),
-    listen_pids: Mapping[int, set[int]] | None = None,
-    now: float | None = None,
-    listen_addresses: Mapping[int, str] | None = None,
-    scope_ports: Sequence[int] = (),
-    all_users: bool = True,
-) -> Discovery:
-    """Services and their process trees; when services are declared only they belong. Found
-    (not declared) services outside ``scope_ports``, or, without ``all_users``, run by
-    another user than the login user on a node where several users run SGLang, are listed in
-    ``out_of_scope`` and their processes are not captured."""
+def discover(ps: PsTable, declared: Sequence[ServiceSpec] = (),
+             listen_pids: Mapping[int, set[int]] | None = None, now: float | None = None,
+             listen_addresses: Mapping[int, str] | None = None, scope_ports: Sequence[int] = (),
+             all_users: bool = True) -> Discovery:
+    """Services and their process trees; when services are declared only they belong; found
+    ones out of scope (in_scope: ports, other users) are only listed, not captured."""
     now = time.time() if now is None else now
     rows = ps.by_pid()
     children: dict[int, list[int]] = {}
@@ -173,25 +166,20 @@ def discover(
             if role == "prefill" else None, owner_uid=rows[root].uid,
         )
 
-    services: list[Service] = []
     missing: list[str] = []
+    out: list[tuple[Service, str]] = []
     if declared:
+        services: list[Service] = []
         for spec in declared:
             root = _root_for_port(spec.port, roots, rows, kinds, listen_pids or {})
             if root is None:
                 missing.append(f"{spec.role}:{spec.port}")
-                services.append(Service(
-                    role=spec.role, kind="router" if spec.role == "router" else "server",
-                    port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
-                    metrics_port=spec.metrics_port, unit=spec.unit, log_file=spec.log_file,
-                    declared=True))
+                services.append(_not_found(spec))
             else:
                 services.append(service_from_root(root, spec))
     else:
-        services = [service_from_root(root, None) for root in sorted(roots)]
-    out: list[tuple[Service, str]] = []
-    if not declared:
-        services, out = in_scope(services, scope_ports, all_users, login_uid(ps))
+        found = [service_from_root(root, None) for root in sorted(roots)]
+        services, out = in_scope(found, scope_ports, all_users, login_uid(ps))
 
     processes = []
     for svc in services:
@@ -201,6 +189,14 @@ def discover(
             kind, rank = inferred.get(pid) or kinds.get(pid, ("other", None))
             processes.append(_process(row, kind, rank, svc, now))
     return Discovery(tuple(processes), tuple(services), tuple(missing), tuple(out))
+
+
+def _not_found(spec: ServiceSpec) -> Service:
+    """A declared service with no process found: listed with what the cluster file says."""
+    return Service(role=spec.role, kind="router" if spec.role == "router" else "server",
+                   port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
+                   metrics_port=spec.metrics_port, unit=spec.unit, log_file=spec.log_file,
+                   declared=True)
 
 
 def login_uid(ps: PsTable) -> int | None:

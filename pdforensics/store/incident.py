@@ -29,13 +29,27 @@ class Incident:
 def find_incident(snaps: Sequence[Snapshot], baseline: Snapshot | None = None) -> Incident:
     """The most recent HEALTHY -> not-healthy transition in `snaps` (oldest first).
 
-    Snapshots without a verdict are skipped when judging, kept in the window.
+    Snapshots without a verdict are skipped when judging, kept in the window. An explicit
+    baseline (set by hand, HEALTHY or not) is where changes are counted from when it comes
+    before the incident; when no HEALTHY -> not-healthy transition follows it (the cluster was
+    never judged HEALTHY, or the baseline was set after the last HEALTHY one), the incident is
+    the first not-healthy snapshot after the baseline.
     """
     judged = [i for i, s in enumerate(snaps) if s.verdict is not None]
+    pos = next((i for i, s in enumerate(snaps) if baseline is not None and s.name == baseline.name),
+               None)
     last_h = first_u = None
     for a, b in zip(judged, judged[1:], strict=False):
         if snaps[a].healthy and not snaps[b].healthy:
             last_h, first_u = a, b
+    if pos is not None and (first_u is None or (last_h is not None and pos > last_h)):
+        after = next((i for i in judged if i > pos and not snaps[i].healthy), None)
+        if after is not None:
+            healthy = [i for i in judged if pos <= i < after and snaps[i].healthy]
+            recovered = next((snaps[i] for i in judged if i > after and snaps[i].healthy), None)
+            return Incident(since=snaps[pos], last_healthy=snaps[healthy[-1]] if healthy else None,
+                            first_unhealthy=snaps[after], recovered=recovered,
+                            window=tuple(snaps[pos:after + 1]))
     if first_u is None:
         healthy = [i for i in judged if snaps[i].healthy]
         unhealthy = [i for i in judged if not snaps[i].healthy]
@@ -49,10 +63,8 @@ def find_incident(snaps: Sequence[Snapshot], baseline: Snapshot | None = None) -
         if not snaps[i].healthy:
             break
         start = i
-    if baseline is not None:
-        pos = next((i for i, s in enumerate(snaps) if s.name == baseline.name), None)
-        if pos is not None and pos <= last_h:
-            start = pos
+    if pos is not None and pos <= last_h:
+        start = pos
     recovered = next((snaps[i] for i in judged if i > first_u and snaps[i].healthy), None)
     return Incident(since=snaps[start], last_healthy=snaps[last_h], first_unhealthy=snaps[first_u],
                     recovered=recovered, window=tuple(snaps[start:first_u + 1]))

@@ -82,14 +82,15 @@ class _Dater:
     def suspects(self) -> tuple[list[Suspect], list[str]]:
         inc = self.incident
         assert inc.since is not None and inc.first_unhealthy is not None
-        assert inc.last_healthy is not None
         base, end = self.state(inc.since), self.state(inc.first_unhealthy)
         if base is None or end is None:
             return [], self.notes
         result = diff_states(base, end, self.catalog)
         self.notes += list(result.notes)
         window = list(inc.window)
-        last_h = window.index(inc.last_healthy)
+        # no HEALTHY snapshot in the window (a baseline set by hand on a cluster never judged
+        # HEALTHY): no change counts as seen while healthy
+        last_h = window.index(inc.last_healthy) if inc.last_healthy in window else -1
         out = []
         for change in result.changes:
             k = self._first_seen(change, base, window)

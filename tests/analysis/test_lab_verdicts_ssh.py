@@ -34,6 +34,8 @@ LAB_HOSTS = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
 # capture must fire none of the new rules (tests/support/rule_matrix.py)
 OWN_RULE = {"breaker-open": "ROUTER_BREAKER_OPEN", "probe-hang": "SCHEDULER_PROBE_HANG",
             "decode-only": "DECODE_ONLY_DISPATCH", "clock-skew": "CLOCK_SKEW"}
+#: faults whose top finding is the outage itself (the router has no worker left for a role)
+TOP = {"breaker-open": "ROUTER_NO_WORKERS", "decode-only": "ROUTER_NO_WORKERS"}
 MATRIX = RuleMatrix("ssh lab")
 
 pytestmark = [pytest.mark.lab,
@@ -71,7 +73,7 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
     doc = analysis_json(analyze_path(outcome.bundle))  # what `capture` and `analyze BUNDLE` print
     assert doc["verdict"] == a.verdict and [f["key"] for f in doc["findings"]] == keys(a)
     own = OWN_RULE.get(fault)
-    MATRIX.check(a, row or fault, {own} if own else set(), own)
+    MATRIX.check(a, row or fault, {own} if own else set(), TOP.get(fault, own))
     return a, doc
 
 
@@ -134,9 +136,14 @@ def test_single_scrape_is_never_wedged(lab: tuple[LabInfo, Path]) -> None:
 
 def test_breaker_open(lab: tuple[LabInfo, Path]) -> None:
     """The stand-in prefill answers 503 until the real smg's breaker opens (ten failures)."""
-    a, _doc = capture(lab, "breaker-open", samples=1, stack_dumps=1)
-    assert a.findings[0].key == "ROUTER_BREAKER_OPEN", keys(a)
-    top = a.findings[0]
+    a, doc = capture(lab, "breaker-open", samples=1, stack_dumps=1)
+    # every prefill breaker open: no prefill worker left, every request fails: an outage
+    assert a.verdict == "OUTAGE" and a.findings[0].key == "ROUTER_NO_WORKERS", (a.summary, keys(a))
+    assert a.findings[0].outage and "every request fails" in a.findings[0].title
+    assert a.since is not None and "ROUTER_NO_WORKERS" in a.since.evidence, a.since
+    assert a.mitigate is not None and "prefill-0" in a.mitigate, a.mitigate
+    assert doc["verdict"] == "OUTAGE" and doc["mitigate"] == a.mitigate
+    top = next(f for f in a.findings if f.key == "ROUTER_BREAKER_OPEN")
     assert top.severity == "critical" and "prefill worker" in top.title, top.title
     text = evidence(a)
     assert 'smg_worker_cb_state{worker="http://127.0.0.3:' in text, text
@@ -237,7 +244,9 @@ def test_decode_only(lab: tuple[LabInfo, Path]) -> None:
         a, _doc = capture(lab, "decode-only", samples=2, stack_dumps=1)
     finally:
         set_fault(info.dir, "healthy")  # registers the prefill again (POST /workers)
-    top = a.findings[0]
+    assert a.verdict == "OUTAGE" and a.findings[0].key == "ROUTER_NO_WORKERS", keys(a)
+    assert "no prefill" in a.findings[0].title, a.findings[0].title
+    top = next(f for f in a.findings if f.key == "DECODE_ONLY_DISPATCH")
     assert top.severity == "critical" and "none to prefill" in top.title, top.title
     text = evidence(a)
     assert f'decode worker http://127.0.0.4:{BASE_PORT + 1}: dispatched' in text, text

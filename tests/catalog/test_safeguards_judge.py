@@ -94,3 +94,22 @@ def test_cli_builds_the_table_from_a_tree(tmp_path: Path) -> None:
         "present": True, "default": 450, "default_expr": None, "type": "int",
         "origin": "srt/disaggregation/conn.py:2", "read_by": ["srt/disaggregation/conn.py"]}
     assert entry["pd_bootstrap_timeout"] == {"present": False}
+
+
+def test_safeguards_shows_the_shipped_table_without_downloading() -> None:
+    """`catalog safeguards` alone prints the table (it used to download releases to build it)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pdforensics.cli import main
+
+    r = CliRunner().invoke(main, ["catalog", "safeguards"])
+    assert r.exit_code == 0, r.output
+    head = r.output.splitlines()[0].split()
+    assert head[:2] == ["safeguard", "set"] and "0.5.23" in head and "0.4.6" in head
+    row = next(ln for ln in r.output.splitlines() if ln.startswith("pd_waiting_timeout "))
+    assert "SGLANG_DISAGGREGATION_WAITING_TIMEOUT" in row and row.split()[-1] == "300"
+    assert "absent" in row  # 0.4.6 had no such timeout
+    doc = json.loads(CliRunner().invoke(main, ["catalog", "safeguards", "--json"]).output)
+    assert set(doc) == {"schema", "specs", "versions"}

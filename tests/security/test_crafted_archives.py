@@ -62,7 +62,7 @@ def _tar_gz(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
         if data:
             raw.write(data + b"\0" * (-len(data) % 512))
     raw.write(b"\0" * 1024)
-    return gzip.compress(raw.getvalue())
+    return gzip.compress(raw.getvalue(), mtime=0)
 
 
 def _info(name: str, size: int = 0, kind: bytes = tarfile.REGTYPE, **kw: object) -> tarfile.TarInfo:
@@ -210,8 +210,9 @@ def test_total_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     _refused(_run("analyze", str(_attack(tmp_path, src, "total", extra))), "bytes unpacked")
 
 
-@pytest.mark.parametrize("body", [b"not gzip at all", gzip.compress(b"gzip, not a tar" * 10),
-                                  b"\x1f\x8b\x08\x00truncated"])
+@pytest.mark.parametrize("body", [b"not gzip at all", gzip.compress(b"gzip, not a tar" * 10, mtime=0),
+                                  b"\x1f\x8b\x08\x00truncated"],
+                         ids=["not-gzip", "gzip-not-tar", "truncated-gzip"])
 def test_not_a_tar_gz_is_one_line(tmp_path: Path, body: bytes) -> None:
     path = tmp_path / "broken.tar.gz"
     path.write_bytes(body)

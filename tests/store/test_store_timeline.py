@@ -78,6 +78,30 @@ def test_explicit_baseline_widens_the_window(tmp_path: Path) -> None:
         assert [s.change.key for s in t.suspects] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
 
 
+def test_a_baseline_set_by_hand_is_honoured_without_any_healthy_snapshot(tmp_path: Path) -> None:
+    """A cluster never judged HEALTHY (a noisy DEGRADED warning), its baseline set by hand:
+    timeline counts the changes from that baseline instead of saying "nothing to compare"."""
+    add(tmp_path, T0, "DEGRADED", name="d1")
+    add(tmp_path, T0 + HOUR, "DEGRADED", name="d2")
+    add(tmp_path, T0 + 2 * HOUR, "WEDGED", env=ENV, name="d3")
+    with open_index(tmp_path) as index:
+        assert build_timeline(index, "synth").incident.since is None  # no baseline: nothing
+        index.set_baseline("synth", "d2")
+        t = build_timeline(index, "synth")
+    assert t.incident.since.name == "d2" and t.incident.first_unhealthy.name == "d3"
+    assert [s.change.key for s in t.suspects] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
+    assert not t.suspects[0].seen_healthy
+
+
+def test_a_baseline_set_after_the_last_healthy_snapshot_is_the_reference(tmp_path: Path) -> None:
+    day(tmp_path)
+    add(tmp_path, T0 + 10 * HOUR, "WEDGED", flags=LOG, env=ENV, name="s7")
+    with open_index(tmp_path) as index:
+        index.set_baseline("synth", "s6")  # set by hand during the incident
+        t = build_timeline(index, "synth")
+    assert t.incident.since.name == "s6" and t.incident.first_unhealthy.name == "s7"
+
+
 def test_referenced_snapshots_are_pinned(tmp_path: Path) -> None:
     day(tmp_path)
     with open_index(tmp_path) as index:

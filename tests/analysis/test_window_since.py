@@ -18,7 +18,8 @@ from tests.support.bundles import T0
 
 GEN = "sglang:generation_tokens_total"
 FMT = "%Y-%m-%d %H:%M:%S"
-TRANSFER = "Decode transfer failed for request rid-{n}: KVTransferError timed out after 300.0s in KVPoll.WaitingForInput"
+TRANSFER = ("Decode transfer failed for request rid-{n}: KVTransferError timed out after 300.0s "
+            "in KVPoll.WaitingForInput")
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 
 

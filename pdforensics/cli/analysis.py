@@ -24,12 +24,15 @@ from pdforensics.errors import ExitStatus
 @click.option("--requests", "with_requests", is_flag=True,
               help="Also list the requests seen in the logs: those never finished, the stage "
                    "each reached and for how long, and the per-stage funnel.")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
 @fail_on_option
 @since_option
 @verbose_option
 @handles_errors
 def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
-            with_requests: bool, fail_on: str | None, since: Any, verbose: bool) -> None:
+            with_requests: bool, markdown_file: str | None, fail_on: str | None, since: Any,
+            verbose: bool) -> None:
     """Verdict and findings with evidence for BUNDLE, a bundle directory or its .tar.gz
     (no host contact).
 
@@ -42,11 +45,13 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     if not is_archive(bundle):
         refuse_unfinished(bundle)
     with opened_bundle(bundle) as path:
-        _analyze(path, as_json, fmt, client_dumps, with_requests, fail_on, since, verbose)
+        _analyze(path, as_json, fmt, client_dumps, with_requests, fail_on, since, verbose,
+                 markdown_file)
 
 
 def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
-             with_requests: bool, fail_on: str | None, since: Any, verbose: bool) -> None:
+             with_requests: bool, fail_on: str | None, since: Any, verbose: bool,
+             markdown_file: str | None = None) -> None:
     from pdforensics.analysis.engine import analysis_json
     from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
@@ -56,6 +61,8 @@ def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...
 
     capture = load_capture(bundle, since=since)
     result = run_rules(capture, [Path(c) for c in client_dumps])
+    if markdown_file:
+        _write(markdown_file, markdown_summary(result, facts_of(capture)))
     if as_json or fmt == "json":
         doc = analysis_json(result)
         if with_requests:
@@ -78,12 +85,14 @@ def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
 @fail_on_option
 @since_option
 @verbose_option
 @handles_errors
-def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None, since: Any,
-           verbose: bool) -> None:
+def triage(files: tuple[str, ...], as_json: bool, markdown_file: str | None, fail_on: str | None,
+           since: Any, verbose: bool) -> None:
     """Verdict from loose files: py-spy/faulthandler/Go dumps, /metrics, logs, /server_info.
 
     Each file's kind is read from its content; `-` is stdin. A Go goroutine dump is set
@@ -94,6 +103,11 @@ def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None, since: An
     from pdforensics.triage.run import triage_json, triage_lines, triage_paths
 
     result = triage_paths(list(files), since)
+    if markdown_file and result.analysis is not None:
+        from pdforensics.analysis.summary_md import BundleFacts, markdown_summary
+
+        _write(markdown_file, markdown_summary(result.analysis, BundleFacts(
+            name=f"triage of {len(files)} file(s)")))
     if as_json:
         click.echo(json.dumps(triage_json(result), indent=1))
     else:
@@ -149,3 +163,9 @@ def stacks(files: tuple[str, ...], as_json: bool) -> None:
     sys.exit(run_stacks(list(files), as_json, click.echo))
 
 
+def _write(target: str, text: str) -> None:
+    """--markdown FILE (- for stdout)."""
+    if target == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(target).write_text(text, encoding="utf-8")

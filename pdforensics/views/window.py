@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pdforensics.parsers.journal import SignatureHit, parse_log_timestamp, scan_log_signatures
+from pdforensics.parsers.journal import SignatureHit, parse_log_timestamp, split_log_signatures
 from pdforensics.parsers.router_log import RouterLog
 from pdforensics.views.hostclock import hits_on_capture_clock, to_capture_clock
 
@@ -109,9 +109,9 @@ def split_hits(hits: Sequence[SignatureHit], start: float, text: Callable[[], st
     if len(before) + len(inside) == len(hits):
         return tuple(inside), tuple(before)
     host_start = start + (offset_s or 0.0)  # the host's clock, as its lines are stamped
-    body = text()
-    now = hits_on_capture_clock(scan_log_signatures(body, since_epoch=host_start), offset_s)
-    old = hits_on_capture_clock(scan_log_signatures(body, until_epoch=host_start), offset_s)
+    now_host, old_host = split_log_signatures(text(), host_start)
+    now = hits_on_capture_clock(now_host, offset_s)
+    old = hits_on_capture_clock(old_host, offset_s)
     runs = {h.key: h.run_start for h in hits}
     return tuple(replace(h, run_start=runs.get(h.key, h.run_start)) for h in now), old
 

@@ -56,6 +56,12 @@ def test_since_is_offered(name: str) -> None:
     assert ("--since",) in _spellings(_command(name))
 
 
+@pytest.mark.parametrize("name", ("analyze", "triage"))
+def test_the_markdown_switch_is_the_same_on_the_readers(name: str) -> None:
+    """`--markdown FILE` everywhere a summary can be written (analyze keeps --format markdown)."""
+    assert ("--markdown",) in _spellings(_command(name))
+
+
 @pytest.mark.parametrize("name", SCOPE)
 def test_scope_flags_are_offered(name: str) -> None:
     have = _spellings(_command(name))

@@ -105,7 +105,8 @@ def _router_line(top: Finding, findings: Sequence[Finding], capture: LoadedCaptu
 def diagnose_line(findings: Sequence[Finding], verdict: Verdict, diagnosis: object = None) -> str:
     """Where the cause is: the diagnosis's headline, else the top finding's first step."""
     headline = getattr(diagnosis, "headline", None)
-    if isinstance(headline, str) and headline.strip():
+    # an outage's cause is the router's (which worker failed), told by its finding below
+    if isinstance(headline, str) and headline.strip() and verdict != "OUTAGE":
         return headline.strip()
     if verdict == "HEALTHY" or not findings:
         return "no finding to follow"

@@ -159,3 +159,20 @@ def window_host(h: HostView, window: Window, captured_at: float, text_of: TextOf
     old = tuple(x for x in h.xids if x.epoch is not None and x.epoch < start)
     return replace(h, services=services, xids=tuple(x for x in h.xids if x not in old),
                    xid_history=old)
+
+
+def window_text(text: str, start: float | None, offset_s: float | None = None) -> str:
+    """The log text with every line stamped (or following a line stamped) before ``start``
+    blanked out, line numbers kept: what a reader of the whole text (the PD request-path
+    model) may judge. Lines before the first stamp are kept (their time is unknown)."""
+    if start is None or not text:
+        return text
+    host_start = start + (offset_s or 0.0)
+    out: list[str] = []
+    current: float | None = None
+    for line in text.split("\n"):
+        stamp = parse_log_timestamp(line) if line[:1] in "[0123456789" else None
+        if stamp is not None:
+            current = stamp
+        out.append("" if current is not None and current < host_start else line)
+    return "\n".join(out)

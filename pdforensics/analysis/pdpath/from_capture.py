@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.parsers.frames import ThreadStack
 from pdforensics.views.loaded import LoadedCapture, ServiceView
+from pdforensics.views.window import window_text
 
 
 def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
@@ -21,6 +22,9 @@ def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
             text = cap.bundle.text(svc.log_entry)
         except Exception:  # a refused or missing raw file: the rules already note it
             text = ""
+        if svc.log_history:  # lines before the evidence window are history: not read here
+            off = next((h.clock_offset_s for h in cap.hosts if h.name == svc.host), None)
+            text = window_text(text, svc.window_start, off)
         if text:
             yield Source(f"raw/{svc.log_entry.path}" if not svc.log_entry.path.startswith("raw/")
                          else svc.log_entry.path, "log", svc.host, svc.role, text=text)

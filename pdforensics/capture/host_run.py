@@ -31,9 +31,6 @@ RESERVED_FOR_CHEAP = 2
 # even another dump, so the dump does not wait for a core behind our own work or another py-spy;
 # a dump still running after this long (a thread in D state) no longer holds the host back.
 DUMP_QUIET_S = 0.3
-# Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
-# timeout with no output they run once more, time permitting.
-RETRIED_SOURCES = frozenset({"ps", "ss_listen", "cmdline", "environ", "cgroup"})
 # Margin kept between a job's own timeout and the global deadline (kill grace + transfer).
 DEADLINE_MARGIN_S = 4.0
 
@@ -373,7 +370,7 @@ class HostRun:
         """Run a cheap read once more when it timed out with nothing: on a loaded host the
         session start (the login shell's rc files) can eat the whole timeout of a /proc read.
         The first attempt is kept as a planner note; True when the job went back in the queue."""
-        if (job.source.name not in RETRIED_SOURCES or not result.timed_out or result.stdout
+        if (not job.source.retried or not result.timed_out or result.stdout
                 or job.key in self._retried
                 or self.deadline - time.monotonic() < job.source.timeout_s + DEADLINE_MARGIN_S + 4):
             return False

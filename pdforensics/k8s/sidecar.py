@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pdforensics.bundle.ondisk import BundleWriter
 from pdforensics.capture.planner import target_json
 from pdforensics.capture.run import Sidecar
-from pdforensics.collectors.base import Source, Target
-from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD
-from pdforensics.model import CommandResult
+from pdforensics.collectors import REGISTRY
+from pdforensics.collectors.base import Runs, Source, Target
+from pdforensics.collectors.k8s import K8S_POD
+from pdforensics.model import CommandResult, HostSpec
 from pdforensics.sglang.discovery import Service
 
 from .discover import PodHost, run_kubectl
@@ -32,7 +33,7 @@ def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult
                 else result.stdout
             ext = "json" if result.source == "k8s_pods" else "txt"
             writer.add(_with_stdout(result, data), key=f"{result.source}.{i}", extension=ext)
-        jobs = [(ph, src, tgt) for ph in hosts for src, tgt in _sources(ph)]
+        jobs = [(ph, src, tgt) for ph in hosts for src, tgt in pod_sources(ph.host)]
         with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="k8s-facts") as pool:
             for _ in pool.map(lambda j: _one(writer, deadline, *j), jobs):
                 pass
@@ -40,13 +41,17 @@ def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult
     return run
 
 
-def _sources(ph: PodHost) -> list[tuple[Source, Target]]:
-    out: list[tuple[Source, Target]] = [(K8S_POD, Target()), (K8S_EVENTS, Target())]
-    for spec in ph.host.services:
-        svc = Service(role=spec.role, kind="router" if spec.role == "router" else "server",
-                      port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
-                      metrics_port=spec.metrics_port, unit=None, log_file=None, declared=True)
-        out.append((K8S_LOGS, Target(service=svc)))
+def pod_sources(host: HostSpec) -> list[tuple[Source, Target]]:
+    """The registry's per-pod sources, bound to the pod (host scope) or to each service it
+    declares (endpoint scope)."""
+    services = [Service(role=spec.role, kind="router" if spec.role == "router" else "server",
+                        port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
+                        metrics_port=spec.metrics_port, unit=None, log_file=None, declared=True)
+                for spec in host.services]
+    out: list[tuple[Source, Target]] = []
+    for src in REGISTRY.values():
+        if src.runs is Runs.PER_POD:
+            out += [(src, Target())] if src.scope == "host" else [(src, Target(service=s)) for s in services]
     return out
 
 

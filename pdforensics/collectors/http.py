@@ -96,6 +96,11 @@ SERVER_INFO = _endpoint("server_info", "/server_info",
                         "scheduler; hangs when it is wedged)", SLOW, "http:parse_http_response",
                         "http_health_response.txt", timeout_s=8, runs=Runs.PER_SERVER,
                         fallback=GET_SERVER_INFO, config=True)
+# /ready answers at once, without the scheduler: 503 while SGLang itself says the server should
+# get no new requests (generation paused by POST /pause_generation, a failed health check,
+# starting or shutting down). A server older than the endpoint answers 404.
+READY = _endpoint("ready", "/ready", "/ready: whether SGLang lets the server take new requests",
+                  CHEAP, "http:parse_http_response", "http_health_response.txt", runs=Runs.PER_SERVER)
 # /health_generate pushes one 1-token request through the scheduler (in PD mode with a fake
 # bootstrap): "/health answers, /health_generate hangs" is direct evidence of a stuck scheduler.
 # SGLang answers after >= 1 s (it polls each second), so a short timeout still sees a 200.

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pdforensics.bundle.ondisk import BundleWriter
+from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.planner import target_json
 from pdforensics.capture.run import Sidecar
 from pdforensics.collectors import REGISTRY
@@ -20,14 +21,13 @@ from .discover import PodHost, run_kubectl
 from .podjson import scrub_pod_json
 
 WORKERS = 4
-MARGIN_S = 3.0
 
 
 def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult] = ()) -> Sidecar:
     """A sidecar that writes the kubectl results taken before the capture (discovery, debug
     containers) and then reads each pod's facts, events and log within the deadline."""
 
-    def run(writer: BundleWriter, deadline: float) -> None:
+    def run(writer: BundleWriter, deadline: Deadline) -> None:
         for i, result in enumerate(recorded):
             data = scrub_pod_json(result.stdout, writer.redactor) if result.source == "k8s_pods" \
                 else result.stdout
@@ -55,8 +55,8 @@ def pod_sources(host: HostSpec) -> list[tuple[Source, Target]]:
     return out
 
 
-def _one(writer: BundleWriter, deadline: float, ph: PodHost, src: Source, target: Target) -> None:
-    left = deadline - time.monotonic() - MARGIN_S
+def _one(writer: BundleWriter, deadline: Deadline, ph: PodHost, src: Source, target: Target) -> None:
+    left = deadline.sidecar_timeout()
     key = f"{src.name}.{target.label}" if target.label else src.name
     argv = src.build(ph.host, target)
     if left < 1.0:

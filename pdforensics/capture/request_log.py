@@ -31,6 +31,7 @@ from pdforensics.capture.deadline import REQUEST_LOG_RESERVE_S as RESERVE_S
 from pdforensics.capture.deadline import REQUEST_LOG_SLACK_S, RESTORE_WAIT_S, Deadline, window_fits
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.collectors.base import Job, Source, Target
+from pdforensics.collectors.http import GET_SERVER_INFO, SERVER_INFO
 from pdforensics.collectors.logs import JOURNAL, LOG_FILE
 from pdforensics.collectors.request_log import (
     LEVEL_ON,
@@ -135,10 +136,10 @@ class RequestLogPlan:
         name = job.source.name
         if sw is None:
             return []
-        if name in ("server_info", "get_server_info") and sw.state == "reading":
+        if job.source in (SERVER_INFO, GET_SERVER_INFO) and sw.state == "reading":
             status = _status(result)
-            if name == "server_info" and status == 404:
-                return []  # the planner asks /get_server_info next
+            if job.source.fallback is not None and status == 404:
+                return []  # the planner asks the old name next
             return self._read(sw, job, result, status)
         if name == REQUEST_LOG_ON.name and sw.state == "switching":
             status = _status(result)

@@ -9,13 +9,13 @@ Text that does not start with a status line raises ParseError.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
 
-_STATUS_RE = re.compile(rb"^(HTTP/\d(?:\.\d)?) ([1-9]\d{2})(?: (.*))?$")  # RFC 9110: 100-999
-_HEADER_RE = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
+_STATUS_RE = linear.compile(rb"^(HTTP/\d(?:\.\d)?) ([1-9]\d{2})(?: (.*))?$")  # RFC 9110: 100-999
+_HEADER_RE = linear.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
 
 
 @dataclass(frozen=True)

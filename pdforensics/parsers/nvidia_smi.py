@@ -19,10 +19,10 @@ rows ("Unable to determine the device handle for GPU ...") are kept as a GpuInfo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
 from pdforensics.parsers.journal import parse_log_timestamp
 
@@ -46,9 +46,9 @@ _FIELD_ALIASES = {
 }
 _MISSING = {"[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]",
             "[gpu is lost]", "[gpu requires reset]", "[not available]", ""}
-_UNIT_RE = re.compile(r"^(.*?)\s*(?:%|MiB|GiB|KiB|W|MHz|C)$")
-_HEADER_UNIT_RE = re.compile(r"\s*\[[^\]]*\]$")
-_BUS_RE = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
+_UNIT_RE = linear.compile(r"^(.*?)\s*(?:%|MiB|GiB|KiB|W|MHz|C)$")
+_HEADER_UNIT_RE = linear.compile(r"\s*\[[^\]]*\]$")
+_BUS_RE = linear.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _FATAL = ("NVIDIA-SMI has failed", "Failed to initialize NVML", "couldn't communicate with the",
           "Field \"", "is not a valid field", "Invalid combination")
 
@@ -265,8 +265,8 @@ def parse_compute_apps(text: str, fields: Sequence[str] | None = None) -> tuple[
     return tuple(out)
 
 
-_NVL_GPU_RE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_NVL_LINK_RE = re.compile(r"^\s*Link (\d+): ([^:]+?):\s*(\S.*?)\s*$")
+_NVL_GPU_RE = linear.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
+_NVL_LINK_RE = linear.compile(r"^\s*Link (\d+): ([^:]+?):\s*(\S.*?)\s*$")
 
 
 def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
@@ -303,8 +303,8 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
     return tuple(gpus)
 
 
-_Q_LINE_RE = re.compile(r"^(\s*)(\S.*?)\s*(?::\s*(.*?))?\s*$")
-_Q_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_Q_LINE_RE = linear.compile(r"^(\s*)(\S.*?)\s*(?::\s*(.*?))?\s*$")
+_Q_GPU_RE = linear.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 
 
 def _yes_no(v: str) -> bool | None:
@@ -365,11 +365,11 @@ def parse_row_remapper(text: str) -> tuple[RowRemap, ...]:
     return tuple(out)
 
 
-_XID_RE = re.compile(
+_XID_RE = linear.compile(
     r"NVRM: Xid \((?:PCI:)?([^)\s]+)(?: [^)]*)?\): (\d+), (?:pid=('?[^,]*?'?), )?"
     r"(?:name=([^,]*?), )?(.*)$"
 )
-_UPTIME_RE = re.compile(r"\[\s*(\d+\.\d+)\]")
+_UPTIME_RE = linear.compile(r"\[\s*(\d+\.\d+)\]")
 
 
 def parse_xid_lines(text: str) -> tuple[XidEvent, ...]:

@@ -9,14 +9,17 @@ by the redactor to decide which hashed env values to hunt in other output. Hex s
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 
+from pdforensics import linear
+
 MIN_LEN = 24
 MIN_BITS = 4.2
-_TOKEN = re.compile(rb"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/_\-]{%d,}={0,2}(?![A-Za-z0-9+/=_\-])" % MIN_LEN)
-_HEX = re.compile(rb"[0-9a-fA-F\-]+")
+# a maximal run of token characters; the token is its head up to a `.`, with `=` only at its end
+_RUN = linear.compile(rb"[A-Za-z0-9+/_\-.=]{%d,}" % MIN_LEN)
+_TOKEN = linear.compile(rb"[A-Za-z0-9+/_\-]{%d,}={0,2}" % MIN_LEN)
+_HEX = linear.compile(rb"[0-9a-fA-F\-]+")
 
 
 def entropy(value: bytes) -> float:
@@ -39,7 +42,9 @@ def looks_random(value: bytes) -> bool:
 
 def random_tokens(data: bytes) -> Iterator[tuple[int, int]]:
     """Spans of random-looking tokens in data (not a `base64,` data URI, not a CSP/SRI hash)."""
-    for m in _TOKEN.finditer(data):
-        if (looks_random(m.group()) and data[max(0, m.start() - 7):m.start()] != b"base64,"
-                and not m.group().startswith((b"sha256-", b"sha384-", b"sha512-"))):
-            yield m.span()
+    for m in _RUN.finditer(data):
+        head = m.group().split(b".", 1)[0]
+        if (_TOKEN.fullmatch(head) is not None and looks_random(head)
+                and data[max(0, m.start() - 7):m.start()] != b"base64,"
+                and not head.startswith((b"sha256-", b"sha384-", b"sha512-"))):
+            yield m.start(), m.start() + len(head)

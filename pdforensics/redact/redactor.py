@@ -4,7 +4,7 @@ Values become `<redacted:` + 10 hex of HMAC-SHA256(key, value) + `>`: the same v
 gives the same marker under one key, so diffs can still tell "changed" from "same". The key
 lives in the user's config dir (or PDFORENSICS_REDACT_KEY) and never enters a bundle.
 
-The detectors (DETECTORS) are shared with `verify --secrets` (secrets_scan.py): what the
+The detectors (detectors.find_secrets) are shared with `verify --secrets` (secrets_scan.py): what the
 redactor would change, the scanner reports.
 """
 
@@ -21,15 +21,13 @@ from typing import Any
 
 import platformdirs
 
+from pdforensics import linear
 from pdforensics.redact.allow import DEFAULT, Allowlist, never_kept
 from pdforensics.redact.detectors import (
-    ANY_NEEDLE,
-    DETECTORS,
     EMPTY_VALUES,
+    KINDS,
     MARKER,
-    Detector,
     Hit,
-    detector_hits,
     find_secrets,
     is_clear,
     is_plain_number,
@@ -37,13 +35,15 @@ from pdforensics.redact.detectors import (
 )
 from pdforensics.redact.entropy import looks_random
 
-__all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit", "NoRedactor", "Redactor",
+__all__ = ["EMPTY_VALUES", "KINDS", "MARKER", "Allowlist", "Hit", "NoRedactor", "Redactor",
            "find_secrets", "is_secret_name", "load_key"]
 
 # collectors.logs.LOG_BYTES: a log_file result this long is a tail that began mid-line
 LOG_TAIL_BYTES = 8 << 20
 # Learned values shorter than this are not hunted everywhere (they would hit ordinary text).
 MIN_LEARNED = 6
+MAX_LEARNED = 4096  # values hunted everywhere (one RE2 alternation)
+MIN_LEARNED_HIT = 8  # values a detector found: one more token hunted everywhere
 _is_clear = is_clear
 
 
@@ -52,6 +52,13 @@ def _harmless_number(name: str, value: bytes) -> bool:
     4096`, a typo no catalog knows): kept readable, since the diff that finds such a change is
     the point of the capture and such a value hides no secret."""
     return is_plain_number(value) and not never_kept(name) and not is_secret_name(name)
+
+
+def _worth_learning(value: bytes) -> bool:
+    """A redacted value hunted in every other output of the capture: long enough not to hit
+    ordinary text, one token (no spaces), not a number."""
+    return (len(value) >= MIN_LEARNED_HIT and not any(c in value for c in b" \t\r\n\x00")
+            and not is_plain_number(value) and MARKER.search(value) is None)
 
 
 def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes]) -> bytes:
@@ -112,12 +119,19 @@ class Redactor:
         self._lock = threading.Lock()
         # text() of short strings, for the learned values of the moment: a capture's parsed
         # JSON repeats the same few thousand strings (stack frames, paths) tens of thousands of times
-        self._longest_first: tuple[bytes, ...] = ()
+        self._learned: linear.Pattern[bytes] | None = None  # every learned value, longest first
         self._memo: dict[bytes, bytes] = {}
+        self._markers: dict[bytes, bytes] = {}
 
     def marker(self, value: bytes) -> bytes:
+        done = self._markers.get(value)
+        if done is not None:
+            return done
         digest = hmac.new(self.key, value, hashlib.sha256).hexdigest()[:10]
-        return b"<redacted:" + digest.encode() + b">"
+        marker = b"<redacted:" + digest.encode() + b">"
+        if len(self._markers) < MEMO_MAX_ENTRIES:
+            self._markers[value] = marker
+        return marker
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records: on, which key (so markers compare across bundles), and
@@ -129,9 +143,11 @@ class Redactor:
         """Remember secret values (from environ) so they are scrubbed from every output."""
         with self._lock:
             before = len(self._values)
-            self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v))
+            self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v)
+                                and len(self._values) < MAX_LEARNED)
             if len(self._values) != before:
-                self._longest_first = tuple(sorted(self._values, key=len, reverse=True))
+                longest_first = sorted(self._values, key=len, reverse=True)
+                self._learned = linear.compile(b"|".join(linear.escape(v) for v in longest_first), remember=False)
                 self._memo = {}  # what was scrubbed without the new values is scrubbed again
 
     def environ(self, data: bytes) -> bytes:
@@ -154,8 +170,11 @@ class Redactor:
 
     def cmdline(self, data: bytes) -> bytes:
         """Redact a NUL-separated argv (/proc/PID/cmdline): the value of every flag that is not
-        on the allowlist becomes a marker; positional words are left to the detectors."""
+        on the allowlist becomes a marker; positional words are left to the detectors. Values
+        of credential flags (`--api-key V`) and random-looking ones are learned, so the same
+        value in a log of the capture is scrubbed too."""
         args = data.split(b"\0")
+        learned: list[bytes] = []
         i = 0
         while i < len(args):
             arg = args[i]
@@ -163,14 +182,19 @@ class Redactor:
                 flag, sep, value = arg.partition(b"=")
                 name = flag.decode("utf-8", "replace")
                 keep = self.allow.keeps_flag(name)
-                if sep:
-                    if not keep and not _is_clear(value) and not _harmless_number(name, value):
-                        args[i] = flag + b"=" + self.marker(value)
-                elif i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]:
+                at = i
+                if not sep:
+                    if not (i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]):
+                        i += 1
+                        continue
                     i += 1
-                    if not keep and not _is_clear(args[i]) and not _harmless_number(name, args[i]):
-                        args[i] = self.marker(args[i])
+                    at, value = i, args[i]
+                if not keep and not _is_clear(value) and not _harmless_number(name, value):
+                    if is_secret_name(name) or looks_random(value):
+                        learned.append(value)
+                    args[at] = flag + b"=" + self.marker(value) if sep else self.marker(value)
             i += 1
+        self.learn(learned)
         return self.text(b"\0".join(args))
 
     def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
@@ -195,7 +219,7 @@ class Redactor:
     def text(self, data: bytes) -> bytes:
         """Scrub any output: learned values first, then every detector in turn."""
         with self._lock:
-            values, memo = self._longest_first, self._memo
+            values, memo = self._learned, self._memo
         remember = len(data) <= MEMO_MAX_BYTES
         if remember and (done := memo.get(data)) is not None:
             return done
@@ -204,18 +228,13 @@ class Redactor:
             memo[data] = clean
         return clean
 
-    def _text(self, data: bytes, values: tuple[bytes, ...]) -> bytes:
-        for value in values:
-            if value in data:
-                data = data.replace(value, self.marker(value))
-        lowered = data.lower()
-        if not ANY_NEEDLE.search(lowered):
-            return data
-        for det in DETECTORS:
-            hits = detector_hits(det, data, lowered)
-            if hits:
-                data = _replace_spans(data, hits, self.marker)
-                lowered = data.lower()
+    def _text(self, data: bytes, values: linear.Pattern[bytes] | None) -> bytes:
+        if values is not None:  # one linear pass for every learned value
+            data = values.sub(lambda m: self.marker(m.group()), data)
+        hits = list(find_secrets(data))
+        if hits:
+            self.learn(v for v in (data[h.start:h.end] for h in hits) if _worth_learning(v))
+            data = _replace_spans(data, hits, self.marker)
         return data
 
     def string(self, text: str) -> str:

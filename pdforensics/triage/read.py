@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
 from pdforensics.errors import ParseError
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
@@ -20,15 +20,15 @@ from pdforensics.triage.unwrap import unwrap
 #: the kinds `triage` detects (the sidecar ``kind`` of tests/data/field)
 KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info")
 
-_THREAD_LINE = re.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
+_THREAD_LINE = linear.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
 # what py-spy itself prints first when it fails (never an arbitrary log line)
-_PYSPY_FIRST = re.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
-                          r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", re.I)
+_PYSPY_FIRST = linear.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
+                          r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", linear.I)
 # the py-spy command line an operator pasted above its output, or py-spy's own log lines
-_PYSPY_CMD = re.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
-                        r"(?:dump|record|top|--)|\bpy_spy::", re.I)
+_PYSPY_CMD = linear.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
+                        r"(?:dump|record|top|--)|\bpy_spy::", linear.I)
 # /server_info (and the old /get_server_info) carry these; /model_info carries none of them
-_JSON_LIST = re.compile(r"\[\s*(?:\{|\])")
+_JSON_LIST = linear.compile(r"\[\s*(?:\{|\])")
 _SERVER_INFO_KEYS = frozenset({"internal_states", "server_args", "disaggregation_mode",
                                "tp_size", "dp_size", "max_total_num_tokens"})
 

@@ -35,7 +35,7 @@ BATCH_SCRIPT = (
     "    except OSError as e: st,b=1,(e.strerror or str(e)).encode()\n"
     "    out.write(b'R %d %d %d\\n'%(i,st,len(b))+b);out.flush()\n"
 )
-_HEADER = linear.compile(rb"R (\d+) ([012]) (\d+)\n")
+_HEADER = linear.compile(rb"R (\d{1,9}) ([012]) (\d{1,12})\n")
 
 
 def batch_argv(host: HostSpec, jobs: Sequence[Job], timeout_s: float) -> tuple[str, ...]:

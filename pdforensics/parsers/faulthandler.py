@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 _HEAD = linear.compile(
@@ -55,7 +56,7 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
             frame = cache.get(key)
             if frame is None:
                 ln = fm.group("line")
-                frame = Frame(key[0], key[1], int(ln) if ln.isdigit() else None)
+                frame = Frame(key[0], key[1], to_int(ln) if ln.isdigit() else None)
                 cache[key] = frame
             frames.append(frame)
             continue

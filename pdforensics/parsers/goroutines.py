@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ThreadStack
 
 _HEAD = linear.compile(r"^goroutine (\d+)(?: gp=\S+ m=\S+(?: mp=\S+)?)? \[([^\]]*)\]:\s*$")
@@ -47,7 +48,7 @@ def _parse_state(raw: str) -> tuple[str, int | None, bool]:
     for p in parts[1:]:
         m = _MINUTES.match(p)
         if m is not None:
-            minutes = int(m.group(1))
+            minutes = to_int(m.group(1))
         elif p == "locked to thread":
             locked = True
     return state, minutes, locked
@@ -122,7 +123,7 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             if pending is None and gid != "?":  # only a dump cut at the top starts with a file line
                 raise ParseError("goroutine file line without a function", line, lineno)
             key = (pending or "?", fm.group("file"), fm.group("line"), fm.group("off") or "")
-            frame = cache.get(key) or cache.setdefault(key, Frame(key[0], key[1], int(key[2]), False,
+            frame = cache.get(key) or cache.setdefault(key, Frame(key[0], key[1], to_int(key[2]), False,
                                                                    key[3]))
             if pending_created:
                 created = frame
@@ -169,7 +170,7 @@ def _parse_debug1(lines: list[str]) -> tuple[ThreadStack, ...]:
         gm = _GROUP.match(line)
         if gm is not None:
             close()
-            count, frames = int(gm.group(1)), []
+            count, frames = to_int(gm.group(1)) or 0, []
             continue
         if not line.strip():
             close()
@@ -181,7 +182,7 @@ def _parse_debug1(lines: list[str]) -> tuple[ThreadStack, ...]:
             key = (fm.group("func"), fm.group("file"), fm.group("line"), fm.group("off") or "")
             frame = cache.get(key)
             if frame is None:
-                frame = Frame(key[0], key[1], int(key[2]), False, key[3])
+                frame = Frame(key[0], key[1], to_int(key[2]), False, key[3])
                 cache[key] = frame
             frames.append(frame)
             continue

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.journal import parse_log_timestamp
 
 QUERY_GPU_FIELDS: tuple[str, ...] = (
@@ -160,11 +161,11 @@ def _int(v: str) -> int | None:
     v = v.strip()
     if _missing(v):
         return None
-    try:
-        return int(v, 16) if v.lower().startswith("0x") else int(v)
-    except ValueError:
-        f = _num(v)
-        return int(f) if f is not None and f.is_integer() else None
+    n = to_int(v, 16) if v.lower().startswith("0x") else to_int(v)
+    if n is not None:
+        return n
+    f = _num(v)  # "12.0"
+    return int(f) if f is not None and f.is_integer() and abs(f) < 1e18 else None
 
 
 def _str(v: str) -> str | None:
@@ -288,7 +289,7 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
         m = _NVL_GPU_RE.match(line)
         if m:
             flush()
-            cur = (int(m.group(1)), m.group(2).strip(), m.group(3))
+            cur = (to_int(m.group(1)) or 0, m.group(2).strip(), m.group(3))
             links = {}
             continue
         m = _NVL_LINK_RE.match(line)
@@ -296,7 +297,7 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
             value = _int(m.group(3))
             if value is None and not _missing(m.group(3)):
                 raise ParseError("NVLink counter is not a number", line=line, lineno=lineno)
-            links.setdefault(int(m.group(1)), []).append((m.group(2).strip(), value))
+            links.setdefault(to_int(m.group(1)) or 0, []).append((m.group(2).strip(), value))
             continue
         raise ParseError("not an nvidia-smi nvlink -e line", line=line, lineno=lineno)
     flush()
@@ -387,8 +388,8 @@ def parse_xid_lines(text: str) -> tuple[XidEvent, ...]:
         proc = m.group(4)
         out.append(XidEvent(
             pci=m.group(1),
-            xid=int(m.group(2)),
-            pid=int(pid_text) if pid_text.isdigit() else None,
+            xid=to_int(m.group(2)) or 0,
+            pid=to_int(pid_text) if pid_text.isdigit() else None,
             process=None if proc is None or proc.strip("<>") == "unknown" else proc,
             message=m.group(5).strip(),
             epoch=parse_log_timestamp(line),

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error as classify_pyspy_error
 from pdforensics.parsers.pyspy_errors import is_failure_line
@@ -44,7 +45,7 @@ def _parse_frame(body: str) -> Frame | None:
         return None
     file, colon, num = loc.rpartition(":")
     if colon and num.isdecimal() and num.isascii():
-        return Frame(function, file, int(num), _is_native(function, file))
+        return Frame(function, file, to_int(num), _is_native(function, file))
     return Frame(function, loc, None, _is_native(function, loc))
 
 
@@ -228,14 +229,14 @@ class _TextParser:
             self.end_error()
             self.in_error = False
             self.close_process()
-            self.proc = _ProcessBuilder(int(m.group(1)), m.group(2).strip())
+            self.proc = _ProcessBuilder(to_int(m.group(1)), m.group(2).strip())
             return True
         return self.meta_line(line, lineno)
 
     def meta_line(self, line: str, lineno: int) -> bool:
         m = _PARENT.match(line)
         if m is not None and self.proc is not None:
-            self.proc.ppid, self.proc.pcmd = int(m.group(1)), m.group(2).strip()
+            self.proc.ppid, self.proc.pcmd = to_int(m.group(1)), m.group(2).strip()
             return True
         m = _PYVER.match(line)
         if m is not None and self.proc is not None:
@@ -427,7 +428,7 @@ def extract_watchdog_dumps(log_text: str) -> tuple[ProcessDump, ...]:
             while j < len(lines) and not _LOG_PREFIX.match(lines[j][0]) and lines[j][0].strip():
                 msg = msg or lines[j][0].strip()
                 j += 1
-            out.append(ProcessDump("watchdog", (), int(fm.group(1)), rank=rank, timestamp=ts,
+            out.append(ProcessDump("watchdog", (), to_int(fm.group(1)), rank=rank, timestamp=ts,
                                    service=svc, error=msg or "py-spy failed"))
             i = j
             continue
@@ -444,12 +445,12 @@ def extract_watchdog_dumps(log_text: str) -> tuple[ProcessDump, ...]:
         try:
             dumps = parse_pyspy_text("\n".join(body))
         except ParseError as exc:
-            dumps = (ProcessDump("pyspy", (), int(hm.group(1)), error=f"unreadable dump: {exc}"),)
+            dumps = (ProcessDump("pyspy", (), to_int(hm.group(1)), error=f"unreadable dump: {exc}"),)
         if not dumps:
-            dumps = (ProcessDump("pyspy", (), int(hm.group(1)), error="empty py-spy dump"),)
+            dumps = (ProcessDump("pyspy", (), to_int(hm.group(1)), error="empty py-spy dump"),)
         for d in dumps:
             out.append(ProcessDump("watchdog", d.threads, d.pid if d.pid is not None
-                                   else int(hm.group(1)), d.command, d.python_version,
+                                   else to_int(hm.group(1)), d.command, d.python_version,
                                    d.parent_pid, d.parent_command, rank, ts, svc, d.error))
     return tuple(out)
 

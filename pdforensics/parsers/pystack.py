@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 HEAD = linear.compile(
@@ -22,7 +23,7 @@ def _state(status: str) -> str:
 
 def _frame(m: linear.Match[str]) -> Frame:
     func = m.group("func").removesuffix(" (inlined)")
-    line = int(m.group("line"))
+    line = to_int(m.group("line"))
     if m.group("kind") == "C":
         return Frame(func, m.group("file"), line or None, True, "", ())
     return Frame(func, m.group("file"), line or None)
@@ -54,7 +55,7 @@ def parse_pystack(text: str) -> ProcessDump | None:
             continue
         pm = _PID.match(line)
         if pm is not None and pid is None:
-            pid = int(pm.group(1))
+            pid = to_int(pm.group(1))
     close()
     if not threads:
         first = next(ln for ln in text.splitlines() if ln.strip())

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 
 # event -> the pipeline stage it proves a request reached (analysis/requests_stages.py)
@@ -131,10 +132,10 @@ def _ids(kind: str, line: str) -> tuple[str | None, int | None]:
         return (m.group(1) if m else None), None
     if kind in ("bootstrap_timeout", "waiting_timeout"):
         t = _TIMEOUT_RE.search(line)
-        return None, (int(t.group(1)) if t else None)
+        return None, (to_int(t.group(1)) if t else None)
     rid_m = _RID_RE.search(line) or _JSON_RID_RE.search(line)
     rid = rid_m.group(1) if rid_m else None
     if rid in ("None", "none", "null"):
         rid = None
     room_m = _ROOM_RE.search(line)
-    return rid, (int(room_m.group(1)) if room_m else None)
+    return rid, (to_int(room_m.group(1)) if room_m else None)

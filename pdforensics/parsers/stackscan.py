@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers import faulthandler as fh
 from pdforensics.parsers import pystack as ps
 from pdforensics.parsers import tracebacks as tb
@@ -115,13 +116,13 @@ def _watchdog_failure(ll: LogLine, service: str | None) -> ProcessDump | None:
     m = _WD_FAIL.search(ll.text)
     pid: int | None
     if m is not None:
-        pid, msg = int(m.group(1)), m.group(2).strip()
+        pid, msg = to_int(m.group(1)), m.group(2).strip()
     else:
         cm = _WD_FAIL_CMD.search(ll.text)
         if cm is None:
             return None
         am = _PID_ARG.search(cm.group("cmd"))
-        pid = int(am.group(1) or am.group(2)) if am is not None else None
+        pid = to_int(am.group(1) or am.group(2)) if am is not None else None
         msg = cm.group("msg").strip()
     return ProcessDump("watchdog", (), pid, rank=ll.rank, timestamp=ll.timestamp, service=service,
                        error=msg or "py-spy failed")
@@ -166,7 +167,7 @@ class _StreamScanner:
         wm = _WD_HEAD.search(ll.text)
         if wm is not None:
             rest = [wm.group(2)] if wm.group(2).strip() else []
-            return _Block("watchdog", rest, int(wm.group(1)), ll.rank, ll.timestamp), i + 1
+            return _Block("watchdog", rest, to_int(wm.group(1)), ll.rank, ll.timestamp), i + 1
         failed = _watchdog_failure(ll, self.service)
         if failed is not None:
             self.dumps.append(failed)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 #: "Traceback (most recent call last):" anywhere in a line (after a log prefix or a "| " gutter)
@@ -33,7 +34,7 @@ def parse_traceback_block(lines: Sequence[str], index: int = 0) -> ThreadStack |
             continue
         fm = FRAME.match(line)
         if fm is not None:
-            frames.append(Frame(fm.group("func"), fm.group("file"), int(fm.group("line"))))
+            frames.append(Frame(fm.group("func"), fm.group("file"), to_int(fm.group("line"))))
     if not frames and name is None:
         return None
     return ThreadStack(tid, name, "", tuple(reversed(frames)))

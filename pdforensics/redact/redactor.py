@@ -15,6 +15,7 @@ import hmac
 import os
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,9 @@ class Redactor:
         self._learned: linear.Pattern[bytes] | None = None  # every learned value, longest first
         self._memo: dict[bytes, bytes] = {}
         self._markers: dict[bytes, bytes] = {}
+        # what was redacted, by (source, kind): counts only, never a value (verify --explain)
+        self._tally: Counter[tuple[str, str]] = Counter()
+        self._where = threading.local()
 
     def marker(self, value: bytes) -> bytes:
         done = self._markers.get(value)
@@ -137,7 +141,7 @@ class Redactor:
         """What the manifest records: on, which key (so markers compare across bundles), and
         the allowlist (with the operator's --keep-env names)."""
         key_id = hashlib.sha256(b"pdforensics-key-id\0" + self.key).hexdigest()[:12]
-        return {"enabled": True, "key_id": key_id, **self.allow.describe()}
+        return {"enabled": True, "key_id": key_id, **self.allow.describe(), "redacted": self.tally()}
 
     def learn(self, values: Iterable[bytes]) -> None:
         """Remember secret values (from environ) so they are scrubbed from every output."""
@@ -164,6 +168,7 @@ class Redactor:
                                                  and not any(c in value for c in b" \t\n")):
                     learned.append(value)
                 entry = name + b"=" + self.marker(value)
+                self._count("env-not-allowlisted")
             out.append(entry)
         self.learn(learned)
         return self.text(b"\0".join(out))
@@ -193,6 +198,7 @@ class Redactor:
                     if is_secret_name(name) or looks_random(value):
                         learned.append(value)
                     args[at] = flag + b"=" + self.marker(value) if sep else self.marker(value)
+                    self._count("flag-not-allowlisted")
             i += 1
         self.learn(learned)
         return self.text(b"\0".join(args))
@@ -200,13 +206,17 @@ class Redactor:
     def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
         """A command's stdout, by source: environ and cmdline by allowlist, a log tail from its
         first whole line, anything else through the detectors."""
-        if environ:
-            return self.environ(data)
-        if source == "cmdline":
-            return self.cmdline(data)
-        if source == "log_file":
-            return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
-        return self.text(data)
+        self._where.source = source
+        try:
+            if environ:
+                return self.environ(data)
+            if source == "cmdline":
+                return self.cmdline(data)
+            if source == "log_file":
+                return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
+            return self.text(data)
+        finally:
+            self._where.source = None
 
     def log_window(self, data: bytes, cut: bool) -> bytes:
         """A log tail: when it was cut (`cut`), it starts at the next line boundary, so a secret
@@ -230,12 +240,30 @@ class Redactor:
 
     def _text(self, data: bytes, values: linear.Pattern[bytes] | None) -> bytes:
         if values is not None:  # one linear pass for every learned value
-            data = values.sub(lambda m: self.marker(m.group()), data)
+            data, n = values.subn(lambda m: self.marker(m.group()), data)
+            if n:
+                self._count("learned-value", n)
         hits = list(find_secrets(data))
         if hits:
+            for h in hits:
+                self._count(h.kind)
             self.learn(v for v in (data[h.start:h.end] for h in hits) if _worth_learning(v))
             data = _replace_spans(data, hits, self.marker)
         return data
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        source = getattr(self._where, "source", None) or "manifest and derived text"
+        with self._lock:
+            self._tally[(source, kind)] += n
+
+    def tally(self) -> list[dict[str, Any]]:
+        """What was redacted, by source and kind, with counts (never values), for the manifest."""
+        with self._lock:
+            items = sorted(self._tally.items())
+            learned = len(self._values)
+        return [{"source": s, "kind": k, "count": n} for (s, k), n in items] + (
+            [{"source": "(capture)", "kind": "values learned and hunted everywhere", "count": learned}]
+            if learned else [])
 
     def string(self, text: str) -> str:
         return self.text(text.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")

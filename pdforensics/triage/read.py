@@ -94,6 +94,22 @@ def looks_like_server_info(obj: object) -> bool:
     return isinstance(obj, dict) and bool(_SERVER_INFO_KEYS.intersection(obj))
 
 
+def unreadable_json(text: str) -> str:
+    """Why a JSON document does not read, in words: nested too deeply, cut short, or malformed."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        return ("the JSON is nested too deeply to read (deeper than Python's parser goes: a crafted or "
+                "broken document, not one cut short)")
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            return "the JSON is cut short (a timeout or a byte cap?)"
+        return f"the JSON is malformed ({exc.msg} at character {exc.pos})"
+    except ValueError as exc:
+        return f"the JSON is malformed ({exc})"
+    return f"the JSON is a {type(obj).__name__}, not an object"
+
+
 def _json(text: str) -> tuple[str | None, Any]:
     s = text.lstrip()
     if not s.startswith(("{", "[")):
@@ -207,8 +223,7 @@ def _read(path: str, kind: str, text: str, size: int) -> Artifact:
         u = unwrap(text)
         _, obj = _json(u.text)
         if not isinstance(obj, dict):
-            return Artifact(path, kind, "the JSON is cut short (a timeout or a byte cap?)",
-                            size=size)
+            return Artifact(path, kind, unreadable_json(u.text), size=size)
         return Artifact(path, kind, server_info=obj, taken_at=u.taken_at, size=size)
     return Artifact(path, "log", log_text=text, log_hits=scan_log_signatures(text), size=size)
 

@@ -153,4 +153,14 @@ def write_markdown(target: str, analysis: Analysis, bundle: Path, report: Path |
     if target == "-":
         click.echo(text, nl=False)
     else:
-        Path(target).write_text(text, encoding="utf-8")
+        write_private_text(target, text)
+
+
+def write_private_text(path: str, text: str) -> None:
+    """text to path, owner-only (0600) whatever the umask, an existing file included: host text."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

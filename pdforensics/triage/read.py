@@ -102,7 +102,7 @@ def unreadable_json(text: str) -> str:
         return ("the JSON is nested too deeply to read (deeper than Python's parser goes: a crafted or "
                 "broken document, not one cut short)")
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
             return "the JSON is cut short (a timeout or a byte cap?)"
         return f"the JSON is malformed ({exc.msg} at character {exc.pos})"
     except ValueError as exc:

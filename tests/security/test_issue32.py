@@ -31,7 +31,8 @@ def _cpu(fn: Callable[[], object]) -> float:
 SYNTAXES = {
     "python-toml-spaced": ('api_key = "SecI32Toml"', "SecI32Toml"),
     "yaml-next-line": ("server:\n  api_key:\n    SecI32YamlNext\n  port: 30000\n", "SecI32YamlNext"),
-    "flag-continued-line": ("python -m sglang.launch_server --api-key \\\n    SecI32Cont \\\n    --port 1", "SecI32Cont"),
+    "flag-continued-line": ("python -m sglang.launch_server --api-key \\\n    SecI32Cont \\\n    --port 1",
+                            "SecI32Cont"),
     "tuple": ("settings = [('api_key', 'SecI32Tuple'), ('port', 1)]", "SecI32Tuple"),
     "json-key-with-space": ('{"db password": "SecI32DbPw", "port": 1}', "SecI32DbPw"),
     "xml-element": ("<config><password>SecI32Xml</password></config>", "SecI32Xml"),
@@ -83,8 +84,8 @@ def test_a_40kb_frame_line_does_not_stall_the_stack_readers(parser: str) -> None
                        f'Traceback (most recent call last):\n  File "a.py", line 1, in f{pad}\nValueError: x\n'),
         "faulthandler": (faulthandler.parse_faulthandler,
                          f'Thread 0x00007f (most recent call first):\n  File "a.py", line 1 in f{pad}\n'),
-        "pystack": (pystack.parse_pystack,
-                    f'Traceback for thread 1 [] (most recent call last):\n    (Python) File "a.py", line 1, in f{pad}\n'),
+        "pystack": (pystack.parse_pystack, "Traceback for thread 1 [] (most recent call last):\n"
+                    f'    (Python) File "a.py", line 1, in f{pad}\n'),
     }
     fn, text = texts[parser]
     t = _cpu(lambda: fn(text))

@@ -2,13 +2,13 @@
 
 `int()` of a 5000-digit string raises ValueError (Python's 4300-digit limit) and one of a few
 hundred thousand digits takes seconds; `json.dumps` of such an int raises too. A pid, a line
-number, a count of minutes or a GPU field never needs more than 18 digits, so a longer one is
+number, a count of minutes, a bootstrap room or a GPU field never needs more than 20 digits, so a longer one is
 read as None (no number) instead: the record keeps its text, nothing crashes (issue 32).
 """
 
 from __future__ import annotations
 
-MAX_DIGITS = 18  # < 2**63: fits every JSON reader, SQLite's INTEGER and numpy's int64
+MAX_DIGITS = 20  # a uint64 (bootstrap rooms are 19-20 digits): every JSON reader keeps it
 
 
 def to_int(text: str, base: int = 10) -> int | None:

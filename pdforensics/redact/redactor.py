@@ -80,6 +80,9 @@ def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes
     return b"".join(out)
 
 
+_TOKEN_RUN = linear.compile(rb"[A-Za-z0-9_\-.+/~=]{6,512}")
+
+
 # -- the key ----------------------------------------------------------------------------------
 def load_key() -> bytes:
     """The per-user redaction key, created on first use (0600)."""
@@ -125,6 +128,9 @@ class Redactor:
         self._markers: dict[bytes, bytes] = {}
         # what was redacted, by (source, kind): counts only, never a value (verify --explain)
         self._tally: Counter[tuple[str, str]] = Counter()
+        # keyed digests of values learned by earlier captures of a store (never the values):
+        # a token of one of these lengths whose marker is known is replaced too
+        self._digests: dict[int, frozenset[bytes]] = {}
         self._where = threading.local()
 
     def marker(self, value: bytes) -> bytes:
@@ -243,6 +249,8 @@ class Redactor:
             data, n = values.subn(lambda m: self.marker(m.group()), data)
             if n:
                 self._count("learned-value", n)
+        if self._digests:
+            data = self._known_digests(data)
         hits = list(find_secrets(data))
         if hits:
             for h in hits:
@@ -250,6 +258,35 @@ class Redactor:
             self.learn(v for v in (data[h.start:h.end] for h in hits) if _worth_learning(v))
             data = _replace_spans(data, hits, self.marker)
         return data
+
+    def remember(self, markers: Iterable[tuple[int, str]]) -> None:
+        """(length, marker) of values an earlier capture learned (LearnedStore): a token of that
+        length whose marker matches is replaced in this capture too, without the value on disk."""
+        by_len: dict[int, set[bytes]] = {}
+        for length, marker in markers:
+            if MIN_LEARNED <= length <= 512 and MARKER.fullmatch(marker.encode()):
+                by_len.setdefault(length, set()).add(marker.encode())
+        with self._lock:
+            self._digests = {n: frozenset(ms) for n, ms in by_len.items()}
+            self._memo = {}
+
+    def learned_markers(self) -> list[tuple[int, str]]:
+        """(length, marker) of every value learned so far: what a store keeps for later captures."""
+        with self._lock:
+            values = list(self._values)
+        return sorted({(len(v), self.marker(v).decode()) for v in values if len(v) <= 512})
+
+    def _known_digests(self, data: bytes) -> bytes:
+        def swap(m: linear.Match[bytes]) -> bytes:
+            token = m.group()
+            for part in (token, *token.split(b"=", 1)):
+                known = self._digests.get(len(part))
+                if known and self.marker(part) in known:
+                    self._count("learned-value (earlier capture)")
+                    return token.replace(part, self.marker(part))
+            return token
+
+        return _TOKEN_RUN.sub(swap, data)
 
     def _count(self, kind: str, n: int = 1) -> None:
         source = getattr(self._where, "source", None) or "manifest and derived text"

@@ -220,3 +220,20 @@ def test_deeply_nested_json_says_so() -> None:
     assert art.error is not None and "nested too deeply" in art.error, art.error
     cut = '{"version": "0.5.23", "server_args": {"tp_size": 8, "model_path": "/m'
     assert "cut short" in (read_text("server_info.json", cut, len(cut)).error or "")
+
+
+def test_a_value_learned_in_one_snapshot_is_scrubbed_from_a_later_one(tmp_path: Path) -> None:
+    """The store keeps (length, marker) of learned values, never the values; a later capture that
+    does not read the command line again still hides the value in a log."""
+    from pdforensics.store.learned import LEARNED, load_learned, save_learned
+
+    first = Redactor(R_KEY)
+    first.cmdline(b"python3\0-m\0sglang.launch_server\0--api-key\0SecI32Snapshot\0")
+    key_id = str(first.describe()["key_id"])
+    save_learned(tmp_path, key_id, first.learned_markers())
+    assert b"SecI32Snapshot" not in (tmp_path / LEARNED).read_bytes()
+    assert stat.S_IMODE((tmp_path / LEARNED).stat().st_mode) == 0o600
+    later = Redactor(R_KEY)
+    later.remember(load_learned(tmp_path, key_id))
+    out = later.output("log_file", b"auth ok for SecI32Snapshot; token=SecI32Snapshot\n")
+    assert b"SecI32Snapshot" not in out and out.count(first.marker(b"SecI32Snapshot")) == 2

@@ -8,6 +8,7 @@ a right-hand boundary is checked in Python. Each finder yields (kind, start, end
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 
 from pdforensics import linear
@@ -56,18 +57,26 @@ def token_shapes(data: bytes) -> Iterator[Span]:
         yield kind, start, end
 
 
-_PEM = linear.compile(
-    rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    rb"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\?]*)", linear.S)
+_PEM_BEGIN = linear.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = linear.compile(rb"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = linear.compile(rb"[A-Za-z0-9+/=\s\\?]*")  # a block whose END was cut: its base64 run
 _B64_TAIL = linear.compile(rb"([A-Za-z0-9+/]{16,}={0,2})[ \t\\]*\r?$")
 
 
 def pem(data: bytes) -> Iterator[Span]:
     if b"PRIVATE KEY" not in data:
         return
-    for m in _PEM.finditer(data):
-        yield "pem-private-key", m.start(), m.end()
+    # each BEGIN to the first END after it (found by bisection over one pass of ENDs: a text of
+    # many BEGINs and no END is read once, not once per BEGIN), else to the end of its base64
+    ends = [(m.start(), m.end()) for m in _PEM_END.finditer(data)]
+    covered = 0
+    for m in _PEM_BEGIN.finditer(data):
+        if m.start() < covered:
+            continue
+        i = bisect.bisect_left(ends, (m.end(), 0))
+        end = ends[i][1] if i < len(ends) else _PEM_BODY.match(data, m.end()).end()  # type: ignore[union-attr]
+        covered = end
+        yield "pem-private-key", m.start(), end
     # a PEM body whose BEGIN line was cut off (a log tail): base64 lines before an END line
     floor = 0
     for m in _PEM_END.finditer(data):

@@ -129,8 +129,9 @@ def _inputs(pattern: str | bytes, size: int) -> list[tuple[str, str]]:
         out.append((f"{lit[:20]!r} + spaces + run", lit + " " * (size // 2) + "9" * (size // 2)))
         out.append((f"run + {lit[:20]!r}", "x" * size + lit))
     if len(lits) > 1:  # every literal in turn, with runs between: the pattern almost matches
-        chain = "  ".join(lits) + " "
-        out.append(("literals chained, repeated", (chain * (size // len(chain) + 1))[:size]))
+        for sep, label in (("  ", "two spaces"), (" ", "one space"), ("", "nothing")):
+            chain = sep.join(lits) + sep + " "
+            out.append((f"literals chained by {label}, repeated", (chain * (size // len(chain) + 1))[:size]))
         out.append(("literals chained, runs between", "".join(lit + "a" * (size // (2 * len(lits))) for lit in lits)))
     return out
 

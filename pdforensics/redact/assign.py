@@ -143,6 +143,21 @@ def _next_line_value(data: bytes, pos: int, key_line: int) -> tuple[int, int] | 
     return start, end
 
 
+def _element_or_pair(data: bytes, pos: int, before: int) -> tuple[str, int, int] | None:
+    """`<password>V</password>` (`<secret.key type="x">V</...>`), or the value half of a
+    name/value pair right after the name (`"name": "K", "value": "V"`, `<name>k</name><value>V`)."""
+    if before == 0x3C and pos < len(data) and data[pos] in b"> \t":  # `<`
+        gt = data.find(b">", pos, pos + 256)
+        if gt >= 0:
+            lt = data.find(b"<", gt + 1, gt + 1 + MAX_QUOTED)
+            return "xml-element", gt + 1, lt if lt >= 0 else _line_end(data, gt + 1)
+    pair = _PAIR_VALUE.match(data, pos)
+    if pair is None:
+        return None
+    q = _quoted(data, pair.end())
+    return ("name-value-pair", *q) if q else ("name-value-pair", pair.end(), _run(_PAIR_RUN, data, pair.end()))
+
+
 def _value(data: bytes, name: bytes, s: int, e: int, line_start: int) -> tuple[str, int, int] | None:
     """(kind, start, end) of the value after the name data[s:e], or None."""
     before = data[s - 1] if s else 0x0A
@@ -152,16 +167,9 @@ def _value(data: bytes, name: bytes, s: int, e: int, line_start: int) -> tuple[s
         pos, quoted_key = pos + 2, True
     elif pos < len(data) and data[pos] in b"\"'" and before in b"\"' \t":
         pos, quoted_key = pos + 1, True
-    # <password>V</password>, <secret.key type="x">V</...>
-    if before == 0x3C and pos < len(data) and data[pos] in b"> \t":  # `<`
-        gt = data.find(b">", pos, pos + 256)
-        if gt >= 0:
-            lt = data.find(b"<", gt + 1, gt + 1 + MAX_QUOTED)
-            return "xml-element", gt + 1, lt if lt >= 0 else _line_end(data, gt + 1)
-    pair = _PAIR_VALUE.match(data, pos)
-    if pair is not None:
-        q = _quoted(data, pair.end())
-        return ("name-value-pair", *q) if q else ("name-value-pair", pair.end(), _run(_PAIR_RUN, data, pair.end()))
+    structured = _element_or_pair(data, pos, before)
+    if structured is not None:
+        return structured
     p = _skip(data, pos, _SPACES, 16)
     spaced = p > pos
     two = data[p:p + 2]

@@ -20,9 +20,9 @@ does (sglang 0.5.23 source; the table's ``where`` names file, line and sink of e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Side, Stage
 
 
@@ -95,7 +95,7 @@ NOISE_KEYS = frozenset({"PYTHON_TRACEBACK"})
 _DECODE_FIELDS = ("#transfer-req", "#host-receive-req")
 _PREFILL_FIELDS = ("#bootstrap-req", "#inflight-req", "#optimistic-req", "#transferring-req",
                    "#unbootstrapped-req")
-_MODE = re.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
+_MODE = linear.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
 
 
 def role_of_line(line: str) -> str | None:

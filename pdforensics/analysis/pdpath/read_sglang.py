@@ -6,17 +6,17 @@ launcher's SIGQUIT, a bare ``Killed``, "from another rank").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Label, Stage
 from pdforensics.analysis.pdpath.place import KEY_PLACE, NOISE_KEYS, role_of_line, sglang_role
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import iter_signature_lines, parse_log_timestamp, parse_rank
 from pdforensics.parsers.requests import parse_request_lines
 
-_ROOM = re.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
-_RID = re.compile(r"""(?<![\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
+_ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
+_RID = linear.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
 _MAX_TEXT = 500
 
 
@@ -53,7 +53,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
 
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
-_EXC_LINE = re.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|"
+_EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|"
                        r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
 _TB_HEAD = "Traceback (most recent call last)"
 
@@ -108,7 +108,7 @@ _CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...
     ("SERVER_READY", "progress", "the server is fired up and ready to roll", "startup", False, 1,
      "sglang http_server: the warm-up request finished"),
 )
-_KILLED = re.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
+_KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
 
 
 @reader("sglang_context")

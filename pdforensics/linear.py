@@ -77,9 +77,58 @@ def _build(pattern: str | bytes, flags: int) -> Any:
     else:
         source = (f"(?{inline})" if inline else "") + pattern
     try:
-        return _re2.compile(source, options)
+        compiled = _re2.compile(source, options)
     except _re2.error as exc:
         raise error(f"linear.compile: not an RE2 pattern ({exc}): {pattern!r}") from None
+    return _StrPattern(compiled) if isinstance(pattern, str) else compiled
+
+
+def _encodable(text: Any) -> Any:
+    """str text RE2 can take: a lone surrogate (host bytes decoded with surrogateescape) becomes
+    `?`, one code point for one, so every position and span stays the same."""
+    if type(text) is str and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class _StrPattern:
+    """An RE2 pattern over str whose text may hold lone surrogates (re accepts them, RE2's
+    UTF-8 encoder does not)."""
+
+    __slots__ = ("_p",)
+
+    def __init__(self, p: Any) -> None:
+        self._p = p
+
+    def search(self, text: Any, *a: Any) -> Any:
+        return self._p.search(_encodable(text), *a)
+
+    def match(self, text: Any, *a: Any) -> Any:
+        return self._p.match(_encodable(text), *a)
+
+    def fullmatch(self, text: Any, *a: Any) -> Any:
+        return self._p.fullmatch(_encodable(text), *a)
+
+    def finditer(self, text: Any, *a: Any) -> Any:
+        return self._p.finditer(_encodable(text), *a)
+
+    def findall(self, text: Any, *a: Any) -> Any:
+        return self._p.findall(_encodable(text), *a)
+
+    def split(self, text: Any, *a: Any) -> Any:
+        return self._p.split(_encodable(text), *a)
+
+    def sub(self, repl: Any, text: Any, *a: Any) -> Any:
+        return self._p.sub(repl, _encodable(text), *a)
+
+    def subn(self, repl: Any, text: Any, *a: Any) -> Any:
+        return self._p.subn(repl, _encodable(text), *a)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._p, name)
 
 
 def escape(text: AnyStr) -> AnyStr:

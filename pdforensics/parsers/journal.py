@@ -204,10 +204,17 @@ def match_log_signatures(text: str, since_epoch: float | None = None
 
 def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
     """The signatures one line matches; a masking consequence drops the causes beside it."""
-    got = [sig for sig in active
-           if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+    return _masked(_all_keys(line, low, active))
+
+
+def _all_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
+    return [sig for sig in active
+            if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+
+
+def _masked(got: list[Signature]) -> list[Signature]:
     if any(sig.masks_causes for sig in got):
-        got = [sig for sig in got if sig.kind != "cause"]
+        return [sig for sig in got if sig.kind != "cause"]
     return got
 
 
@@ -219,6 +226,7 @@ class SignatureLine:
     line: str
     time: float | None
     matched: tuple[Signature, ...]
+    masked: tuple[Signature, ...] = ()  # causes the line names that a consequence masks
 
 
 def iter_signature_lines(text: str, since_epoch: float | None = None,
@@ -250,9 +258,11 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
-        matched = _line_keys(line, low, active)
+        every = _all_keys(line, low, active)
+        matched = _masked(every)
         if matched:
-            yield SignatureLine(i + 1, line, current, tuple(matched))
+            yield SignatureLine(i + 1, line, current, tuple(matched),
+                                tuple(s for s in every if s not in matched))
 
 
 def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:

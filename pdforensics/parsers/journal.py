@@ -9,20 +9,20 @@ parsers/logtime.py, the one reader (a time without a zone is UTC).
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from pdforensics import linear
 from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
 
 __all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
            "scan_log_signatures", "strip_compose_prefix"]
 
 Kind = Literal["cause", "consequence", "noise"]
-ANSI_CODE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI_CODE = linear.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Signature:
     """
 
     key: str
-    pattern: re.Pattern[str]
+    pattern: linear.Pattern[str]
     kind: Kind
     description: str
     literals: tuple[str, ...]
@@ -68,8 +68,8 @@ def _signatures_from_table() -> tuple[Signature, ...]:
             continue
         regexes = sorted({r["regex"] for r in rows})
         literals = tuple(sorted({r["literal"] for r in rows}, key=lambda x: (-len(x), x)))
-        out.append(Signature(row["key"], re.compile("|".join(f"(?:{r})" for r in regexes),
-                                                    re.IGNORECASE),
+        out.append(Signature(row["key"], linear.compile("|".join(f"(?:{r})" for r in regexes),
+                                                    linear.I),
                              row["label"], row["description"], literals,
                              bool(row.get("masks_causes"))))
     return tuple(out)
@@ -81,7 +81,7 @@ SIGNATURES: tuple[Signature, ...] = _signatures_from_table()
 _MAX_SAMPLES = 5
 _SAMPLE_CHARS = 500
 
-_RANK_ONLY_RE = re.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+_RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 
 
 def parse_rank(line: str) -> str | None:
@@ -141,10 +141,17 @@ def match_log_signatures(text: str, since_epoch: float | None = None
 
 def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
     """The signatures one line matches; a masking consequence drops the causes beside it."""
-    got = [sig for sig in active
-           if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+    return _masked(_all_keys(line, low, active))
+
+
+def _all_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
+    return [sig for sig in active
+            if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+
+
+def _masked(got: list[Signature]) -> list[Signature]:
     if any(sig.masks_causes for sig in got):
-        got = [sig for sig in got if sig.kind != "cause"]
+        return [sig for sig in got if sig.kind != "cause"]
     return got
 
 
@@ -156,6 +163,7 @@ class SignatureLine:
     line: str
     time: float | None
     matched: tuple[Signature, ...]
+    masked: tuple[Signature, ...] = ()  # causes the line names that a consequence masks
 
 
 def iter_signature_lines(text: str, since_epoch: float | None = None,
@@ -187,9 +195,11 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
-        matched = _line_keys(line, low, active)
+        every = _all_keys(line, low, active)
+        matched = _masked(every)
         if matched:
-            yield SignatureLine(i + 1, line, current, tuple(matched))
+            yield SignatureLine(i + 1, line, current, tuple(matched),
+                                tuple(s for s in every if s not in matched))
 
 
 def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:

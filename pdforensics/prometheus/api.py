@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 import urllib.error
 import urllib.parse
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.errors import ConfigError
 from pdforensics.prometheus.http_get import HttpGot, http_get
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_DURATION = linear.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 

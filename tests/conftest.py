@@ -1,6 +1,12 @@
 """Session-wide: the suite leaves the machine as it found it (tests/support/hygiene.py); a
-module that starts the lab or a daemon is marked `lab` (tests/support/lab_guard.py); and
-hypothesis runs under the `suite` profile.
+module that starts the lab or a daemon is marked `lab` (tests/support/lab_guard.py);
+hypothesis runs under the `suite` profile; `--durations-file` writes where the time went
+(tests/support/durations.py).
+
+Under pytest-xdist (scripts/test.sh: `-n 3 --dist loadgroup`) the tests of one lab module
+stay on one worker, in their order (they share the module's lab and switch its faults in
+turn); the `slow` ones are handed out first, the other lab modules next, and the thousands
+of short tests last, one at a time, to whichever worker is free.
 
 A run that leaves a lab ops account, a sudoers drop-in, a lab process or a listening socket
 behind fails, listing what it left."""
@@ -8,11 +14,13 @@ behind fails, listing what it left."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support import lab_guard
+from tests.support.durations import Durations
 from tests.support.hygiene import Machine, leftovers
 
 # The suite runs on a loaded 2-core machine (CI, and engineers side by side): how long an
@@ -24,8 +32,31 @@ settings.load_profile("suite")
 _start: Machine | None = None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--durations-file", default=None, metavar="PATH",
+                     help="write each test's and each module's time, slowest first, to PATH")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     lab_guard.install()
+    path = config.getoption("--durations-file")
+    if path and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Durations(Path(path)), "pdfx-durations")
+
+
+def _rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("slow") is not None:
+        return 0
+    return 1 if item.get_closest_marker("lab") is not None else 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Lab tests first (slow ones before), each lab module one xdist group; order kept within."""
+    items.sort(key=_rank)  # stable: a module's tests keep their order
+    for item in items:
+        if item.get_closest_marker("lab") is not None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -23,7 +23,7 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from tests.support import ports
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BASE_PORT = ports.block()  # found free at run time
 # process-dead cannot be undone, so it runs last

@@ -32,7 +32,7 @@ from pdforensics.store.index import open_index
 from pdforensics.views.loaded import load_capture
 from tests.support import ports
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BASE = ports.block()  # the lab's block, found free at run time
 PROM_PORT = ports.port()

@@ -14,6 +14,7 @@ import pytest
 
 import pdforensics.capture.host_run as host_run
 import pdforensics.capture.run as cap
+from pdforensics.capture.planner import PlanOptions
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
@@ -44,7 +45,8 @@ class Replay:
 
     def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
         self.calls.append(source)
-        out, timed_out, status = b"", False, 0
+        out, timed_out = b"", False
+        status: int | None = 0
         if source == "ps":
             out = PS.encode()
         elif source == "environ" and self.calls.count("environ") == 1:
@@ -73,7 +75,7 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> list[Replay]:
 def test_a_timed_out_proc_read_is_retried_once_and_noted(replay: list[Replay], tmp_path: Path) -> None:
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=30,
-                              plan=cap.PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
+                              plan=PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
     outcome = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts)
     calls = replay[0].calls
     assert calls.count("environ") == 2

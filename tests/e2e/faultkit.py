@@ -113,7 +113,12 @@ def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, floa
                             preexec_fn=_default_sigint)
     if signal_after is not None:
         sig, delay = signal_after
-        threading.Timer(delay, lambda: proc.poll() is None and proc.send_signal(sig)).start()
+
+        def send() -> None:
+            if proc.poll() is None:
+                proc.send_signal(sig)
+
+        threading.Timer(delay, send).start()
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

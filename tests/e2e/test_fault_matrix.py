@@ -341,6 +341,7 @@ def test_malformed_metrics(lab: Path, cluster: dict[str, Any], tmp_path: Path) -
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
     from pdforensics.views.loaded import load_capture
 
+    assert run.bundle is not None, run.output
     svc = next(s for s in load_capture(run.bundle).services("decode") if s.port == BASE + 93)
     snap = svc.metrics[0].snapshot
     assert snap is not None and len(snap.bad_lines) >= 3, snap

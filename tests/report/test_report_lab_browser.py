@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_cdp import Browser, Page
 
 from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
+from tests.report.report_cdp import Browser, Page
 from tests.support import ports
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -19,6 +19,7 @@ import pdforensics.capture.host_run as host_run
 import pdforensics.capture.run as cap
 from pdforensics.analysis.client_dumps import client_dump_sidecars
 from pdforensics.analysis.engine import analyze
+from pdforensics.capture.planner import PlanOptions
 from pdforensics.cli import main
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
 from pdforensics.views.loaded import load_capture
@@ -71,7 +72,7 @@ def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay:
     dump.write_text((DATA / "go_sigquit.txt").read_text() + f"\nGITHUB_TOKEN={SECRET}\n")
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path / "b", deadline_s=30,
-                              plan=cap.PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
+                              plan=PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
     outcome = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts,
                               sidecars=client_dump_sidecars([dump]))
     rows = json.loads((outcome.bundle / "manifest.json").read_text())["results"]
@@ -90,7 +91,7 @@ def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay:
 def test_analyze_without_client_dumps_skips_the_client_rule(replay: None, tmp_path: Path) -> None:
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=30,
-                              plan=cap.PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
+                              plan=PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
     outcome = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts)
     result = analyze(load_capture(outcome.bundle))
     assert any(s.rule == "CLIENT_BLOCKED" for s in result.skipped)

@@ -10,5 +10,5 @@ scripts/test_wheel.sh
 # three workers: most of the suite's time is spent waiting on the lab (py-spy dumps spanning
 # 10 s, /metrics samples, Prometheus); each lab module stays on one worker, in its order
 # (tests/conftest.py). Where the time went: test-results/durations.txt.
-.venv/bin/python -m pytest -q -p no:cacheprovider -n "${PDFX_TEST_WORKERS:-3}" --dist loadgroup \
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${PDFX_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
   --durations=25 --durations-file test-results/durations.txt "$@"

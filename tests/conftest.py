@@ -3,10 +3,12 @@ module that starts the lab or a daemon is marked `lab` (tests/support/lab_guard.
 hypothesis runs under the `suite` profile; `--durations-file` writes where the time went
 (tests/support/durations.py).
 
-Under pytest-xdist (scripts/test.sh: `-n 3 --dist loadgroup`) the tests of one lab module
-stay on one worker, in their order (they share the module's lab and switch its faults in
-turn); the `slow` ones are handed out first, the other lab modules next, and the thousands
-of short tests last, one at a time, to whichever worker is free.
+Under pytest-xdist (scripts/test.sh: `-n 3 --dist loadfile --no-loadscope-reorder`) the
+tests of one module stay on one worker, in their order (a lab module's tests share its lab
+and switch its faults in turn); modules are handed out in the order this file sorts them:
+the `slow` ones first, the other lab modules next, the rest last, to whichever worker is
+free. (`--dist loadgroup` cannot be used: pytest-xdist 3.8 renames node ids in a way that
+pytest 9 ignores, so its groups are silently not kept.)
 
 A run that leaves a lab ops account, a sudoers drop-in, a lab process or a listening socket
 behind fails, listing what it left."""
@@ -50,13 +52,13 @@ def _rank(item: pytest.Item) -> int:
     return 1 if item.get_closest_marker("lab") is not None else 2
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Lab tests first (slow ones before), each lab module one xdist group; order kept within."""
-    items.sort(key=_rank)  # stable: a module's tests keep their order
+    """Slow modules first, then the lab modules, then the rest; order kept within a module."""
+    first: dict[str, int] = {}  # module -> the rank of its first (most urgent) test
     for item in items:
-        if item.get_closest_marker("lab") is not None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+        module = item.nodeid.split("::", 1)[0]
+        first[module] = min(first.get(module, 2), _rank(item))
+    items.sort(key=lambda item: first[item.nodeid.split("::", 1)[0]])  # stable
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -41,9 +41,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     lab_guard.install()
+    if hasattr(config, "workerinput"):  # an xdist worker: keep its own /proc/PID/environ
+        _keep_environ()
     path = config.getoption("--durations-file")
     if path and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Durations(Path(path)), "pdfx-durations")
+
+
+def _keep_environ() -> None:
+    """pytest-xdist titles each worker with the test it runs through setproctitle, which on
+    Linux writes the title over the process's environ block: /proc/PID/environ, which the
+    transport tests read from their own process, would hold the title instead."""
+    import xdist.remote
+
+    xdist.remote.setproctitle = lambda title: None
 
 
 def _rank(item: pytest.Item) -> int:

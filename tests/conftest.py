@@ -15,6 +15,7 @@ behind fails, listing what it left."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,12 +50,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _keep_environ() -> None:
-    """pytest-xdist titles each worker with the test it runs through setproctitle, which on
-    Linux writes the title over the process's environ block: /proc/PID/environ, which the
-    transport tests read from their own process, would hold the title instead."""
-    import xdist.remote
+    """pytest-xdist titles each worker with the test it runs (setproctitle), which on Linux
+    writes a long title over the process's environ block: /proc/PID/environ, which the
+    transport tests read from their own process, would hold the title. setproctitle reads
+    SPT_NOENV once, at its first call: set for that call only, titles stay within argv."""
+    if "SPT_NOENV" in os.environ:
+        return
+    os.environ["SPT_NOENV"] = "1"
+    try:
+        import setproctitle
 
-    xdist.remote.setproctitle = lambda title: None
+        setproctitle.getproctitle()
+    except ImportError:
+        pass
+    finally:
+        del os.environ["SPT_NOENV"]
 
 
 def _rank(item: pytest.Item) -> int:

@@ -27,8 +27,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
-from pdforensics.capture.deadline import REQUEST_LOG_RESERVE_S as RESERVE_S
-from pdforensics.capture.deadline import REQUEST_LOG_SLACK_S, RESTORE_WAIT_S, Deadline, window_fits
+from pdforensics.capture.deadline import (
+    REQUEST_LOG_RESERVE_S,
+    REQUEST_LOG_SLACK_S,
+    RESTORE_WAIT_S,
+    Deadline,
+    window_fits,
+)
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.collectors.base import Job, Source, Target
 from pdforensics.collectors.http import GET_SERVER_INFO, SERVER_INFO
@@ -44,6 +49,8 @@ from pdforensics.errors import ConfigError, ParseError
 from pdforensics.model import CommandResult, HostSpec, ProcessInfo
 from pdforensics.sglang.discovery import Service
 
+#: what the window leaves of the deadline (capture/deadline.py owns it): the restore, the log reads
+RESERVE_S = REQUEST_LOG_RESERVE_S
 #: the longest window --request-log may ask for
 MAX_WINDOW_S = 120.0
 _HELD_SOURCES = (LOG_FILE.name, JOURNAL.name)

@@ -12,22 +12,23 @@ so (docs/architecture.md, "Log times").
 from __future__ import annotations
 
 import calendar
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from pdforensics import linear
+
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
-_COMPOSE_RE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
+_COMPOSE_RE = linear.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
 _ZONE = r"(Z|[+-]\d\d:?\d\d| ?UTC)?"
 _ISO = r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
-_ISO_RE = re.compile(_ISO + _ZONE)
-_STAMP_RE = re.compile(_ISO + r"\s*" + _ZONE + r"\s*$")
+_ISO_RE = linear.compile(_ISO + _ZONE)
+_STAMP_RE = linear.compile(_ISO + r"\s*" + _ZONE + r"\s*$")
 #: SGLang's log prefix: ``[2026-01-29 13:12:37 DP0 TP1]`` (groups 1-7 the time, 8 the ranks)
-SGLANG_PREFIX = re.compile(
+SGLANG_PREFIX = linear.compile(
     r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?((?: [A-Z]{1,3}\d+)*)\]"
 )
-_DMESG_T_RE = re.compile(
+_DMESG_T_RE = linear.compile(
     r"^\[(?:[A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]"
 )
 

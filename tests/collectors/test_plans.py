@@ -77,7 +77,7 @@ def planned(host: HostSpec, options: PlanOptions, limit: int = 500) -> set[str]:
 def planned_anywhere() -> set[str]:
     """Every source some profile plans (with the opt-ins its command offers), and the per-pod
     sources the Kubernetes sidecar binds."""
-    from pdforensics.k8s import debug
+    from pdforensics.collectors.k8s import K8S_DEBUG
     from pdforensics.k8s.sidecar import pod_sources
 
     out: set[str] = set()
@@ -86,7 +86,7 @@ def planned_anywhere() -> set[str]:
         for host in HOSTS:
             out |= planned(host, options)
     out |= {src.name for src, _t in pod_sources(HOSTS[0])}
-    out |= {debug.K8S_DEBUG.name}  # the debug container k8s/debug.py adds before the capture
+    out |= {K8S_DEBUG.name}  # POD_SETUP: the debug container k8s/debug.py adds before the capture
     return out
 
 

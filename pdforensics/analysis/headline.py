@@ -9,9 +9,9 @@ prose around names from the capture; the renderers escape them like any other te
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Evidence, Finding, Verdict
 from pdforensics.analysis.since import setting_findings
 from pdforensics.views.loaded import LoadedCapture
@@ -81,7 +81,7 @@ def mitigate_line(verdict: Verdict, findings: Sequence[Finding],
     return NO_RESTART.get(top.key, f"no standard mitigation for {top.key}: follow the diagnose line")
 
 
-_LEAD = re.compile(r"for (prefill|decode|regular) worker (\S+)")
+_LEAD = linear.compile(r"for (prefill|decode|regular) worker (\S+)")
 
 
 def _router_line(top: Finding, findings: Sequence[Finding], capture: LoadedCapture | None) -> str:

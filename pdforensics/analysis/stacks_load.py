@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.faulthandler import parse_faulthandler
@@ -17,24 +17,24 @@ from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
-from pdforensics.parsers.stackscan import scan_text
+from pdforensics.parsers.stackscan import INTERLEAVED_LINES, interleaved_lines, scan_text
 from pdforensics.parsers.tracebacks import parse_tracebacks
 
 # No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
-_GO = re.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", re.M)
-_PYSPY = re.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
-_FAULT = re.compile(r"\(most recent call first\):\s*$", re.M)
-_WATCHDOG = re.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")
-_PYSTACK = re.compile(r"Traceback for thread \d+")
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
+_GO = linear.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", linear.M)
+_PYSPY = linear.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
+_FAULT = linear.compile(r"\(most recent call first\):\s*$", linear.M)
+_WATCHDOG = linear.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")
+_PYSTACK = linear.compile(r"Traceback for thread \d+")
+_TRACEBACK = linear.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
                         r"~ Stack of .* \(\d+\) ~")
-_GO_FILE = re.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", re.M)
-_GO_GROUP = re.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", re.M)  # debug=1
+_GO_FILE = linear.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", linear.M)
+_GO_GROUP = linear.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", linear.M)  # debug=1
 
 STDIN = "-"
 
 
-def _at_line_start(pattern: re.Pattern[str], text: str) -> bool:
+def _at_line_start(pattern: linear.Pattern[str], text: str) -> bool:
     """Whether ``pattern`` matches somewhere at the start of a line."""
     return any(m.start() == 0 or text[m.start() - 1] == "\n" for m in pattern.finditer(text))
 
@@ -61,6 +61,12 @@ def sniff_format(text: str) -> str | None:
 
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:
     """Parse text in the given format, or find every dump in it (any format, any log prefix)."""
+    mixed = interleaved_lines(text[:2_000_000])
+    if mixed >= INTERLEAVED_LINES:
+        first = next((ln for ln in text.splitlines() if ln.strip()), "")
+        raise ParseError(f"two or more dumps are interleaved within lines ({mixed} lines mix "
+                         "them: they were written to one terminal at once), so their threads "
+                         "cannot be told apart; capture each process to its own file", first, 1)
     if fmt is not None:
         try:
             return _parse_as(text, fmt)

@@ -53,6 +53,11 @@ def analysis_lines(a: Analysis, verbose: bool = False, max_evidence: int = 6,
     """Every line of `analyze`'s text output."""
     lines = headline_lines(a, reference)
     lines += [(field(a.summary),), ()]
+    if a.diagnosis is not None:  # the reading first, the findings that support it below
+        from pdforensics.analysis.pdpath.render import diagnosis_text
+
+        lines += [(t,) for t in diagnosis_text(a.diagnosis, field)]
+        lines.append(())
     for f in a.findings:
         lines.append(((f"[{f.severity.upper()}]", SEVERITY_STYLE.get(f.severity, "")),
                       f" {f.key}: {field(f.title)}"))

@@ -39,11 +39,8 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     Exit 0, 4 when the verdict reaches --fail-on (8 for an OUTAGE); 1 on an unreadable or
     refused bundle.
     """
-    from pdforensics.capture.recover import refuse_unfinished
-    from pdforensics.untrusted.archive import is_archive, opened_bundle
+    from pdforensics.untrusted.archive import opened_bundle
 
-    if not is_archive(bundle):
-        refuse_unfinished(bundle)
     with opened_bundle(bundle) as path:
         _analyze(path, as_json, fmt, client_dumps, with_requests, fail_on, since, verbose,
                  markdown_file)
@@ -53,31 +50,28 @@ def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...
              with_requests: bool, fail_on: str | None, since: Any, verbose: bool,
              markdown_file: str | None = None) -> None:
     from pdforensics.analysis.engine import analysis_json
-    from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
     from pdforensics.analysis.text_out import analysis_lines
+    from pdforensics.app.bundles import analyze_bundle
     from pdforensics.terminal import print_lines
-    from pdforensics.views.loaded import load_capture
 
-    capture = load_capture(bundle, since=since)
-    result = run_rules(capture, [Path(c) for c in client_dumps])
+    done = analyze_bundle(bundle, client_dumps, with_requests, since=since)
+    result, capture = done.analysis, done.capture
     if markdown_file:
         _write(markdown_file, markdown_summary(result, facts_of(capture)))
     if as_json or fmt == "json":
         doc = analysis_json(result)
-        if with_requests:
+        if done.requests is not None:
             from pdforensics.analysis.requests_report import requests_json
-            from pdforensics.analysis.requests_track import track_requests
-            doc["requests"] = requests_json(track_requests(capture))
+            doc["requests"] = requests_json(done.requests)
         click.echo(json.dumps(doc, indent=1))
     elif fmt == "markdown":
-        click.echo(markdown_summary(result, facts_of(capture)), nl=False)
+        click.echo(markdown_summary(result, facts_of(done.capture)), nl=False)
     else:
         print_lines(analysis_lines(result, verbose, reference=capture.started_at))
-        if with_requests:
+        if done.requests is not None:
             from pdforensics.analysis.requests_report import format_requests_text
-            from pdforensics.analysis.requests_track import track_requests
-            click.echo(format_requests_text(track_requests(capture)), nl=False)
+            click.echo(format_requests_text(done.requests), nl=False)
     if (bad := verdict_exit(result.verdict, fail_on)) is not None:
         sys.exit(bad)
 
@@ -122,25 +116,38 @@ def triage(files: tuple[str, ...], as_json: bool, markdown_file: str | None, fai
 
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True))
-@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
+@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind): "
+              "pdforensics' own detectors, an entropy check and detect-secrets' rules as a second opinion.")
+@click.option("--explain", is_flag=True, help="Say what redaction replaced, by source and kind, with counts "
+              "(never a value).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: bundle, ok, secrets_scanned, problems.")
 @handles_errors
-def verify(bundle: str, secrets: bool, as_json: bool) -> None:
+def verify(bundle: str, secrets: bool, explain: bool, as_json: bool) -> None:
     """Re-check BUNDLE (a directory or its .tar.gz) against its manifest (changed, missing,
     extra files); exit 1 on any problem (an archive with a member a bundle cannot hold is
-    refused whole)."""
+    refused whole).
+
+    With --secrets, exit 0 means no check found an unredacted secret: the gate before a bundle
+    leaves the cluster."""
     from pdforensics.bundle.ondisk import verify_bundle
+    from pdforensics.bundle.secrets_scan import explain as explain_lines
     from pdforensics.bundle.secrets_scan import scan_report
     from pdforensics.untrusted.archive import opened_bundle
 
     with opened_bundle(bundle) as path:
-        problems = verify_bundle(path) + (scan_report(path) if secrets else [])
+        found, notes = scan_report(path) if secrets else ([], [])
+        problems = verify_bundle(path) + found
+        explained = explain_lines(path) if explain else []
     if as_json:
         click.echo(json.dumps({"bundle": bundle, "ok": not problems, "secrets_scanned": secrets,
-                               "problems": problems}, indent=1))
+                               "problems": problems, "notes": notes, "redaction": explained}, indent=1))
         sys.exit(ExitStatus.ERROR if problems else ExitStatus.OK)
+    for line in explained:
+        click.echo(line)
     for p in problems:
         click.echo(p)
+    for n in notes:
+        click.echo(n, err=True)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         sys.exit(ExitStatus.ERROR)

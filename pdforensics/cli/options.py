@@ -37,7 +37,7 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        from pdforensics.prometheus.api import parse_duration
+        from pdforensics.durations import parse_duration
 
         if isinstance(value, int | float) and not isinstance(value, bool):
             value = str(value)

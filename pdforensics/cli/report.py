@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from pdforensics.cli.errors import handles_errors
 from pdforensics.cli.options import since_option
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 
 
 @click.command("report")
@@ -33,21 +27,6 @@ def report(bundle: str, out: str | None, baseline: str | None, since: Any) -> No
     so keep the report next to (or inside) its bundle; a report of an archive links to the
     bundle's directory beside the archive, where `tar xzf` puts it.
     """
-    from pdforensics.capture.recover import refuse_unfinished
-    from pdforensics.report import write_report
-    from pdforensics.report.baseline import changes_since
-    from pdforensics.untrusted.archive import SUFFIXES, is_archive, opened_bundle
+    from pdforensics.app.bundles import render_report
 
-    archive = Path(bundle) if is_archive(bundle) else None
-    if archive is None:
-        refuse_unfinished(bundle)
-    with opened_bundle(bundle) as path:
-        base = changes_since(path, Path(baseline) if baseline else None)
-        link_base = None
-        if archive is not None:
-            link_base = archive.parent / path.name
-            if out is None:
-                stem = next(archive.name[: -len(x)] for x in SUFFIXES if archive.name.endswith(x))
-                out = str(archive.parent / f"{stem}.report.html")
-        click.echo(str(write_report(path, out, changes=base.changes, baseline=base.baseline,
-                                    change_notes=base.notes, since=since, link_base=link_base)))
+    click.echo(str(render_report(bundle, out, baseline, since)))

@@ -56,6 +56,8 @@ ACTIONS: dict[str, str] = {
                             "liveness probes at /health_generate, not /health.",
     "ENDPOINT_HANG": "The server's HTTP process is stuck or starved: dump its main process and "
                      "tokenizer manager with py-spy, check the host's load and memory.",
+    "SERVER_NOT_READY": "Find who paused it (POST /pause_generation, an RL weight update) or why a "
+                        "health check failed in its log; POST /continue_generation resumes a pause.",
     "PROCESS_STATE": "A dead rank leaves its peers waiting forever: read its last log lines "
                      "(exception, CUDA/NCCL error, OOM), check Xids, restart the server and partner.",
     "RESTART_ORDER": "A server restarted alone re-pairs badly: restart router, prefill and decode "

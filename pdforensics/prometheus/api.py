@@ -1,39 +1,13 @@
-"""A small client of Prometheus' HTTP API (query_range, rules) and duration parsing."""
+"""A small client of Prometheus' HTTP API (query_range, rules); PromQL durations."""
 
 from __future__ import annotations
 
 import json
-import re
-import time
 import urllib.error
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
-from pdforensics.errors import ConfigError
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-
-
-def parse_duration(text: str) -> float:
-    """``2h``, ``90m``, ``1h30m``, ``45s`` or a plain number of seconds -> seconds."""
-    s = text.strip().lower()
-    try:
-        value = float(s)
-    except ValueError:
-        pos, value = 0, 0.0
-        for m in _DURATION.finditer(s):
-            if m.start() != pos:
-                break
-            value += float(m.group(1)) * _UNIT_S[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise ConfigError(f"bad duration {text!r}: use e.g. 30s, 10m, 2h, 1h30m") from None
-    if value <= 0:
-        raise ConfigError(f"duration {text!r} must be > 0")
-    return value
+from pdforensics.prometheus.http_get import HttpGot, http_get
 
 
 def prom_duration(seconds: float) -> str:
@@ -41,20 +15,8 @@ def prom_duration(seconds: float) -> str:
     return f"{max(1, int(round(seconds)))}s"
 
 
-@dataclass(frozen=True)
-class ApiResponse:
-    """One API call as evidence: the URL, what came back, how it ended."""
-
-    url: str
-    started_at: float
-    duration_s: float
-    status: int | None
-    body: bytes
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.status == 200
+class ApiResponse(HttpGot):
+    """One API call as evidence (transport/http_get.py's record), and its ``data``."""
 
     def data(self) -> Any:
         """The ``data`` member of a successful response, or None."""
@@ -70,18 +32,14 @@ class ApiResponse:
 def api_get(base: str, path: str, params: dict[str, str], timeout_s: float) -> ApiResponse:
     """GET ``base + path?params``; never raises: a failure is data."""
     url = base.rstrip("/") + path + ("?" + urllib.parse.urlencode(params) if params else "")
-    started, t0 = time.time(), time.monotonic()
-    status, body, error = None, b"", None
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            status, body = resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        status, body = exc.code, exc.read()
-        error = f"HTTP {exc.code}: {_api_error(body) or exc.reason}"
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        error = f"cannot reach {base}: {reason}"
-    return ApiResponse(url, started, time.monotonic() - t0, status, body, error)
+
+    def describe(exc: BaseException, body: bytes) -> str:
+        if isinstance(exc, urllib.error.HTTPError):
+            return f"HTTP {exc.code}: {_api_error(body) or exc.reason}"
+        return f"cannot reach {base}: {getattr(exc, 'reason', None) or exc}"
+
+    got = http_get(url, timeout_s, describe, error_body=True)
+    return ApiResponse(got.url, got.started_at, got.duration_s, got.status, got.body, got.error)
 
 
 def _api_error(body: bytes) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.analysis.findings import SEVERITY_ORDER, Analysis, Evidence, Finding
+from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.report.common import SECTIONS, dur, href, utc
 from pdforensics.views.loaded import LoadedCapture
 
@@ -45,6 +46,19 @@ class FindingView:
 
 
 @dataclass(frozen=True)
+class DiagnosisView:
+    """The reading, first on the page: each claim and chain step links to its evidence."""
+
+    headline: str
+    confidence: str
+    facts: tuple[tuple[str, str], ...]  # (stage, ...), (side, ...), (suspect, ...), ...
+    claims: tuple[tuple[str, tuple[EvidenceView, ...]], ...]
+    chain: tuple[tuple[EvidenceView, EvidenceView, str], ...]
+    decide: tuple[str, ...]
+    next_checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class VerdictView:
     verdict: str
     cluster: str
@@ -65,6 +79,7 @@ class VerdictView:
     diagnose: str | None = None  # the one line that leads to the cause
     window: str | None = None  # where the evidence window starts and why
     history: tuple[str, ...] = ()  # timed evidence before the window: shown, not judged
+    diagnosis: DiagnosisView | None = None
 
 
 def _evidence(item: Evidence | str, prefix: str) -> EvidenceView:
@@ -85,6 +100,31 @@ def _section_for(f: Finding, evidence: tuple[EvidenceView, ...]) -> str:
         if needle in hay:
             return sid
     return "topology"
+
+
+def _clue_view(c: Clue, prefix: str) -> EvidenceView:
+    path, _, line = c.where().rpartition(":") if c.line is not None else (c.source, "", "")
+    link = href(prefix, path) if path.startswith("raw/") else None
+    who = " ".join(x for x in (c.host, c.role, c.rank) if x)
+    return EvidenceView(text=f"{c.key}: {c.text}", where=f"{who} {c.where()}".strip(),
+                        href=link)
+
+
+def diagnosis_of(analysis: Analysis | None, prefix: str = "") -> DiagnosisView | None:
+    """The diagnosis as the banner shows it (None without one)."""
+    d = analysis.diagnosis if analysis is not None else None
+    if d is None:
+        return None
+    from pdforensics.analysis.pdpath.render import WEDGE_WORDS, value_or_open
+
+    facts = (("stage", value_or_open(d.stage)), ("side", value_or_open(d.side)), ("suspect", value_or_open(d.suspect)),
+             ("wedge", WEDGE_WORDS[d.wedge]), ("root cause", value_or_open(d.root_cause)))
+    claims = tuple((c.text, tuple(_clue_view(d.clues[i], prefix) for i in c.clues[:3]))
+                   for c in d.claims)
+    chain = tuple((_clue_view(d.clues[x.cause], prefix), _clue_view(d.clues[x.consequence], prefix),
+                   x.why) for x in d.chain[:8])
+    return DiagnosisView(d.headline, d.confidence, facts, claims, chain, d.decide,
+                         d.next_checks)
 
 
 def findings_of(analysis: Analysis | None, prefix: str = "") -> tuple[FindingView, ...]:
@@ -128,6 +168,6 @@ def build_verdict(capture: LoadedCapture, analysis: Analysis | None, note: str |
         diagnose=analysis.diagnose if analysis is not None else None,
         window=(f"from {long_utc(w.start)} ({w.how})" if w is not None and w.start is not None
                 else None),
-        history=w.history if w is not None else (),
+        history=w.history if w is not None else (), diagnosis=diagnosis_of(analysis, prefix),
     )
     return view, missing

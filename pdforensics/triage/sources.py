@@ -19,7 +19,12 @@ _TEXT_KINDS = ("log", "stacks", "pyspy_error", None)
 
 
 def _role(path: str) -> str | None:
-    return role_of(Path(path).name) if path != "-" else None
+    """The role a file's name gives (``decode-0.log``), only when it names one role."""
+    if path == "-":
+        return None
+    name = Path(path).name.lower()
+    named = {r for r in ("prefill", "decode", "router") if r in name}
+    return role_of(name) if len(named) == 1 else None
 
 
 def artifact_sources(art: Artifact) -> Iterator[Source]:

@@ -51,8 +51,8 @@ def parse_since(text: str) -> Since:
     16:47``, ISO with an offset; a time without a zone is UTC. ValueError when neither."""
     from datetime import datetime, timezone
 
+    from pdforensics.durations import parse_duration
     from pdforensics.errors import ConfigError
-    from pdforensics.prometheus.api import parse_duration
 
     raw = text.strip()
     try:

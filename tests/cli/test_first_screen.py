@@ -5,7 +5,7 @@ that wants it (never NO_COLOR, never a pipe), and never carried by host text."""
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, TextIO, cast
 
 import pytest
 
@@ -48,7 +48,7 @@ def test_colour_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch, env: dict[st
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     raw = Tty() if tty else io.StringIO()
-    print_lines(summary_lines(DOC), SafeStream(raw))
+    print_lines(summary_lines(DOC), cast(TextIO, SafeStream(raw)))
     out = raw.getvalue()
     assert ("\x1b[31;1mWEDGED" in out) is coloured  # the verdict in bold red
     assert "\x1b[31mlog" not in out  # never the host's own sequence

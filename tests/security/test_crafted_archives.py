@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from crafted import MARKER, TARGET, TRICKS, crafted, make_bundle
 
 from pdforensics.bundle.archive import write_archive
 from pdforensics.cli import main
 from pdforensics.untrusted import archive as reader
 from pdforensics.untrusted.read import MAX_FILE_BYTES
+from tests.security.crafted import MARKER, TARGET, TRICKS, crafted, make_bundle
 
 COMMANDS = ("analyze", "report", "verify", "triage")
 TMP_PREFIX = ".pdforensics-archive."

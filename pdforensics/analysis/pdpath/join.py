@@ -54,15 +54,22 @@ def _envelopes(clues: list[Clue]) -> list[Clue]:
     return out
 
 
+#: sglang's failure reports: each quotes the KVTransferError reason of an earlier failure
+REPORT_KEYS = frozenset({"DECODE_HANDSHAKE_FAILED", "DECODE_TRANSFER_FAILED",
+                         "PREFILL_BOOTSTRAP_FAILED", "PREFILL_TRANSFER_FAILED"})
+
+
 def _reports(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
     strong = [c for c in out if c.label == "cause" and c.strength >= 2]
+    report_lines = {(c.source, c.line) for c in out if c.key in REPORT_KEYS}
     for i, c in enumerate(out):
-        if c.label != "cause" or c.strength != 1:
+        on_report = (c.source, c.line) in report_lines
+        if c.label != "cause" or (c.strength != 1 and not on_report):
             continue
-        up = next((s for s in strong if _before(s, c) and (
-            s.source == c.source or set(s.rids) & set(c.rids) or set(s.rooms) & set(c.rooms))),
-            None)
+        up = next((s for s in strong if _before(s, c) and (s.source, s.line) != (c.source, c.line)
+                   and (s.source == c.source or set(s.rids) & set(c.rids)
+                        or set(s.rooms) & set(c.rooms))), None)
         if up is not None:
             out[i] = replace(c, label="consequence",
                              why=f"{c.why}; follows {up.key} at {up.where()}")

@@ -20,9 +20,10 @@ does (sglang 0.5.23 source; the table's ``where`` names file, line and sink of e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Literal
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Side, Stage
 
 
@@ -95,7 +96,7 @@ NOISE_KEYS = frozenset({"PYTHON_TRACEBACK"})
 _DECODE_FIELDS = ("#transfer-req", "#host-receive-req")
 _PREFILL_FIELDS = ("#bootstrap-req", "#inflight-req", "#optimistic-req", "#transferring-req",
                    "#unbootstrapped-req")
-_MODE = re.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
+_MODE = linear.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
 
 
 def role_of_line(line: str) -> str | None:
@@ -115,6 +116,71 @@ def role_of_line(line: str) -> str | None:
     if "prefill transfer failed" in low or "prefill bootstrap failed" in low \
             or "kvpoll.bootstrapping" in low:
         return "prefill"
+    return None
+
+
+def batch_role(line: str) -> str | None:
+    """The role a batch line's role-only queue fields give (None: a unified server prints the
+    same line)."""
+    return role_of_line(line) if "batch" in line.lower() else None
+
+
+_ADDR = linear.compile(r"host='([^']{1,200})', port=(\d{1,5})|bootstrap_addr[:=]\s*'?([\w.\-\[\]:]{1,200}:\d{1,5})")
+
+
+def bootstrap_suspect(line: str) -> str | None:
+    """The prefill bootstrap address a failed bootstrap query names (``10.0.0.1:8998``)."""
+    m = _ADDR.search(line[:4000])
+    if m is None:
+        return None
+    return f"{m.group(1)}:{m.group(2)}" if m.group(1) else m.group(3)
+
+
+#: SGLang functions (sglang 0.4-0.5 source) -> the stage a stack or traceback through them is
+#: in, innermost match first; and the role the event loops belong to.
+FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
+    ("init_torch_distributed", "startup"), ("initialize_model_parallel", "startup"),
+    ("init_distributed_environment", "startup"), ("ncclCommInitRank", "startup"),
+    ("load_model", "startup"), ("init_memory_pool", "startup"),
+    ("_get_prefill_parallel_info_from_server", "prefill_bootstrap"),
+    ("_get_bootstrap_info_from_server", "prefill_bootstrap"),
+    ("PrefillBootstrapQueue", "prefill_bootstrap"), ("bootstrap_thread", "prefill_bootstrap"),
+    ("DecodePreallocQueue", "decode_prealloc"), ("DecodeTransferQueue", "decode_transfer_wait"),
+    ("KVSender.send", "kv_send"), ("transfer_worker", "kv_send"), ("send_kvcache", "kv_send"),
+    ("forward_batch_generation", "forward"), ("run_batch", "forward"),
+    ("ModelRunner.forward", "forward"),
+)
+#: code a traceback shows on the failing line that says which stage it is in
+CODE_STAGES: tuple[tuple[str, Stage], ...] = (
+    ("prefill_tp_size", "prefill_bootstrap"), ("prefill_dp_size", "prefill_bootstrap"),
+    ("bootstrap_info", "prefill_bootstrap"), ("ncclCommInitRank", "startup"),
+)
+
+
+def frames_role(funcs: list[str]) -> str | None:
+    """decode / prefill from the PD event loop a stack runs under."""
+    joined = " ".join(funcs)
+    if "disagg_decode" in joined or "DecodePreallocQueue" in joined or "decode_thread" in joined:
+        return "decode"
+    if "disagg_prefill" in joined or "PrefillBootstrapQueue" in joined:
+        return "prefill"
+    return None
+
+
+def frames_stage(funcs: list[str], code: list[str], role: str | None) -> Stage | None:
+    """The stage of the innermost SGLang function (or failing code line) a stack names."""
+    for text in code:
+        for token, stage in CODE_STAGES:
+            if token in text:
+                return stage
+    for fn in funcs:  # innermost first
+        for token, where in FRAME_STAGES:
+            if token not in fn:
+                continue
+            if where != "forward":
+                return where
+            return "decode_forward" if role == "decode" else (
+                "prefill_forward" if role == "prefill" else None)
     return None
 
 

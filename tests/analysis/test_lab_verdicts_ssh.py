@@ -145,7 +145,7 @@ def test_breaker_open(lab: tuple[LabInfo, Path]) -> None:
     assert doc["verdict"] == "OUTAGE" and doc["mitigate"] == a.mitigate
     top = next(f for f in a.findings if f.key == "ROUTER_BREAKER_OPEN")
     assert top.severity == "critical" and "prefill worker" in top.title, top.title
-    text = evidence(a)
+    text = evidence(a, a.findings.index(top))
     assert 'smg_worker_cb_state{worker="http://127.0.0.3:' in text, text
     assert "breaker closed -> open" in text or "-> half_open" in text or "-> open" in text, text
     assert "server returned 503" in text, text
@@ -248,7 +248,7 @@ def test_decode_only(lab: tuple[LabInfo, Path]) -> None:
     assert "no prefill" in a.findings[0].title, a.findings[0].title
     top = next(f for f in a.findings if f.key == "DECODE_ONLY_DISPATCH")
     assert top.severity == "critical" and "none to prefill" in top.title, top.title
-    text = evidence(a)
+    text = evidence(a, a.findings.index(top))
     assert f'decode worker http://127.0.0.4:{BASE_PORT + 1}: dispatched' in text, text
     assert "no prefill worker registered" in text, text
     assert "ROUTER_BREAKER_OPEN" not in keys(a)

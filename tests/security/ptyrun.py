@@ -69,13 +69,18 @@ def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | 
 # the start of a line only, "cursor up N lines" then "erase line". Host text never reaches
 # a line start unfiltered (its newlines are shown as \n), so any other ESC is still caught.
 _OWN_BLOCK = re.compile(rb"(?:(?<=\n)|^)(?:\x1b\[\d+A)?\x1b\[2K")
+#: pdforensics.terminal's own colour (print_lines on a TTY): SGR of its style table, and reset
+_OWN_COLOUR = re.compile(rb"\x1b\[(?:0|(?:1|2|3[1-46])(?:;(?:1|2|3[1-46]))*)m")
 
 
-def unsafe_bytes(received: bytes, own_block: bool = False) -> list[str]:
+def unsafe_bytes(received: bytes, own_block: bool = False, own_colour: bool = False) -> list[str]:
     """Every forbidden sequence found, with its context; empty when the terminal was safe.
-    own_block: the capture's progress block sequences (only those, only at line starts) allowed."""
+    own_block: the capture's progress block sequences (only those, only at line starts) allowed;
+    own_colour: the summary's own SGR colours allowed (where no host text carries an ESC)."""
     if own_block:
         received = _OWN_BLOCK.sub(b"", received)
+    if own_colour:
+        received = _OWN_COLOUR.sub(b"", received)
     found = [f"{seq!r} at {received.find(seq)}: {received[max(0, received.find(seq) - 40):received.find(seq) + 20]!r}"
              for seq in FORBIDDEN if seq in received]
     bare_cr = [i for i in range(len(received)) if received[i] == 0x0D and received[i + 1:i + 2] != b"\n"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
     clock,
+    collective,
+    gpu_host,
     gpus,
     k8s,
     logs,
@@ -17,4 +19,5 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     requests,
     router,
     safeguards,
+    transfer,
 )

@@ -111,6 +111,14 @@ NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
                   "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
     "nvlink": (lambda c: any(h.nvlink for h in c.capture.hosts),
                "no NVLink error counters (nvidia-smi nvlink -e) from any host"),
-    "kernel_log": (lambda c: any(r.source == "kernel_log" for r in c.capture.results),
+    "kernel_log": (lambda c: any(h.kernel is not None for h in c.capture.hosts) or any(
+        r.source in ("kernel_log", "kernel_journal") for r in c.capture.results),
                    "the kernel log was not collected"),
+    "beneath": (lambda c: any(s.beneath for s in c.capture.services()) or any(
+        h.flight_recorder or h.nccl_ras is not None for h in c.capture.hosts),
+                "no server log, Flight Recorder dump or NCCL RAS report was captured"),
+    "cuda": (lambda c: any(p.cuda_kernels or any(d.kind == "cuda-gdb" for sd in p.stacks
+                                                 for d in sd.dumps)
+                           for h in c.capture.hosts for p in h.processes),
+             "no cuda-gdb listing (capture --deep runs cuda-gdb on each rank)"),
 }

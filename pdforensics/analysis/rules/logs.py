@@ -1,4 +1,4 @@
-"""Known log lines and GPU Xid events."""
+"""Known log lines (GPU Xid events: rules/gpu_host.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from pdforensics.views.loaded import ServiceView
 
 #: A cause seen this long before the capture started still counts as current.
 RECENT_S = 900.0
-#: Xids that mean the GPU (or its memory / NVLink) is in trouble, not just an app fault.
-FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 69, 74, 79, 92, 94, 95, 119, 120, 136, 140, 143})
 
 
 def _when(t: float | None) -> str:
@@ -69,25 +67,3 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
             "Read the first cause line in context (the log file / journal in the bundle): "
             "consequences such as aborts and health-check failures follow it.",
             section="logs", subject=svc.label)
-
-
-@rule("XID_ERRORS", needs=("kernel_log",), rank=12)
-def xid_errors(ctx: Context) -> Iterator[Finding]:
-    """NVIDIA Xid events in the kernel log."""
-    for h in ctx.capture.hosts:
-        if not h.xids:
-            continue
-        codes = sorted({x.xid for x in h.xids})
-        fatal = [c for c in codes if c in FATAL_XIDS]
-        ev: list[Evidence | str] = [
-            Evidence(h.name, "kernel log", f"Xid {x.xid} on {x.pci}"
-                     + (f" pid {x.pid}" if x.pid else "") + f": {x.message[:200]}")
-            for x in h.xids[-10:]]
-        yield Finding(
-            "XID_ERRORS", "critical" if fatal else "warning",
-            f"{h.name}: {len(h.xids)} GPU Xid event(s) (Xid {', '.join(map(str, codes))})",
-            tuple(ev),
-            "Xid 79 (fallen off the bus), 48/94/95 (ECC), 74 (NVLink) and 119/120 (GSP) need "
-            "the GPU drained and reset or the node rebooted; others (13, 31, 43) are "
-            "application faults: match the pid to a rank.",
-            section="gpu")

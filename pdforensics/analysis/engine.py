@@ -12,6 +12,7 @@ from pdforensics.analysis.findings import (
     RULES,
     Analysis,
     Finding,
+    Need,
     Skipped,
     SkipRule,
     Verdict,
@@ -41,7 +42,7 @@ def run_rules(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for r in RULES.values():
-        missing = [NEEDS[n][1] for n in r.needs if n in NEEDS and not _check(ctx, n)]
+        missing = [NEEDS[n][1] for n in r.needs if not _check(ctx, n)]
         if missing:
             skipped.append(Skipped(r.key, "; ".join(missing)))
             continue
@@ -59,7 +60,7 @@ def run_rules(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     return findings, skipped
 
 
-def _check(ctx: Context, need: str) -> bool:
+def _check(ctx: Context, need: Need) -> bool:
     try:
         return NEEDS[need][0](ctx)
     except Exception:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -77,11 +78,36 @@ class SkipRule(Exception):
 RuleFn = Callable[["Context"], Iterable[Finding]]
 
 
+class Need(str, Enum):
+    """An input a rule needs from the capture. Each has its check and its reason in
+    rules/context.py (NEEDS); ``@rule(needs=...)`` takes only these, so a misspelt need fails
+    at import instead of being silently ignored."""
+
+    SERVERS = "servers"
+    METRICS = "metrics"
+    SAMPLES2 = "samples2"
+    PD = "pd"
+    PROCESSES = "processes"
+    STACKS = "stacks"
+    GPUS = "gpus"
+    LOGS = "logs"
+    SERVER_INFO = "server_info"
+    PROBES = "probes"
+    CLOCK = "clock"
+    CLIENT_DUMPS = "client_dumps"
+    ROUTER = "router"
+    ROW_REMAP = "row_remap"
+    NVLINK = "nvlink"
+    KERNEL_LOG = "kernel_log"
+    BENEATH = "beneath"  # a server log, Flight Recorder dump or RAS report (NCCL, transfer engine)
+    CUDA = "cuda"  # a cuda-gdb listing (capture --deep)
+
+
 @dataclass(frozen=True)
 class Rule:
     key: str
     fn: RuleFn
-    needs: tuple[str, ...]
+    needs: tuple[Need, ...]
     rank: int
     description: str
 
@@ -91,14 +117,16 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(key: str, needs: Iterable[str] = (), rank: int = 100) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule. ``needs`` names inputs the engine checks first (see rules.context)."""
+def rule(key: str, needs: Iterable[Need] = (), rank: int = 100) -> Callable[[RuleFn], RuleFn]:
+    """Register a rule. ``needs`` are inputs the engine checks first (see rules.context);
+    a name that is not a ``Need`` raises here, at import."""
+    checked = tuple(Need(n) for n in needs)  # ValueError: not a known need
 
     def deco(fn: RuleFn) -> RuleFn:
         if key in RULES and RULES[key].fn is not fn:
             raise ValueError(f"rule {key} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()
-        RULES[key] = Rule(key, fn, tuple(needs), rank, doc[0] if doc else "")
+        RULES[key] = Rule(key, fn, checked, rank, doc[0] if doc else "")
         return fn
 
     return deco

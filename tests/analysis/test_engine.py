@@ -162,3 +162,19 @@ def test_text_output(builder: Any) -> None:
     assert text.startswith(f"VERDICT: {a.verdict}\n")
     assert "Missing evidence:" in text and "Skipped rules:" in text
     assert analysis_json(a)["missing"] == list(a.missing)
+
+
+def test_a_misspelt_need_fails_at_import() -> None:
+    """A rule's needs are checked names: a typo raises when the rule is declared, instead of
+    the engine silently running the rule without the check."""
+    with pytest.raises(ValueError, match="metrix"):
+        rule("TEST_TYPO_NEED", needs=("metrix",))  # type: ignore[arg-type]
+    assert "TEST_TYPO_NEED" not in RULES
+
+
+def test_every_need_has_a_check_and_every_rule_need_is_one() -> None:
+    from pdforensics.analysis.findings import Need
+    from pdforensics.analysis.rules.context import NEEDS
+
+    assert set(NEEDS) == set(Need)
+    assert all(isinstance(n, Need) for r in RULES.values() for n in r.needs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.metrics_view import fmt, short, work_in_flight
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.frames import ThreadStack
@@ -18,7 +18,7 @@ def http_blocked(g: ThreadStack) -> bool:
     return any(_HTTP_WAIT.search(f.function) for f in g.frames)
 
 
-@rule("CLIENT_BLOCKED", needs=("client_dumps",), rank=85)
+@rule("CLIENT_BLOCKED", needs=(Need.CLIENT_DUMPS,), rank=85)
 def client_blocked(ctx: Context) -> Iterator[Finding]:
     """Client goroutines blocked in net/http round trips, with the servers' in-flight counts."""
     usable = [d for d in ctx.client_dumps if d.error is None]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 
 #: seconds of offset from the capturing machine's clock that make a finding
 SKEW_S = 1.0
 
 
-@rule("CLOCK_SKEW", needs=("clock",), rank=78)
+@rule("CLOCK_SKEW", needs=(Need.CLOCK,), rank=78)
 def clock_skew(ctx: Context) -> Iterator[Finding]:
     """A host's clock is more than SKEW_S off ours (measured at the midpoint of a round trip):
     beyond doubt, so the offset minus half the round trip (the measurement's error bound) must

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pdforensics.analysis.beneath_view import World, cuda_listings, fr_dumps, log_readings, rank_label, worlds
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.flight_recorder import compare_dumps
 from pdforensics.parsers.nccl_debug import IB_COMPLETION, IBV_CALL, MISMATCH, PEER_CLOSED
@@ -51,7 +51,7 @@ def _timeout_title(world: World, cr: CrossRank, ops: list[str], seqs: list[int])
     return head + "; no rank stands out (the same numbers on every rank shown)"
 
 
-@rule("NCCL_COLLECTIVE_TIMEOUT", needs=("beneath",), rank=7)
+@rule("NCCL_COLLECTIVE_TIMEOUT", needs=(Need.BENEATH,), rank=7)
 def nccl_collective_timeout(ctx: Context) -> Iterator[Finding]:
     """torch's NCCL watchdog caught a collective past its timeout; read across ranks, the
     rank with the lowest last completed SeqNum is behind and the others are its victims."""
@@ -76,7 +76,7 @@ def nccl_collective_timeout(ctx: Context) -> Iterator[Finding]:
                       subject=world.name)
 
 
-@rule("NCCL_WATCHDOG_STUCK", needs=("beneath",), rank=8)
+@rule("NCCL_WATCHDOG_STUCK", needs=(Need.BENEATH,), rank=8)
 def nccl_watchdog_stuck(ctx: Context) -> Iterator[Finding]:
     """torch's heartbeat monitor: a rank's NCCL watchdog itself made no progress (a CUDA or
     NCCL call hung in that process); after a collective timeout it is the abort that hung."""
@@ -181,7 +181,7 @@ def _ras_reports(ctx: Context) -> list[tuple[str, str | None, RasReport]]:
     return out
 
 
-@rule("RANK_MISSING_FROM_COLLECTIVE", needs=("beneath",), rank=6)
+@rule("RANK_MISSING_FROM_COLLECTIVE", needs=(Need.BENEATH,), rank=6)
 def rank_missing_from_collective(ctx: Context) -> Iterator[Finding]:
     """A rank that never joined the collective the others wait in: nothing enqueued (-1) or
     idle while they wait (watchdog), no entry for it (Flight Recorder, fr_trace), missing,
@@ -191,7 +191,7 @@ def rank_missing_from_collective(ctx: Context) -> Iterator[Finding]:
     yield from _missing_from_reports(ctx)
 
 
-@rule("NCCL_RAS_REPORT", needs=("beneath",), rank=44)
+@rule("NCCL_RAS_REPORT", needs=(Need.BENEATH,), rank=44)
 def nccl_ras_report(ctx: Context) -> Iterator[Finding]:
     """What an NCCL RAS report says of the communicators, ranks ahead kept apart."""
     for host, path, ras in _ras_reports(ctx):
@@ -213,7 +213,7 @@ def nccl_ras_report(ctx: Context) -> Iterator[Finding]:
             section="logs")
 
 
-@rule("NCCL_NETWORK_ERROR", needs=("beneath",), rank=9)
+@rule("NCCL_NETWORK_ERROR", needs=(Need.BENEATH,), rank=9)
 def nccl_network_error(ctx: Context) -> Iterator[Finding]:
     """NCCL's own warnings that name a failure: an InfiniBand work completion with an error,
     a verbs call that failed (connection set-up), a mismatch, a peer that closed."""
@@ -238,7 +238,7 @@ def nccl_network_error(ctx: Context) -> Iterator[Finding]:
             section="logs", subject=log.service.label)
 
 
-@rule("KERNEL_WAITS_ON_PEERS", needs=("cuda",), rank=17)
+@rule("KERNEL_WAITS_ON_PEERS", needs=(Need.CUDA,), rank=17)
 def kernel_waits_on_peers(ctx: Context) -> Iterator[Finding]:
     """An NCCL collective kernel active on a rank's GPU (cuda-gdb): it waits for its peers;
     ranks of the same server without one never launched the collective."""

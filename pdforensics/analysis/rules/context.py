@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from pdforensics.analysis.findings import Need
 from pdforensics.analysis.metrics_view import Progress, progress
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
@@ -79,46 +80,48 @@ def _servers_with(ctx: Context, test: Callable[[ServiceView], bool]) -> bool:
     return any(test(s) for s in ctx.servers())
 
 
-#: need name -> (check, reason when missing)
-NEEDS: dict[str, tuple[Callable[[Context], bool], str]] = {
-    "servers": (lambda c: bool(c.servers()), "no SGLang server was found in the capture"),
-    "metrics": (lambda c: _servers_with(c, lambda s: bool(s.good_samples)),
-                "no server answered /metrics"),
-    "samples2": (lambda c: _servers_with(c, lambda s: c.progress(s).samples >= 2
-                                         and c.progress(s).span_s >= 0.9),
-                 "fewer than 2 /metrics samples >= 1 s apart from every server "
-                 "(movement cannot be judged from one scrape)"),
-    "pd": (lambda c: bool(c.servers("prefill")) and bool(c.servers("decode")),
-           "the capture does not hold both a prefill and a decode server"),
-    "processes": (lambda c: any(h.processes for h in c.capture.hosts),
-                  "no SGLang processes were listed on any host"),
-    "stacks": (lambda c: bool(c.labelled_dumps), "no py-spy stack dump was captured"),
-    "gpus": (lambda c: any(h.gpus for h in c.capture.hosts),
-             "no GPU state (nvidia-smi) from any host"),
-    "logs": (lambda c: any(s.log_source for s in c.capture.services()),
-             "no log (journal or log file) was captured"),
-    "server_info": (lambda c: _servers_with(c, lambda s: "server_info" in s.fetches
-                                            or "get_server_info" in s.fetches),
-                    "/server_info was not fetched from any server"),
-    "probes": (lambda c: _servers_with(c, lambda s: "health_generate" in s.fetches),
-               "/health_generate was not probed on any server (--no-probes?)"),
-    "clock": (lambda c: any(h.clock_offset_s is not None for h in c.capture.hosts),
-              "no host clock was read (date +%s.%N)"),
-    "client_dumps": (lambda c: bool(c.client_dumps), "no --client-dump given"),
-    "router": (lambda c: any(r.good_samples or r.router_log for r in c.routers()),
-               "no router /metrics sample or router log was captured"),
-    "row_remap": (lambda c: any(h.row_remap for h in c.capture.hosts),
-                  "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
-    "nvlink": (lambda c: any(h.nvlink for h in c.capture.hosts),
-               "no NVLink error counters (nvidia-smi nvlink -e) from any host"),
-    "kernel_log": (lambda c: any(h.kernel is not None for h in c.capture.hosts) or any(
+#: each need -> (its check, the reason a rule is skipped when it fails)
+NEEDS: dict[Need, tuple[Callable[[Context], bool], str]] = {
+    Need.SERVERS: (lambda c: bool(c.servers()), "no SGLang server was found in the capture"),
+    Need.METRICS: (lambda c: _servers_with(c, lambda s: bool(s.good_samples)),
+                   "no server answered /metrics"),
+    Need.SAMPLES2: (lambda c: _servers_with(c, lambda s: c.progress(s).samples >= 2
+                                            and c.progress(s).span_s >= 0.9),
+                    "fewer than 2 /metrics samples >= 1 s apart from every server "
+                    "(movement cannot be judged from one scrape)"),
+    Need.PD: (lambda c: bool(c.servers("prefill")) and bool(c.servers("decode")),
+              "the capture does not hold both a prefill and a decode server"),
+    Need.PROCESSES: (lambda c: any(h.processes for h in c.capture.hosts),
+                     "no SGLang processes were listed on any host"),
+    Need.STACKS: (lambda c: bool(c.labelled_dumps), "no py-spy stack dump was captured"),
+    Need.GPUS: (lambda c: any(h.gpus for h in c.capture.hosts),
+                "no GPU state (nvidia-smi) from any host"),
+    Need.LOGS: (lambda c: any(s.log_source for s in c.capture.services()),
+                "no log (journal or log file) was captured"),
+    Need.SERVER_INFO: (lambda c: _servers_with(c, lambda s: "server_info" in s.fetches
+                                               or "get_server_info" in s.fetches),
+                       "/server_info was not fetched from any server"),
+    Need.PROBES: (lambda c: _servers_with(c, lambda s: "health_generate" in s.fetches),
+                  "/health_generate was not probed on any server (--no-probes?)"),
+    Need.CLOCK: (lambda c: any(h.clock_offset_s is not None for h in c.capture.hosts),
+                 "no host clock was read (date +%s.%N)"),
+    Need.CLIENT_DUMPS: (lambda c: bool(c.client_dumps), "no --client-dump given"),
+    Need.ROUTER: (lambda c: any(r.good_samples or r.router_log for r in c.routers()),
+                  "no router /metrics sample or router log was captured"),
+    Need.ROW_REMAP: (lambda c: any(h.row_remap for h in c.capture.hosts),
+                     "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
+    Need.NVLINK: (lambda c: any(h.nvlink for h in c.capture.hosts),
+                  "no NVLink error counters (nvidia-smi nvlink -e) from any host"),
+    Need.KERNEL_LOG: (lambda c: any(h.kernel is not None for h in c.capture.hosts) or any(
         r.source in ("kernel_log", "kernel_journal") for r in c.capture.results),
-                   "the kernel log was not collected"),
-    "beneath": (lambda c: any(s.beneath for s in c.capture.services()) or any(
+                      "the kernel log was not collected"),
+    Need.BENEATH: (lambda c: any(s.beneath for s in c.capture.services()) or any(
         h.flight_recorder or h.nccl_ras is not None for h in c.capture.hosts),
-                "no server log, Flight Recorder dump or NCCL RAS report was captured"),
-    "cuda": (lambda c: any(p.cuda_kernels or any(d.kind == "cuda-gdb" for sd in p.stacks
-                                                 for d in sd.dumps)
-                           for h in c.capture.hosts for p in h.processes),
-             "no cuda-gdb listing (capture --deep runs cuda-gdb on each rank)"),
+                   "no server log, Flight Recorder dump or NCCL RAS report was captured"),
+    Need.CUDA: (lambda c: any(p.cuda_kernels or any(d.kind == "cuda-gdb" for sd in p.stacks
+                                                    for d in sd.dumps)
+                              for h in c.capture.hosts for p in h.processes),
+                "no cuda-gdb listing (capture --deep runs cuda-gdb on each rank)"),
 }
+if set(NEEDS) != set(Need):  # a need without a check (or the reverse) fails at import
+    raise ValueError(f"needs without a check: {sorted(set(Need) - set(NEEDS))}")

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from pdforensics.analysis.beneath_view import kernel_logs
-from pdforensics.analysis.findings import Evidence, Finding, Severity, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, Severity, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.kernel_log import AER, GPU_LOST, OOM_KILL, SMI_UNREACHABLE, XID, KernelEvent
 from pdforensics.parsers.xid_table import classify
@@ -30,7 +30,7 @@ def _ev(h: HostView, e: KernelEvent, path: str | None) -> Evidence:
     return Evidence(h.name, "kernel log", e.text[:300], where)
 
 
-@rule("GPU_XID", needs=("kernel_log",), rank=11)
+@rule("GPU_XID", needs=(Need.KERNEL_LOG,), rank=11)
 def gpu_xid(ctx: Context) -> Iterator[Finding]:
     """NVIDIA Xid events, one finding per Xid code per host, with what the code means and
     what to do (NVIDIA's Xid catalog; parsers/xid_table.py)."""
@@ -69,7 +69,7 @@ def _lost_devices(h: HostView, events: Sequence[KernelEvent]) -> list[str]:
     return sorted(d for d in devs if d)
 
 
-@rule("GPU_LOST", needs=("kernel_log",), rank=4)
+@rule("GPU_LOST", needs=(Need.KERNEL_LOG,), rank=4)
 def gpu_lost(ctx: Context) -> Iterator[Finding]:
     """A GPU gone from the host: it fell off the bus (with or without an Xid 79 line), the
     driver could not initialise it, or nvidia-smi no longer finds it."""
@@ -96,7 +96,7 @@ def gpu_lost(ctx: Context) -> Iterator[Finding]:
             "seating; RMA if it repeats.", section="gpu", wedge=current, subject=h.name)
 
 
-@rule("PCIE_AER", needs=("kernel_log",), rank=12)
+@rule("PCIE_AER", needs=(Need.KERNEL_LOG,), rank=12)
 def pcie_aer(ctx: Context) -> Iterator[Finding]:
     """PCIe Advanced Error Reporting: uncorrected (fatal) errors take a device off the bus;
     corrected ones repeating mean a degrading link."""
@@ -120,7 +120,7 @@ def _sglang_pids(h: HostView) -> set[int]:
     return {p.info.pid for p in h.processes}
 
 
-@rule("HOST_OOM_KILL", needs=("kernel_log",), rank=9)
+@rule("HOST_OOM_KILL", needs=(Need.KERNEL_LOG,), rank=9)
 def host_oom_kill(ctx: Context) -> Iterator[Finding]:
     """The kernel's OOM killer killed a process: critical when it is an SGLang process (a pid
     the capture found, or a ``sglang::`` title)."""

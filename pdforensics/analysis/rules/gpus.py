@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 
 NVLINK_COUNTERS = ("Replay Errors", "Recovery Errors", "CRC Errors")
 
 
-@rule("GPU_ROW_REMAP_PENDING", needs=("row_remap",), rank=13)
+@rule("GPU_ROW_REMAP_PENDING", needs=(Need.ROW_REMAP,), rank=13)
 def row_remap_pending(ctx: Context) -> Iterator[Finding]:
     """A GPU with a row remap pending (needs a reset) or a failed remap (needs service)."""
     for h in ctx.capture.hosts:
@@ -30,7 +30,7 @@ def row_remap_pending(ctx: Context) -> Iterator[Finding]:
             section="gpu")
 
 
-@rule("NVLINK_ERRORS", needs=("nvlink",), rank=14)
+@rule("NVLINK_ERRORS", needs=(Need.NVLINK,), rank=14)
 def nvlink_errors(ctx: Context) -> Iterator[Finding]:
     """NVLink links with replay, recovery or CRC errors (recovery: the link went down)."""
     for h in ctx.capture.hosts:

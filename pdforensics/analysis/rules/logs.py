@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
-from pdforensics.analysis.findings import Evidence, Finding, Severity, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, Severity, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.views.loaded import ServiceView
@@ -42,7 +42,7 @@ def _hit_evidence(svc: ServiceView, group: Sequence[SignatureHit], path: str | N
                     f"last {_when(max(ends) if ends else None)}{where}: {sample}", path)
 
 
-@rule("LOG_SIGNATURE", needs=("logs",), rank=80)
+@rule("LOG_SIGNATURE", needs=(Need.LOGS,), rank=80)
 def log_signature(ctx: Context) -> Iterator[Finding]:
     """Known SGLang / NCCL / CUDA log lines matched, with first/last time and count; the
     signatures that match one line are one piece of evidence."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.cmdline import flag_value
 from pdforensics.errors import ParseError
@@ -80,7 +80,7 @@ def _same(a: str, b: str) -> bool:
     return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
 
 
-@rule("PD_CONFIG_MISMATCH", needs=("pd",), rank=70)
+@rule("PD_CONFIG_MISMATCH", needs=(Need.PD,), rank=70)
 def pd_config_mismatch(ctx: Context) -> Iterator[Finding]:
     """Prefill and decode disagree where they must agree."""
     listening_on: dict[str, set[int] | None] = {}  # host -> its listening ports, read once

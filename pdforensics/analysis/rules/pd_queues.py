@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.metrics_view import (
     counter_track,
     fmt,
@@ -66,48 +67,58 @@ def _queue_rule(ctx: Context, key: str, role: str, metric: str, what: str,
         )
 
 
-@rule("DECODE_TRANSFER_STUCK", needs=("metrics", "samples2"), rank=20)
-def decode_transfer_stuck(ctx: Context) -> Iterator[Finding]:
-    """Decode transfer queue non-empty and not draining: KV cache never arrives from prefill."""
-    yield from _queue_rule(
-        ctx, "DECODE_TRANSFER_STUCK", "decode", "sglang:num_decode_transfer_queue_reqs",
-        "the decode transfer queue",
-        "Requests wait for KV cache from prefill that never arrives: check the transfer "
-        "backend (mooncake/nixl) between the prefill and decode hosts (RDMA/IB devices, "
-        "NCCL_IB_*/MC_* env), the 'Decode transfer failed' log lines, and the prefill "
-        "inflight queue. SGLANG_DISAGGREGATION_WAITING_TIMEOUT (300 s) bounds each wait.")
+@dataclass(frozen=True)
+class QueueRule:
+    """One PD queue gauge that must drain: a rule per row of QUEUE_RULES."""
+
+    key: str
+    rank: int
+    role: str
+    metric: str
+    what: str
+    doc: str  # the rule's one-line description
+    next_step: str
 
 
-@rule("DECODE_PREALLOC_STUCK", needs=("metrics", "samples2"), rank=22)
-def decode_prealloc_stuck(ctx: Context) -> Iterator[Finding]:
-    """Decode prealloc queue non-empty and not draining: no KV memory or no bootstrap."""
-    yield from _queue_rule(
-        ctx, "DECODE_PREALLOC_STUCK", "decode", "sglang:num_decode_prealloc_queue_reqs",
-        "the decode prealloc queue",
-        "Requests cannot get decode KV memory or finish the bootstrap handshake: check "
-        "token_usage / retractions on decode (KV_CACHE_PRESSURE) and that decode reaches "
-        "the prefill bootstrap port.")
+QUEUE_RULES = (
+    QueueRule("DECODE_TRANSFER_STUCK", 20, "decode", "sglang:num_decode_transfer_queue_reqs",
+              "the decode transfer queue",
+              "Decode transfer queue non-empty and not draining: KV cache never arrives from prefill.",
+              "Requests wait for KV cache from prefill that never arrives: check the transfer "
+              "backend (mooncake/nixl) between the prefill and decode hosts (RDMA/IB devices, "
+              "NCCL_IB_*/MC_* env), the 'Decode transfer failed' log lines, and the prefill "
+              "inflight queue. SGLANG_DISAGGREGATION_WAITING_TIMEOUT (300 s) bounds each wait."),
+    QueueRule("DECODE_PREALLOC_STUCK", 22, "decode", "sglang:num_decode_prealloc_queue_reqs",
+              "the decode prealloc queue",
+              "Decode prealloc queue non-empty and not draining: no KV memory or no bootstrap.",
+              "Requests cannot get decode KV memory or finish the bootstrap handshake: check "
+              "token_usage / retractions on decode (KV_CACHE_PRESSURE) and that decode reaches "
+              "the prefill bootstrap port."),
+    QueueRule("PREFILL_BOOTSTRAP_STUCK", 24, "prefill", "sglang:num_prefill_bootstrap_queue_reqs",
+              "the prefill bootstrap queue",
+              "Prefill bootstrap queue non-empty and not draining: decode never pairs with prefill.",
+              "Prefill waits for decode to bootstrap these requests: check that decode is alive "
+              "and reaches --disaggregation-bootstrap-port on the prefill host, and the "
+              "'Prefill bootstrap failed' / KVPoll.Bootstrapping log lines."),
+    QueueRule("PREFILL_INFLIGHT_STUCK", 26, "prefill", "sglang:num_prefill_inflight_queue_reqs",
+              "the prefill inflight (transfer) queue",
+              "Prefill inflight queue non-empty and not draining: sent KV transfers never complete.",
+              "Prefill has computed these requests but their KV transfer to decode never "
+              "completes: check the transfer backend and the decode side's transfer queue."),
+)
 
 
-@rule("PREFILL_BOOTSTRAP_STUCK", needs=("metrics", "samples2"), rank=24)
-def prefill_bootstrap_stuck(ctx: Context) -> Iterator[Finding]:
-    """Prefill bootstrap queue non-empty and not draining: decode never pairs with prefill."""
-    yield from _queue_rule(
-        ctx, "PREFILL_BOOTSTRAP_STUCK", "prefill", "sglang:num_prefill_bootstrap_queue_reqs",
-        "the prefill bootstrap queue",
-        "Prefill waits for decode to bootstrap these requests: check that decode is alive "
-        "and reaches --disaggregation-bootstrap-port on the prefill host, and the "
-        "'Prefill bootstrap failed' / KVPoll.Bootstrapping log lines.")
+def _register(q: QueueRule) -> None:
+    def queue_stuck(ctx: Context) -> Iterator[Finding]:
+        yield from _queue_rule(ctx, q.key, q.role, q.metric, q.what, q.next_step)
+
+    queue_stuck.__doc__ = q.doc
+    queue_stuck.__name__ = q.key.lower()
+    rule(q.key, needs=(Need.METRICS, Need.SAMPLES2), rank=q.rank)(queue_stuck)
 
 
-@rule("PREFILL_INFLIGHT_STUCK", needs=("metrics", "samples2"), rank=26)
-def prefill_inflight_stuck(ctx: Context) -> Iterator[Finding]:
-    """Prefill inflight queue non-empty and not draining: sent KV transfers never complete."""
-    yield from _queue_rule(
-        ctx, "PREFILL_INFLIGHT_STUCK", "prefill", "sglang:num_prefill_inflight_queue_reqs",
-        "the prefill inflight (transfer) queue",
-        "Prefill has computed these requests but their KV transfer to decode never "
-        "completes: check the transfer backend and the decode side's transfer queue.")
+for _q in QUEUE_RULES:
+    _register(_q)
 
 
 FAILURE_COUNTERS = (
@@ -116,7 +127,7 @@ FAILURE_COUNTERS = (
 )
 
 
-@rule("KV_TRANSFER_FAILURES", needs=("metrics",), rank=45)
+@rule("KV_TRANSFER_FAILURES", needs=(Need.METRICS,), rank=45)
 def kv_transfer_failures(ctx: Context) -> Iterator[Finding]:
     """Failed transfer / bootstrap counters non-zero, and whether they rose during capture."""
     for svc in ctx.servers():
@@ -148,7 +159,7 @@ def kv_transfer_failures(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("KV_CACHE_PRESSURE", needs=("metrics",), rank=50)
+@rule("KV_CACHE_PRESSURE", needs=(Need.METRICS,), rank=50)
 def kv_cache_pressure(ctx: Context) -> Iterator[Finding]:
     """Token usage near full, retractions, memory held by preallocation."""
     for svc in ctx.servers():

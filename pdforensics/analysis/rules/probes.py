@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.progress import metrics_evidence
 from pdforensics.collectors.feeds import Fetch
@@ -39,7 +39,7 @@ def _evidence(ctx: Context, svc: ServiceView, probe: Fetch, health: Fetch) -> li
     return ev
 
 
-@rule("SCHEDULER_PROBE_HANG", needs=("probes",), rank=42)
+@rule("SCHEDULER_PROBE_HANG", needs=(Need.PROBES,), rank=42)
 def scheduler_probe_hang(ctx: Context) -> Iterator[Finding]:
     """/health_generate hung while /health answered: the scheduler does not finish a request."""
     for svc in ctx.servers():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.cmdline import flag_value
 from pdforensics.views.loaded import ServiceView
@@ -25,7 +25,7 @@ def expected_ranks(svc: ServiceView) -> int:
     return max(1, svc.tp_size * svc.dp_size // n)
 
 
-@rule("PROCESS_STATE", needs=("processes", "servers"), rank=10)
+@rule("PROCESS_STATE", needs=(Need.PROCESSES, Need.SERVERS), rank=10)
 def process_state(ctx: Context) -> Iterator[Finding]:
     """A rank dead, zombie, stopped or in D state; fewer ranks than tp/dp size says."""
     for svc in ctx.servers():
@@ -110,7 +110,7 @@ def _ago(t: float, now: float) -> str:
     return f"{s / 3600:.1f} h ago"
 
 
-@rule("RESTART_ORDER", needs=("servers",), rank=75)
+@rule("RESTART_ORDER", needs=(Need.SERVERS,), rank=75)
 def restart_order(ctx: Context) -> Iterator[Finding]:
     """When router, prefill and decode last (re)started; a server restarted alone."""
     now = ctx.capture.started_at or time.time()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.metrics_view import fmt, gauge_track, short, work_in_flight
 from pdforensics.analysis.rules.context import Context
 from pdforensics.views.loaded import ServiceView
@@ -63,7 +63,7 @@ def idle_note(ctx: Context, svc: ServiceView) -> str:
             "blocked (not even idling)")
 
 
-@rule("REQUESTS_FROZEN", needs=("metrics", "samples2"), rank=60)
+@rule("REQUESTS_FROZEN", needs=(Need.METRICS, Need.SAMPLES2), rank=60)
 def requests_frozen(ctx: Context) -> Iterator[Finding]:
     """Work in flight while every progress counter stands still across samples."""
     judged = 0
@@ -97,7 +97,7 @@ def requests_frozen(ctx: Context) -> Iterator[Finding]:
         raise SkipRule("no server has 2 /metrics samples >= 1 s apart with progress counters")
 
 
-@rule("SCHEDULER_ENDPOINT_HANG", needs=("metrics", "server_info"), rank=40)
+@rule("SCHEDULER_ENDPOINT_HANG", needs=(Need.METRICS, Need.SERVER_INFO), rank=40)
 def scheduler_endpoint_hang(ctx: Context) -> Iterator[Finding]:
     """/server_info timed out while /metrics answered: the scheduler is not serving its loop."""
     for svc in ctx.servers():
@@ -163,7 +163,7 @@ def _server_gpu_indices(ctx: Context, svc: ServiceView) -> tuple[set[int] | None
     return None, "every GPU of the host"
 
 
-@rule("GPU_IDLE_WITH_WORK", needs=("metrics", "gpus"), rank=65)
+@rule("GPU_IDLE_WITH_WORK", needs=(Need.METRICS, Need.GPUS), rank=65)
 def gpu_idle_with_work(ctx: Context) -> Iterator[Finding]:
     """GPUs at ~0 % while requests wait in the server.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.rank_judgement import (
     Persistence,
@@ -75,7 +75,7 @@ def _frame_name(t: ThreadStack, deciding: Frame | None) -> str:
     return (deciding or t.leaf or Frame("?")).function
 
 
-@rule("RANK_OUTLIER", needs=("stacks",), rank=30)
+@rule("RANK_OUTLIER", needs=(Need.STACKS,), rank=30)
 def rank_outlier(ctx: Context) -> Iterator[Finding]:
     """One scheduler rank's stack differs from its peers' (the odd rank out is the suspect).
 
@@ -173,7 +173,7 @@ def _role_processes(ctx: Context, role: str | None, kind: str,
             and (p.info.rank or f"pid {p.info.pid}") in ranks]
 
 
-@rule("ALL_RANKS_STUCK", needs=("stacks",), rank=32)
+@rule("ALL_RANKS_STUCK", needs=(Need.STACKS,), rank=32)
 def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
     """Every scheduler rank of a role sits unmoved in the same non-idle frame.
 
@@ -222,7 +222,7 @@ def all_ranks_stuck(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("PYSPY_UNAVAILABLE", needs=("processes",), rank=90)
+@rule("PYSPY_UNAVAILABLE", needs=(Need.PROCESSES,), rank=90)
 def pyspy_unavailable(ctx: Context) -> Iterator[Finding]:
     """Stacks missing: why py-spy failed and how to fix it."""
     for h in ctx.capture.hosts:

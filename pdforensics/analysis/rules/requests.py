@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from pdforensics.analysis.findings import Evidence, Finding, SkipRule, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.metrics_view import gauge_track, short
 from pdforensics.analysis.requests_track import (
     ENABLE_HINT,
@@ -86,7 +86,7 @@ def _prefill_open(r: TrackedRequest) -> bool:
     return bool(events) and "received" in events and not (set(events) & _ENDS)
 
 
-@rule("STRANDED_BOOTSTRAP", needs=("logs",), rank=18)
+@rule("STRANDED_BOOTSTRAP", needs=(Need.LOGS,), rank=18)
 def stranded_bootstrap(ctx: Context) -> Iterator[Finding]:
     """A decode leg failed while prefill still holds the request's bootstrap room."""
     track = _track(ctx)
@@ -118,7 +118,7 @@ def stranded_bootstrap(ctx: Context) -> Iterator[Finding]:
         section="requests", wedge=True)
 
 
-@rule("PREALLOC_LEAK", needs=("logs",), rank=19)
+@rule("PREALLOC_LEAK", needs=(Need.LOGS,), rank=19)
 def prealloc_leak(ctx: Context) -> Iterator[Finding]:
     """Decode OOM or failure strands requests in the decode prealloc queue."""
     track = _track(ctx)
@@ -150,7 +150,7 @@ def prealloc_leak(ctx: Context) -> Iterator[Finding]:
         section="requests", wedge=True)
 
 
-@rule("FORGOTTEN_REQUESTS", needs=("logs",), rank=61)
+@rule("FORGOTTEN_REQUESTS", needs=(Need.LOGS,), rank=61)
 def forgotten_requests(ctx: Context) -> Iterator[Finding]:
     """Requests with no progress for longer than the configured PD timeouts."""
     track = _track(ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.router_view import (
     WorkerBreaker,
     retries_exhausted,
@@ -51,7 +51,7 @@ def _traffic(breakers: tuple[WorkerBreaker, ...], role: str | None) -> list[Work
     return [b for b in breakers if b.role is not None and b.role != role and b.got_traffic]
 
 
-@rule("ROUTER_BREAKER_OPEN", needs=("router",), rank=15)
+@rule("ROUTER_BREAKER_OPEN", needs=(Need.ROUTER,), rank=15)
 def router_breaker_open(ctx: Context) -> Iterator[Finding]:
     """A worker's circuit breaker is open or half-open with no close since."""
     for s in ctx.routers():
@@ -110,7 +110,7 @@ def _listed_prefill(s: ServiceView) -> list[str] | None:
     return [str(r.get("url")) for r in rows if isinstance(r, dict) and r.get("worker_type") == "prefill"]
 
 
-@rule("DECODE_ONLY_DISPATCH", needs=("router",), rank=16)
+@rule("DECODE_ONLY_DISPATCH", needs=(Need.ROUTER,), rank=16)
 def decode_only_dispatch(ctx: Context) -> Iterator[Finding]:
     """Decode workers receive requests while no prefill worker does."""
     for s in ctx.routers():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.catalog.safeguard_table import SPEC_BY_KEY
 from pdforensics.catalog.safeguards import Safeguard, judge_safeguards
@@ -37,7 +37,7 @@ def _evidence(svc: ServiceView, s: Safeguard) -> Evidence:
                     f"{s.name}={s.value}: {s.detail}; {s.default_note}: {default}")
 
 
-@rule("SAFEGUARDS_DISABLED", needs=("servers",), rank=75)
+@rule("SAFEGUARDS_DISABLED", needs=(Need.SERVERS,), rank=75)
 def safeguards_disabled(ctx: Context) -> Iterator[Finding]:
     """PD bootstrap/waiting/heartbeat timeouts or --watchdog-timeout disabled or >= 1 h."""
     for svc in ctx.servers():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdforensics.analysis.beneath_view import log_readings
-from pdforensics.analysis.findings import Evidence, Finding, rule
+from pdforensics.analysis.findings import Evidence, Finding, Need, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.transfer_engine import TransferError
 
@@ -39,7 +39,7 @@ def stage_of(e: TransferError, role: str | None) -> str:
     return "decode_transfer_wait" if role == "decode" else "kv_send"
 
 
-@rule("TRANSFER_ENGINE_ERROR", needs=("beneath",), rank=17)
+@rule("TRANSFER_ENGINE_ERROR", needs=(Need.BENEATH,), rank=17)
 def transfer_engine_error(ctx: Context) -> Iterator[Finding]:
     """Mooncake / NIXL / UCX errors in a server's log: the KV transfer failed; the stage it
     breaks (kv_send, decode_transfer_wait, start-up) and what followed from it."""

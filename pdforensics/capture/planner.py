@@ -101,7 +101,8 @@ class HostPlanner:
             jobs.append(make_job(self.host, versions.UNAME, Target()))
         if self.options.gpu:
             for src in (gpu.NVIDIA_SMI_QUERY, gpu.NVIDIA_SMI_APPS, gpu.NVIDIA_SMI,
-                        gpu.NVIDIA_SMI_NVLINK, gpu.NVIDIA_SMI_REMAP, logs.KERNEL_LOG):
+                        gpu.NVIDIA_SMI_NVLINK, gpu.NVIDIA_SMI_REMAP, logs.KERNEL_LOG,
+                        logs.KERNEL_JOURNAL):
                 jobs.append(make_job(self.host, src, Target()))
             if self.host.is_local:
                 jobs.append(make_job(self.host, gpu.NVML, Target()))

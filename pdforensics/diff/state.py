@@ -29,7 +29,8 @@ VOLATILE_ENV = frozenset({
 VOLATILE_ENV_PREFIXES = ("PYTEST_", "COLUMNS", "LINES")
 # Sources the diff never reads: load_capture(path, skip_sources=NOT_CONFIG) keeps it fast.
 NOT_CONFIG = frozenset({
-    "metrics", "router_metrics", "log_file", "journal", "pyspy", "kernel_log", "ss_established",
+    "metrics", "router_metrics", "log_file", "journal", "pyspy", "kernel_log", "kernel_journal",
+    "ss_established",
     "ss_listen", "ps", "nvidia_smi_apps", "nvidia_smi_nvlink", "nvidia_smi_row_remapper",
     "nvidia_smi_query", "nvml", "health", "model_info", "workers", "cgroup",
 })

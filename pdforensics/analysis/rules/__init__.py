@@ -9,6 +9,7 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     gpu_host,
     gpus,
     k8s,
+    loads,
     logs,
     pd_config,
     pd_queues,

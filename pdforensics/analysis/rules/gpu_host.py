@@ -93,7 +93,7 @@ def gpu_lost(ctx: Context) -> Iterator[Finding]:
             tuple(ev),
             "All work on that GPU is lost and every collective with its rank hangs: drain the "
             "node and cold-reboot it; check the PCIe AER lines before it, power, cooling and "
-            "seating; RMA if it repeats.", section="gpu", wedge=current, subject=h.name)
+            "seating; RMA if it repeats.", section="gpu", subject=h.name)
 
 
 @rule("PCIE_AER", needs=(Need.KERNEL_LOG,), rank=12)
@@ -140,5 +140,4 @@ def host_oom_kill(ctx: Context) -> Iterator[Finding]:
             tuple(_ev(h, e, path) for e in kills[:6]),
             "A killed rank leaves its peers waiting in their next collective: restart the "
             "server; find what grew (host memory of the scheduler, pinned KV buffers, the "
-            "container's memory limit) before raising limits.", section="gpu",
-            wedge=bool(sglang), subject=h.name)
+            "container's memory limit) before raising limits.", section="gpu", subject=h.name)

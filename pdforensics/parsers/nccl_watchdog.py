@@ -37,7 +37,7 @@ _STATUS = re.compile(r"(?:at work|Timeout at NCCL work|work sequence id): (-?\d{
                      r"(?:PG status: )?last enqueued (?:NCCL )?work: (-?\d{1,12}), "
                      r"last completed (?:NCCL )?work: (-?\d{1,12})")
 _DUMP_SIGNAL = re.compile(r"dump signal due to a collective timeout from {1,2}(this local rank|"
-                          r"rank \d{1,7})[^.]{0,40}\. Last enqueued \w{1,10} work: (-?\d{1,12}), "
+                          r"rank \d{1,7})[^.]{0,120}\. Last enqueued \w{1,10} work: (-?\d{1,12}), "
                           r"last completed \w{1,10} work: (-?\d{1,12})")
 _STUCK = re.compile(r"watchdog got stuck for (\d{1,9}) seconds")
 # a physical line that opens a record of its own (never a continuation of the one before)

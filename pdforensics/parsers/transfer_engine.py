@@ -22,7 +22,9 @@ _UCX = re.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (
 _SIGNAL = re.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
 _ERRNO = re.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
 _SLICE = re.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
-_PEER_NIC = re.compile(r"peer_nic: ([\w.:-]{1,80})")
+_PEER_NIC = re.compile(r"peer_nic: ([\w.:@-]{1,80})")
+#: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
+_BENIGN = ("Local segment descriptor not found",)
 _NIXL = re.compile(r"NIXL_ERR_\w{1,40}")
 
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
@@ -77,7 +79,7 @@ def _line(no: int, line: str) -> TransferError | None:
     g = _GLOG.search(line)
     if g is not None:
         src, msg = g.group(5), g.group(7)
-        if g.group(1) == "W" or not src.startswith(_TE_FILES):
+        if g.group(1) == "W" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
         peer = _PEER_NIC.search(msg)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from pdforensics.analysis.findings import Evidence
 from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.cuda_gdb import CudaKernel
 from pdforensics.parsers.flight_recorder import FrDump
@@ -29,8 +30,11 @@ class LogReading:
     beneath: Beneath
     path: str | None  # the log's raw file (bundle-relative) or the loose file
 
-    def where(self, lineno: int) -> str | None:
-        return f"{self.path}:{lineno}" if self.path else None
+    def evidence(self, source: str, lineno: int, text: str) -> Evidence:
+        """A line of this log as evidence: ``file:line`` and the line in the text, the file
+        as the link (as the other log rules write it)."""
+        where = f"{self.path}:{lineno}" if self.path else f"line {lineno}"
+        return Evidence(self.service.host, source, f"{where} {text[:300]}", self.path)
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,6 @@ class World:
     def plain(self) -> tuple[WatchdogRecord, ...]:
         return tuple(r for r, _ in self.records)
 
-    def where(self, rec: WatchdogRecord) -> tuple[str, str | None]:
-        """(host, path:line) of a record."""
-        for r, log in self.records:
-            if r is rec:
-                return log.service.host, log.where(rec.lineno)
-        return "", None
 
 
 def log_readings(capture: LoadedCapture) -> list[LogReading]:

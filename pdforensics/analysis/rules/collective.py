@@ -22,8 +22,7 @@ def _ev(world: World, recs: Sequence[object], limit: int = 8) -> list[Evidence |
     out: list[Evidence | str] = []
     for r, log in world.records:
         if r in recs and len(out) < limit:
-            out.append(Evidence(log.service.host, f"{log.service.role} log", r.text[:300],
-                                log.where(r.lineno)))
+            out.append(log.evidence(f"{log.service.role} log", r.lineno, r.text))
     return out
 
 
@@ -150,9 +149,8 @@ def _missing_from_reports(ctx: Context) -> Iterator[Finding]:
                 yield Finding(
                     "RANK_MISSING_FROM_COLLECTIVE", "critical",
                     f"fr_trace: collective {rep.collective}: missing Rank "
-                    f"{', Rank '.join(map(str, ranks))}", (Evidence(
-                        log.service.host, "fr_trace", " | ".join(rep.lines[:4])[:300],
-                        log.where(rep.lineno)),),
+                    f"{', Rank '.join(map(str, ranks))}",
+                    (log.evidence("fr_trace", rep.lineno, " | ".join(rep.lines[:4])),),
                     "PyTorch's analyzer names the rank: read its dump and stack.",
                     section="logs", wedge=True, rank=5)
     for host, text_path, ras in _ras_reports(ctx):
@@ -230,8 +228,7 @@ def nccl_network_error(ctx: Context) -> Iterator[Finding]:
             f"{log.service.label}: NCCL {', '.join(k.replace('_', ' ') for k in kinds)} "
             f"({len(bad)} line(s), on {', '.join(hosts[:4])})"
             + (": connection set-up failed, the communicator never started" if setup else ""),
-            tuple(Evidence(log.service.host, "NCCL", n.text[:300], log.where(n.lineno))
-                  for n in bad[:8]),
+            tuple(log.evidence("NCCL", n.lineno, n.text) for n in bad[:8]),
             "An IB completion error names the peer: check that link and that peer's host "
             "(ibstat, ibv_devinfo, dmesg). A failed ibv_create_* at start-up is the RDMA "
             "device or its limits (ulimit -l, GID index, NCCL_IB_HCA).",

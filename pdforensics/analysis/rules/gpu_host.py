@@ -26,8 +26,8 @@ def _current(ctx: Context, e: KernelEvent) -> bool:
 
 
 def _ev(h: HostView, e: KernelEvent, path: str | None) -> Evidence:
-    where = f"{path}:{e.lineno}" if path else None
-    return Evidence(h.name, "kernel log", e.text[:300], where)
+    where = f"{path}:{e.lineno}" if path else f"line {e.lineno}"
+    return Evidence(h.name, "kernel log", f"{where} {e.text[:300]}", path)
 
 
 @rule("GPU_XID", needs=(Need.KERNEL_LOG,), rank=11)

@@ -56,8 +56,7 @@ def transfer_engine_error(ctx: Context) -> Iterator[Finding]:
         peers = sorted({e.peer for e in causes if e.peer})
         title = (f"{log.service.label}: {'/'.join(engines)} transfer error(s) x{len(causes)}: "
                  f"{'; '.join(details[:3])} -- breaks {', '.join(stages)}")
-        ev: list[Evidence | str] = [Evidence(log.service.host, f"{e.engine} ({e.label})",
-                                             e.text[:300], log.where(e.lineno))
+        ev: list[Evidence | str] = [log.evidence(f"{e.engine} ({e.label})", e.lineno, e.text)
                                     for e in (causes[:5] + [x for x in errs if x.label ==
                                                             "consequence"][:3])]
         if peers:

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
@@ -56,6 +56,8 @@ class Artifact:
     pyspy_failure: PyspyFailure | None = None
     taken_at: float | None = None
     size: int = 0  # bytes read
+    text: str = ""  # the whole file as text (what the evidence readers see, read or not)
+    data: bytes = b""  # the bytes, kept only when they are not text (a pickle: never unpickled)
     beneath: Beneath | None = None  # NCCL, kernel, transfer-engine, debugger lines in the text
     fr_dump: FrDump | None = None  # a Flight Recorder dump (pickle or JSON)
     top: PyspyTop | None = None  # a py-spy top screen
@@ -178,8 +180,14 @@ def _first_line(text: str) -> str:
     return first[:120]
 
 
-def read_text(path: str, text: str, size: int) -> Artifact:
-    """Detect the kind of ``text`` and read it; an error names what went wrong."""
+def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
+    """Detect the kind of ``text`` and read it; an error names what went wrong. The text
+    (and the bytes of a binary file) stay on the artifact for the evidence readers."""
+    art = _read_text(path, text, size)
+    return replace(art, text=text, data=data)
+
+
+def _read_text(path: str, text: str, size: int) -> Artifact:
     if not text.strip():
         return Artifact(path, None, "empty file", size=size)
     kind = detect_kind(text)
@@ -283,14 +291,18 @@ def read_path(path: str) -> Artifact:
 
 
 def read_bytes(path: str, data: bytes) -> Artifact:
-    """A file's bytes: a Flight Recorder pickle (read without running it), else its text."""
+    """A file's bytes: a Flight Recorder pickle (read without running it), else its text. The
+    bytes of a binary file stay on the artifact for the evidence readers."""
     if lower.binary_kind(data) is not None:
         try:
-            return Artifact(path, lower.FLIGHT_RECORDER, fr_dump=lower.read_fr_file(data, path),
-                            size=len(data))
+            art = Artifact(path, lower.FLIGHT_RECORDER, fr_dump=lower.read_fr_file(data, path),
+                           size=len(data))
         except ParseError as exc:
-            return Artifact(path, lower.FLIGHT_RECORDER, str(exc), size=len(data))
-    return read_text(path, data.decode("utf-8", errors="replace"), len(data))
+            art = Artifact(path, lower.FLIGHT_RECORDER, str(exc), size=len(data))
+        return dataclasses.replace(art, data=data)
+    text = data.decode("utf-8", errors="replace")
+    binary = "\x00" in text[:4096] or "\ufffd" in text[:4096]
+    return read_text(path, text, len(data), data if binary else b"")
 
 
 def log_groups(art: Artifact) -> dict[str, str]:

@@ -54,6 +54,8 @@ class Finding:
     rank: int | None = None
     merged: tuple[str, ...] = ()
     subject: str | None = None
+    side: str | None = None  # for the diagnosis: the side it points at (collective, gpu, ...)
+    suspect: str | None = None  # and what it names there (the rank behind, a device), if any
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,8 @@ EVIDENCE = one_of(string, obj({}, {"host": OPT_STR, "source": OPT_STR, "text": O
 
 FINDING = obj(required={"key": string, "severity": string, "title": string}, opt={
     "evidence": list_of(EVIDENCE), "next_step": OPT_STR, "section": OPT_STR,
-    "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR})
+    "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR, "side": OPT_STR,
+    "suspect": OPT_STR})
 
 CLUE = obj(required={"key": string, "label": string, "text": string}, opt={
     "source": OPT_STR, "line": OPT_INT, "time": optional(number), "stage": OPT_STR,

@@ -24,6 +24,8 @@ _CHAIN = re.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})(?: \
 _IB_COMPLETION = re.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
                             r"status=(\d{1,5}))")
 _IBV_FAILED = re.compile(r"Call to (ibv_\w{1,60}) failed")
+_BOOTSTRAP_MSG = ("Bootstrap", "cudaDriverVersion", "NET/IB : Using", "NET/Socket : Using",
+                  "Using network", "Plugin Path", "P2P plugin", "NET/Plugin")
 _SETUP_CALLS = ("ibv_create", "ibv_reg", "ibv_open", "ibv_query", "ibv_modify_qp", "ibv_alloc",
                 "ibv_get_device", "ibv_fork_init")
 
@@ -73,7 +75,9 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
         return WARN, extra
     if "Abort COMPLETE" in msg:
         return ABORT, extra
-    if "Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Bootstrap", "Channel ")):
+    if ("Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Channel ", "NVLS ",
+                                                                             "threadThresholds"))
+            or msg.startswith(_BOOTSTRAP_MSG) or "coll channels" in msg):
         return INIT, extra
     return None, extra
 
@@ -113,3 +117,14 @@ def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
                             setup=bool(extra.get("setup"))))
     out.extend(chains.values())
     return tuple(sorted(out, key=lambda x: x.lineno))
+
+
+
+def init_phase(lines: tuple[NcclLine, ...]) -> str | None:
+    """``bootstrap`` when the NCCL lines stop in communicator bootstrap (nothing connected
+    yet), ``set_up`` when they show communicators set up, None without init lines."""
+    init = [n for n in lines if n.kind == INIT]
+    if not init and not lines:
+        return None
+    return "set_up" if any(not n.message.startswith(_BOOTSTRAP_MSG) for n in init) else (
+        "bootstrap" if init else None)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
-_GLOG = re.compile(r"(?:^|\s)([EWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
+_GLOG = re.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
                    r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _UCX = re.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
 _SIGNAL = re.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
@@ -79,7 +79,7 @@ def _line(no: int, line: str) -> TransferError | None:
     g = _GLOG.search(line)
     if g is not None:
         src, msg = g.group(5), g.group(7)
-        if g.group(1) == "W" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
+        if g.group(1) in "IW" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
         peer = _PEER_NIC.search(msg)
@@ -123,3 +123,19 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
                       e.peer, e.level)
         if "Flushed" in e.detail and first_real is not None and first_real < e.lineno else e
         for e in out)
+
+
+def transfer_context(text: str) -> str | None:
+    """What a text without transfer errors shows of the transfer engine, when anything:
+    ``startup`` (Mooncake's own start-up lines), ``metadata_ok`` (its HTTP metadata server
+    answering 200), ``ucx_info`` (UCX's transport selection lines)."""
+    if "UCX  INFO" in text or "UCX INFO" in text:
+        return "ucx_info"
+    if "/metadata" in text and '" 200 ' in text:
+        return "metadata_ok"
+    for line in text.split("\n")[:20000]:
+        g = _GLOG.search(line) if ".cpp:" in line else None
+        if g is not None and g.group(1) == "I" and g.group(5).startswith(_TE_FILES) and (
+                "listen" in g.group(7) or "starting" in g.group(7)):
+            return "startup"
+    return None

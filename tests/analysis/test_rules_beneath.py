@@ -175,3 +175,40 @@ def test_from_a_bundle_the_kernel_log_and_a_servers_log(builder: Any) -> None:
     assert {"NCCL_COLLECTIVE_TIMEOUT", "GPU_LOST", "GPU_XID"} <= keys
     f = next(f for f in a.findings if f.key == "NCCL_COLLECTIVE_TIMEOUT")
     assert any(getattr(e, "path", None) and str(e).split(": ", 1)[1].startswith(f"{e.path}:1 ") for e in f.evidence)
+
+
+def test_the_diagnosis_names_the_rank_read_across_files(tmp_path: Path) -> None:
+    paths = [_rank_log(tmp_path, 0, 808, 811, 807), _rank_log(tmp_path, 1, 808, 811, 807),
+             _rank_log(tmp_path, 2, 806, 811, 805)]
+    d = triage_paths(paths).analysis.diagnosis  # type: ignore[union-attr]
+    assert d is not None and d.side == "collective" and d.suspect == "Rank 2" and d.wedge
+    fr = triage_paths([_art("flight_recorder", "gen-torch213-gloo-fr-rank0-pickle"),
+                       _art("flight_recorder", "gen-torch213-gloo-fr-rank1-json")]).analysis
+    assert fr is not None and fr.diagnosis is not None and fr.diagnosis.suspect == "Rank 1"
+
+
+def test_the_diagnosis_of_one_file_beneath_sglang() -> None:
+    def diag(family: str, slug: str):  # type: ignore[no-untyped-def]
+        a = triage_paths([_art(family, slug)]).analysis
+        assert a is not None and a.diagnosis is not None
+        return a.diagnosis
+
+    d = diag("kernel", "gpu-burn-1-aer-surprise-down-then-xid79")
+    assert (d.side, d.suspect, d.wedge) == ("gpu", "PCI:0000:02:00", False)
+    assert any("Surprise Down" in c.text for c in d.causes)
+    assert any("79, GPU has fallen off the bus." in c.text for c in d.consequences)
+    d = diag("gdb", "gen-gdb13-thread-apply-all-bt-recv-lock")
+    assert d.suspect == "LWP 24735" and d.wedge
+    d = diag("transfer_engine", "vllm-ascend-9747-tcp-writebody-readbody-eof")
+    assert (d.stage, d.side) == ("kv_send", "transfer_engine")
+    assert any("End of file (value: 2)" in c.text for c in d.consequences)
+    d = diag("nccl", "nccl-1911-ras-mismatch-two-ranks-ahead")
+    assert d.suspect is None and d.side == "collective" and d.wedge
+
+
+def test_a_bundles_kernel_log_reaches_the_diagnosis(builder: Any) -> None:
+    builder.add(host="d", role="decode", port=2, samples=[{"sglang:generation_tokens_total": 5}] * 3)
+    builder.kernel["d"] = Path(_art("kernel", "gpu-burn-1-aer-surprise-down-then-xid79")).read_text()
+    a = analyze(load_capture(builder.write()))
+    assert a.diagnosis is not None
+    assert any(c.key == "PCIE_AER" and c.source.endswith("kernel_log.txt") for c in a.diagnosis.clues)

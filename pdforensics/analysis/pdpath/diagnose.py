@@ -35,8 +35,9 @@ def finding_clues(findings: Sequence[Finding]) -> Iterator[Clue]:
             continue
         role = next((r for r in _ROLES if f.subject and f" {r}:" in f" {f.subject}"), None)
         yield Clue(key=f.key, label="cause", text=f.title, source="analysis", role=role,
-                   side=role, wedge=True, strength=2,  # type: ignore[arg-type]
-                   why="a rule's finding over samples taken apart in time")
+                   side=f.side or role, suspect=f.suspect, wedge=True,  # type: ignore[arg-type]
+                   strength=3 if f.suspect else 2,
+                   why="a rule's finding over samples taken apart in time, or across ranks")
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()

@@ -37,11 +37,36 @@ def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
         yield Source(f"{svc.label} stacks", "stacks", svc.host, svc.role, dumps=dumps)
 
 
+#: host-level results read beneath SGLang (analysis/pdpath/read_collective.py, read_host.py)
+_HOST_SOURCES = {"kernel_log": "log", "kernel_journal": "log", "nccl_ras": "log",
+                 "flight_recorder": "flight_recorder"}
+
+
+def _host_sources(cap: LoadedCapture) -> Iterator[Source]:
+    """The kernel log a host view kept, the NCCL RAS report, each Flight Recorder file."""
+    kept = {(h.name, h.kernel_source) for h in cap.hosts if h.kernel_source}
+    for e in cap.results:
+        kind = _HOST_SOURCES.get(e.source)
+        if kind is None or not e.path or (kind == "log" and e.source.startswith("kernel")
+                                          and (e.host, e.source) not in kept):
+            continue
+        try:
+            data = cap.bundle.read(e)
+        except Exception:  # a refused or missing raw file: the rules already note it
+            continue
+        path = e.path if e.path.startswith("raw/") else f"raw/{e.path}"
+        if kind == "flight_recorder" and data.lstrip()[:1] not in (b"{", b"["):
+            yield Source(path, kind, e.host, data=data)
+        else:
+            yield Source(path, kind, e.host, text=data.decode("utf-8", "replace"))
+
+
 def capture_sources(cap: LoadedCapture,
                     clients: Sequence[tuple[str, tuple[ThreadStack, ...]]] = ()) -> list[Source]:
     """Every source of a capture, services in host order, then the client dumps."""
     out: list[Source] = []
     for svc in cap.services():
         out.extend(_service_sources(cap, svc))
+    out.extend(_host_sources(cap))
     out.extend(Source(path, "goroutines", goroutines=gs) for path, gs in clients if gs)
     return out

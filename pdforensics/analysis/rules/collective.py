@@ -72,7 +72,8 @@ def nccl_collective_timeout(ctx: Context) -> Iterator[Finding]:
                "whose log is missing, a dead process, the network). ") + _DUMP_HINT + "."
         yield Finding("NCCL_COLLECTIVE_TIMEOUT", "critical", _timeout_title(world, cr, ops, seqs),
                       tuple(ev), nxt, section="logs", wedge=True, rank=6 if named else None,
-                      subject=world.name)
+                      subject=world.name, side="collective",
+                      suspect=", ".join(f"Rank {s.rank}" for s in named) or None)
 
 
 @rule("NCCL_WATCHDOG_STUCK", needs=(Need.BENEATH,), rank=8)
@@ -96,7 +97,8 @@ def nccl_watchdog_stuck(ctx: Context) -> Iterator[Finding]:
             "Dump that rank's native stacks (gdb thread apply all bt, py-spy --native): the "
             "thread holding a CUDA call (cudaEventDestroy, cudaStreamSynchronize) or the GIL is "
             "the hang; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only changes when it is reported.",
-            section="logs", wedge=bool(lead), subject=world.name)
+            section="logs", wedge=bool(lead), subject=world.name, side="collective",
+            suspect=", ".join(f"Rank {r.rank}" for r in lead if r.rank) or None)
 
 
 def _missing_from_watchdog(ctx: Context) -> Iterator[Finding]:
@@ -113,7 +115,8 @@ def _missing_from_watchdog(ctx: Context) -> Iterator[Finding]:
                   + _ev(world, [r for r in world.plain() if r.kind == STATUS])),
             "That rank never called the collective: its Python stack (py-spy) shows where it "
             "is instead (another collective, a different code path, an exception).",
-            section="logs", wedge=True, rank=5, subject=world.name)
+            section="logs", wedge=True, rank=5, subject=world.name, side="collective",
+            suspect=ranks)
 
 
 def _missing_from_flight_recorder(ctx: Context) -> Iterator[Finding]:
@@ -138,7 +141,8 @@ def _missing_from_flight_recorder(ctx: Context) -> Iterator[Finding]:
             f"({f.op}) that Rank {', Rank '.join(map(str, f.joined))} entered", tuple(ev),
             "The missing rank's own dump ends before that collective: its last entries and its "
             "stack show where it went instead; the ranks that entered only wait for it.",
-            section="logs", wedge=True, rank=5)
+            section="logs", wedge=True, rank=5, side="collective",
+            suspect=", ".join(f"Rank {r}" for r in f.missing) or None)
 
 
 def _missing_from_reports(ctx: Context) -> Iterator[Finding]:
@@ -152,7 +156,8 @@ def _missing_from_reports(ctx: Context) -> Iterator[Finding]:
                     f"{', Rank '.join(map(str, ranks))}",
                     (log.evidence("fr_trace", rep.lineno, " | ".join(rep.lines[:4])),),
                     "PyTorch's analyzer names the rank: read its dump and stack.",
-                    section="logs", wedge=True, rank=5)
+                    section="logs", wedge=True, rank=5, side="collective",
+                    suspect=", ".join(f"Rank {r}" for r in ranks))
     for host, text_path, ras in _ras_reports(ctx):
         reading = read_ras(ras)
         names = reading.missing + reading.behind
@@ -163,7 +168,8 @@ def _missing_from_reports(ctx: Context) -> Iterator[Finding]:
                 tuple(Evidence(host, "ncclras", " | ".join(e.lines[:5])[:300], text_path)
                       for e in reading.errors[:6]),
                 "RAS names the process and node: check that process (alive? stuck? its GPU) "
-                "before the others, which only wait.", section="logs", wedge=True, rank=5)
+                "before the others, which only wait.", section="logs", wedge=True, rank=5,
+                side="collective", suspect=", ".join(n.split(" (")[0] for n in names[:4]))
 
 
 def _ras_reports(ctx: Context) -> list[tuple[str, str | None, RasReport]]:
@@ -257,4 +263,5 @@ def kernel_waits_on_peers(ctx: Context) -> Iterator[Finding]:
         "KERNEL_WAITS_ON_PEERS", "critical" if absent else "warning", title, tuple(ev),
         "A collective kernel spins until every peer joins: the rank without one is the one "
         "to look at (py-spy / gdb stack); if every rank spins, the link between them is.",
-        section="stacks", wedge=bool(absent), rank=5 if absent else None)
+        section="stacks", wedge=bool(absent), rank=5 if absent else None, side="collective",
+        suspect=", ".join(absent) or None)

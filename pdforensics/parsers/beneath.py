@@ -9,9 +9,9 @@ the text came from. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.parsers.cuda_gdb import CudaKernel, looks_like_cuda_gdb, parse_cuda_kernels
 from pdforensics.parsers.flight_recorder import FrTraceReport, looks_like_fr_trace, parse_fr_trace_text
 from pdforensics.parsers.kernel_log import KernelEvent, looks_like_kernel_log, parse_kernel_log
@@ -21,8 +21,8 @@ from pdforensics.parsers.nccl_watchdog import WatchdogRecord, read_watchdog
 from pdforensics.parsers.pyspy_top import PyspyTop, looks_like_pyspy_top, parse_pyspy_top
 from pdforensics.parsers.transfer_engine import TransferError, read_transfer_errors
 
-_GDB_BANNER = re.compile(r"^GNU gdb \(|^GNU gdb \d|^\(cuda-gdb\)|^NVIDIA \(R\) CUDA Debugger", re.M)
-_GDB_THREAD = re.compile(r"^Thread \d{1,7} \(|^#\d{1,5} ", re.M)
+_GDB_BANNER = linear.compile(r"^GNU gdb \(|^GNU gdb \d|^\(cuda-gdb\)|^NVIDIA \(R\) CUDA Debugger", linear.M)
+_GDB_THREAD = linear.compile(r"^Thread \d{1,7} \(|^#\d{1,5} ", linear.M)
 
 
 @dataclass(frozen=True)

@@ -16,22 +16,24 @@ read them like any other dump. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
-_KERNEL_ROW = re.compile(r"^\s{0,8}(\*)?\s{0,8}(\d{1,9})\s{1,8}(-|\d{1,9})\s{1,8}(\d{1,4})\s{1,8}"
+_KERNEL_ROW = linear.compile(r"^\s{0,8}(\*)?\s{0,8}(\d{1,9})\s{1,8}(-|\d{1,9})\s{1,8}(\d{1,4})\s{1,8}"
                          r"(-?\d{1,12})\s{1,8}(\w{1,20})\s{1,8}(0x[0-9a-fA-F]{1,40})\s{1,8}"
                          r"(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}(.*)$")
-_THREAD_ROW = re.compile(r"^\s{0,8}(\*)?\s{0,8}(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}"
+_THREAD_ROW = linear.compile(r"^\s{0,8}(\*)?\s{0,8}(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}"
                          r"(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}"
                          r"(\(\d{1,9},\d{1,9},\d{1,9}\))\s{1,8}(\d{1,12})\s{1,8}(0x[0-9a-fA-F]{1,16})"
                          r"\s{1,8}(\S{1,1000})\s{1,8}(\d{1,9})\s*$")
-_KERNEL_HEAD = re.compile(r"^\s{0,8}Kernel (\d{1,9})\s*$")
-_NCCL_NAME = re.compile(r"^nccl\w{0,10}Kernel|^ncclDevKernel|^nccl_?\w{0,40}(?:AllReduce|AllGather|"
-                        r"ReduceScatter|Broadcast|SendRecv|Reduce)", re.I)
-_NCCL_FILE = re.compile(r"nccl/src/(?:collectives/)?device/|/nccl/.{0,200}\.(?:h|cuh|cu)$")
+_LISTING_HEAD = linear.compile(r"^\s{0,8}(?:Kernel Parent Dev Grid Status|BlockIdx ThreadIdx To BlockIdx)",
+                           linear.M)
+_KERNEL_HEAD = linear.compile(r"^\s{0,8}Kernel (\d{1,9})\s*$")
+_NCCL_NAME = linear.compile(r"^nccl\w{0,10}Kernel|^ncclDevKernel|^nccl_?\w{0,40}(?:AllReduce|AllGather|"
+                        r"ReduceScatter|Broadcast|SendRecv|Reduce)", linear.I)
+_NCCL_FILE = linear.compile(r"nccl/src/(?:collectives/)?device/|/nccl/.{0,200}\.(?:h|cuh|cu)$")
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,14 @@ class CudaKernel:
 
 def looks_like_cuda_gdb(text: str) -> bool:
     head = text[:200000]
-    return ("info cuda" in head or bool(re.search(r"^\s{0,8}Kernel Parent Dev Grid Status", head, re.M))
-            or bool(re.search(r"^\s{0,8}BlockIdx ThreadIdx To BlockIdx", head, re.M)))
+    return "info cuda" in head or bool(_LISTING_HEAD.search(head))
 
 
 def parse_cuda_kernels(text: str) -> tuple[CudaKernel, ...]:
     """Every kernel of ``info cuda kernels`` and ``info cuda threads`` listings in ``text``."""
     out: list[CudaKernel] = []
     current: int | None = None
-    rows: dict[int, list[re.Match[str]]] = {}
+    rows: dict[int, list[linear.Match[str]]] = {}
     for raw in text.split("\n"):
         line = raw.rstrip("\r")
         k = _KERNEL_ROW.match(line)

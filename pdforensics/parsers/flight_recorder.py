@@ -21,16 +21,18 @@ except ParseError.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
 from pdforensics.parsers.safe_pickle import load_plain, looks_like_pickle
 
-_TRAILING_RANK = re.compile(r"(\d{1,7})(?:\.(?:json|pkl|pickle))?$")
-_NAMED_RANK = re.compile(r"rank[_-]?(\d{1,7})", re.I)
+_TRAILING_RANK = linear.compile(r"(\d{1,7})(?:\.(?:json|pkl|pickle))?$")
+_NAMED_RANK = linear.compile(r"rank[_-]?(\d{1,7})", linear.I)
+_INTS = linear.compile(r"-?\d{1,7}")
+_FR_COLL_LINE = linear.compile(r"^Collective \d{1,12} at entry \d{1,12} errors", linear.M)
 _KEYS = frozenset({"entries", "pg_status", "pg_config", "version"})
 
 
@@ -100,7 +102,7 @@ def _int(v: object) -> int | None:
 
 def _ranks(v: object) -> tuple[int, ...]:
     if isinstance(v, str):
-        return tuple(int(x) for x in re.findall(r"-?\d{1,7}", v[:100000]))
+        return tuple(int(x) for x in _INTS.findall(v[:100000]))
     if isinstance(v, list | tuple):
         return tuple(x for x in (_int(y) for y in v[:100000]) if x is not None)
     return ()
@@ -223,12 +225,12 @@ def compare_dumps(dumps: Sequence[FrDump]) -> tuple[FrFinding, ...]:
 
 
 # -- the analyzer's own text report -------------------------------------------------------
-_FR_COLL = re.compile(r"^Collective (\d{1,12}) at entry (\d{1,12}) errors")
-_FR_NOT_ALL = re.compile(r"Not all ranks joining collective,? sequence number:? (\d{1,12})")
+_FR_COLL = linear.compile(r"^Collective (\d{1,12}) at entry (\d{1,12}) errors")
+_FR_NOT_ALL = linear.compile(r"Not all ranks joining collective,? sequence number:? (\d{1,12})")
 _FR_MISSING = "missing ranks: {"
-_FR_CULPRIT = re.compile(r"Culprit rank (\d{1,7})")
-_FR_ERRTYPE = re.compile(r"Error type: (\w{1,60})")
-_FR_FIELD = re.compile(r"^(group info|collective|input sizes|output sizes|world size|expected ranks|"
+_FR_CULPRIT = linear.compile(r"Culprit rank (\d{1,7})")
+_FR_ERRTYPE = linear.compile(r"Error type: (\w{1,60})")
+_FR_FIELD = linear.compile(r"^(group info|collective|input sizes|output sizes|world size|expected ranks|"
                        r"collective state): (.*)$")
 
 
@@ -247,7 +249,7 @@ class FrTraceReport:
 
 def looks_like_fr_trace(text: str) -> bool:
     head = text[:20000]
-    return bool(re.search(r"^Collective \d{1,12} at entry \d{1,12} errors", head, re.M)
+    return bool(_FR_COLL_LINE.search(head)
                 or "Not all ranks joining collective" in head)
 
 

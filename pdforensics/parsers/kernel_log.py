@@ -20,9 +20,9 @@ Every line is read on its own (no regex spans lines) and nothing here raises on 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
 from pdforensics.parsers.nvidia_smi import XidEvent
 
@@ -33,18 +33,18 @@ OOM_KILL = "oom_kill"
 GSP = "gsp"
 SMI_UNREACHABLE = "smi_unreachable"
 
-_PCI = re.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?")
-_UPTIME = re.compile(r"\[\s{0,12}(\d{1,10}\.\d{1,9})\]")
-_AER = re.compile(r"(?:^|\s)(\S{1,40} )?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): "
+_PCI = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?")
+_UPTIME = linear.compile(r"\[\s{0,12}(\d{1,10}\.\d{1,9})\]")
+_AER = linear.compile(r"(?:^|\s)(\S{1,40} )?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): "
                   r"PCIe Bus Error: severity=([^,]{1,40}), type=([^,]{1,60})")
-_AER_DETAIL = re.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d):\s{1,12}"
+_AER_DETAIL = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d):\s{1,12}"
                          r"(?:device \[|\[\s{0,2}\d{1,2}\] )")
-_OOM = re.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_kill_allocating_task\))?: "
+_OOM = linear.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_kill_allocating_task\))?: "
                   r"Kill(?:ed)? process (\d{1,10}) \(([^)\n]{0,64})\)")
-_GSP_GPU = re.compile(r"\bGPU(\d{1,3})\b")
-_SMI = re.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
-_CAUSED_BY = re.compile(r"caused by previous Xid (\d{1,4})")
-_RECOVERY = re.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
+_GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
+_SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
+_CAUSED_BY = linear.compile(r"caused by previous Xid (\d{1,4})")
+_RECOVERY = linear.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
                        r"\(([^)]{1,40})\)")
 
 
@@ -163,7 +163,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     docstring); GSP history rows after their title are one event, not one per row."""
     events: list[KernelEvent] = []
     driver = None
-    aer: tuple[int, list[str], re.Match[str]] | None = None
+    aer: tuple[int, list[str], linear.Match[str]] | None = None
     gsp_seen: set[str | None] = set()
     lines = text.split("\n")
     for no, raw in enumerate(lines, 1):
@@ -194,7 +194,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     return KernelLog(tuple(events), driver)
 
 
-def _aer(no: int, lines: list[str], m: re.Match[str]) -> KernelEvent:
+def _aer(no: int, lines: list[str], m: linear.Match[str]) -> KernelEvent:
     epoch, up = _times(lines[0])
     return KernelEvent(no, AER, " | ".join(lines), m.group(2).lower()[:10], severity=m.group(3),
                        epoch=epoch, uptime_s=up)

@@ -22,11 +22,12 @@ Never raises on arbitrary input (the caller parses the JSON).
 from __future__ import annotations
 
 import calendar
-import re
 from dataclasses import dataclass
 from typing import Any
 
-_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
+from pdforensics import linear
+
+_ISO = linear.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?")
 _PD_QUEUES = ("prefill_bootstrap_queue_reqs", "prefill_inflight_queue_reqs",
               "decode_prealloc_queue_reqs", "decode_transfer_queue_reqs",
               "decode_retracted_queue_reqs")

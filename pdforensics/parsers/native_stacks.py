@@ -11,18 +11,19 @@ frames, or, for ``py-bt``, ``Traceback (most recent call first):`` and ``File "x
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
-_GDB_THREAD = re.compile(r"^Thread (\d{1,7}) \((?:Thread (0x[0-9a-fA-F]{1,16}) )?\(?"
+_GDB_THREAD = linear.compile(r"^Thread (\d{1,7}) \((?:Thread (0x[0-9a-fA-F]{1,16}) )?\(?"
                          r"(?:LWP (\d{1,10})|process (\d{1,10}))\)?\)?(?: \"([^\"]{0,64})\")?\):\s*$")
-_GDB_FRAME = re.compile(r"^#(\d{1,5}) {1,4}(?:(0x[0-9a-fA-F]{1,16}) in )?(.*)$")
-_PY_FILE = re.compile(r'^\s{1,8}File "([^"]{1,1000})", line (\d{1,9}), in (\S{1,300})')
-_PY_BUILTIN = re.compile(r"^\s{1,8}<built-in (?:method|function) (\w{1,200})")
-_DETACHED = re.compile(r"^\[Inferior \d{1,5} \(process (\d{1,10})\) detached\]")
-_UCX_HEAD = re.compile(r"^==== backtrace \(tid: {0,8}(\d{1,10})\) ====")
-_UCX_FRAME = re.compile(r"^\s{0,4}(\d{1,4}) {1,4}([^\s(]{1,500})\(([^)\s]{0,300})\) {0,4}"
+_GDB_SNIFF = linear.compile(r"^(?:Thread \d{1,7} \((?:Thread 0x|LWP |process )|#\d{1,5} {1,4}0x[0-9a-fA-F]{4,16} in )",
+                        linear.M)
+_GDB_FRAME = linear.compile(r"^#(\d{1,5}) {1,4}(?:(0x[0-9a-fA-F]{1,16}) in )?(.*)$")
+_PY_FILE = linear.compile(r'^\s{1,8}File "([^"]{1,1000})", line (\d{1,9}), in (\S{1,300})')
+_PY_BUILTIN = linear.compile(r"^\s{1,8}<built-in (?:method|function) (\w{1,200})")
+_DETACHED = linear.compile(r"^\[Inferior \d{1,5} \(process (\d{1,10})\) detached\]")
+_UCX_HEAD = linear.compile(r"^==== backtrace \(tid: {0,8}(\d{1,10})\) ====")
+_UCX_FRAME = linear.compile(r"^\s{0,4}(\d{1,4}) {1,4}([^\s(]{1,500})\(([^)\s]{0,300})\) {0,4}"
                         r"\[(0x[0-9a-fA-F]{1,16})\]")
 _UCX_HANDLER = ("ucs_handle_error", "ucs_error_signal_handler", "ucs_debug_", "ucs_log_")
 
@@ -30,11 +31,10 @@ _UCX_HANDLER = ("ucs_handle_error", "ucs_error_signal_handler", "ucs_debug_", "u
 def looks_like_gdb(text: str) -> bool:
     """A gdb thread header or a gdb frame line, at a line start."""
     head = text[:400000]
-    return bool(re.search(r"^Thread \d{1,7} \((?:Thread 0x|LWP |process )", head, re.M)
-                or re.search(r"^#\d{1,5} {1,4}0x[0-9a-fA-F]{4,16} in ", head, re.M))
+    return bool(_GDB_SNIFF.search(head))
 
 
-_UNNAMED = re.compile(r"^(?:\?\?|__cudart\d{1,6})$")  # no symbol, or cudart's static internals
+_UNNAMED = linear.compile(r"^(?:\?\?|__cudart\d{1,6})$")  # no symbol, or cudart's static internals
 
 
 def _frame_from_gdb(body: str, address: str | None) -> Frame:

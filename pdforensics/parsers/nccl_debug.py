@@ -13,17 +13,18 @@ channels, ``Init COMPLETE``) are context only. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from pdforensics import linear
 
 LITERAL = "NCCL "
 
-_LINE = re.compile(r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):(\d{1,10}) \[(\d{1,4})\] "
+_LINE = linear.compile(r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):(\d{1,10}) \[(\d{1,4})\] "
                    r"(?:([\w./-]{1,300}:\d{1,7}) )?NCCL (WARN|INFO|TRACE|ABORT) ?(.*)$")
-_CHAIN = re.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})(?: \[([^\]]{1,40})\])?\s*$")
-_IB_COMPLETION = re.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
+_CHAIN = linear.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})(?: \[([^\]]{1,40})\])?\s*$")
+_IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
                             r"status=(\d{1,5}))")
-_IBV_FAILED = re.compile(r"Call to (ibv_\w{1,60}) failed")
+_IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
 _BOOTSTRAP_MSG = ("Bootstrap", "cudaDriverVersion", "NET/IB : Using", "NET/Socket : Using",
                   "Using network", "Plugin Path", "P2P plugin", "NET/Plugin")
 _SETUP_CALLS = ("ibv_create", "ibv_reg", "ibv_open", "ibv_query", "ibv_modify_qp", "ibv_alloc",

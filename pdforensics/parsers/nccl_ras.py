@@ -17,23 +17,24 @@ Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_VERSION = re.compile(r"^NCCL version (\S{1,40})")
-_TABLE_ROW = re.compile(r"^\s{0,8}(\d{1,5})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})\s{1,12}(\S{1,12})\s{1,12}"
+from pdforensics import linear
+
+_VERSION = linear.compile(r"^NCCL version (\S{1,40})")
+_TABLE_ROW = linear.compile(r"^\s{0,8}(\d{1,5})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})\s{1,12}(\S{1,12})\s{1,12}"
                         r"(\d{1,9})\s{1,12}(\d{1,9})\s{1,12}([A-Z]{2,12})\s{1,12}([A-Z,]{2,40})\s*$")
-_TITLE = re.compile(r"^(?:#(\d{1,5})-(\d{1,5}) \(([0-9a-f]{1,16})\) )?(INCOMPLETE|DEAD|MISMATCH|ERROR|"
+_TITLE = linear.compile(r"^(?:#(\d{1,5})-(\d{1,5}) \(([0-9a-f]{1,16})\) )?(INCOMPLETE|DEAD|MISMATCH|ERROR|"
                     r"TIMEOUT)\s*$")
-_MISSING = re.compile(r"^\s{1,8}Missing communicator data from (\d{1,9}) (rank|job process)")
-_DEAD = re.compile(r"^\s{1,8}(\d{1,9}) job process(?:es are| is) considered dead")
-_RANK = re.compile(r"^\s{1,8}Rank (\d{1,9})(?: has (?:launched up to operation (\d{1,20})|"
+_MISSING = linear.compile(r"^\s{1,8}Missing communicator data from (\d{1,9}) (rank|job process)")
+_DEAD = linear.compile(r"^\s{1,8}(\d{1,9}) job process(?:es are| is) considered dead")
+_RANK = linear.compile(r"^\s{1,8}Rank (\d{1,9})(?: has (?:launched up to operation (\d{1,20})|"
                    r"(not launched any operations)|status (\w{1,20})))?(?: -- (.*))?$")
-_PROCESS = re.compile(r"^\s{1,8}Process (\d{1,10}) on node (\S{1,255}) managing GPUs? (.*)$")
-_COUNTS = re.compile(r"^\s{1,8}Communicator ranks have different (\w{1,40}) operation counts")
-_GROUP_COUNT = re.compile(r"^\s{1,8}(\d{1,9}) ranks have (?:launched up to operation (\d{1,20})|"
+_PROCESS = linear.compile(r"^\s{1,8}Process (\d{1,10}) on node (\S{1,255}) managing GPUs? (.*)$")
+_COUNTS = linear.compile(r"^\s{1,8}Communicator ranks have different (\w{1,40}) operation counts")
+_GROUP_COUNT = linear.compile(r"^\s{1,8}(\d{1,9}) ranks have (?:launched up to operation (\d{1,20})|"
                           r"(not launched any operations)|status (\w{1,20}))")
-_JOB_TOTAL = re.compile(r"^\s{0,8}(\d{1,6})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})(?:\s{1,12}(\d{1,9})"
+_JOB_TOTAL = linear.compile(r"^\s{0,8}(\d{1,6})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})(?:\s{1,12}(\d{1,9})"
                         r"\s{1,12}(\d{1,9}))?\s*$")
 
 
@@ -126,7 +127,7 @@ def _outliers(lines: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _entry(lineno: int, title: re.Match[str], body: list[str]) -> RasEntry:
+def _entry(lineno: int, title: linear.Match[str], body: list[str]) -> RasEntry:
     comm = f"#{title.group(1)}-{title.group(2)} ({title.group(3)})" if title.group(1) else None
     missing = None
     ranks: list[int] = []

@@ -17,31 +17,32 @@ the same numbers nothing names a rank. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from pdforensics import linear
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
 LITERALS = ("ProcessGroupNCCL", "WorkNCCL", "NCCL work", "watchdog")
 
-_RANK_TAG = re.compile(r"\[rank(\d{1,7})\]:")
-_GLOG = re.compile(r"\[([EWIF])(?:(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?)? "
+_RANK_TAG = linear.compile(r"\[rank(\d{1,7})\]:")
+_GLOG = linear.compile(r"\[([EWIF])(?:(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?)? "
                    r"ProcessGroupNCCL\.cpp:\d{1,6}\]")
-_PG = re.compile(r"\[PG (?:ID (\d{1,6}) PG GUID (\d{1,6})(?:\(([^)\]]{0,80})\))?|(\d{1,6})"
+_PG = linear.compile(r"\[PG (?:ID (\d{1,6}) PG GUID (\d{1,6})(?:\(([^)\]]{0,80})\))?|(\d{1,6})"
                  r"(?: \(([^)\]]{0,80})\))?) Rank (\d{1,7})\]")
-_RANK = re.compile(r"\[Rank (\d{1,7})\]")
-_WORK = re.compile(r"WorkNCCL\(SeqNum=(\d{1,12}), OpType=(\w{1,60})(?:, NumelIn=(\d{1,24}), "
+_RANK = linear.compile(r"\[Rank (\d{1,7})\]")
+_WORK = linear.compile(r"WorkNCCL\(SeqNum=(\d{1,12}), OpType=(\w{1,60})(?:, NumelIn=(\d{1,24}), "
                    r"NumelOut=(\d{1,24}))?, Timeout\(ms\)=(\d{1,12})\)(?: ran for (\d{1,14}) "
                    r"milliseconds)?")
-_STATUS = re.compile(r"(?:at work|Timeout at NCCL work|work sequence id): (-?\d{1,12}),? "
+_STATUS = linear.compile(r"(?:at work|Timeout at NCCL work|work sequence id): (-?\d{1,12}),? "
                      r"(?:PG status: )?last enqueued (?:NCCL )?work: (-?\d{1,12}), "
                      r"last completed (?:NCCL )?work: (-?\d{1,12})")
-_DUMP_SIGNAL = re.compile(r"dump signal due to a collective timeout from {1,2}(this local rank|"
+_DUMP_SIGNAL = linear.compile(r"dump signal due to a collective timeout from {1,2}(this local rank|"
                           r"rank \d{1,7})[^.]{0,120}\. Last enqueued \w{1,10} work: (-?\d{1,12}), "
                           r"last completed \w{1,10} work: (-?\d{1,12})")
-_STUCK = re.compile(r"watchdog got stuck for (\d{1,9}) seconds")
+_STUCK = linear.compile(r"watchdog got stuck for (\d{1,9}) seconds")
 # a physical line that opens a record of its own (never a continuation of the one before)
-_OPENS = re.compile(r"\[rank\d|\[[EWIF]\d{0,4}[ \d:.]{0,24}\w{1,40}\.(?:cpp|cc|h|py):\d|"
+_OPENS = linear.compile(r"\[rank\d|\[[EWIF]\d{0,4}[ \d:.]{0,24}\w{1,40}\.(?:cpp|cc|h|py):\d|"
                     r"NCCL (?:INFO|WARN)|^\s*(?:frame #|Exception raised|Traceback|File \")|"
                     r"^\S{1,200}:\d{1,9}:\d{1,9} \[\d{1,4}\]|^\d{4}-\d\d-\d\d|^\[\d{4}-")
 
@@ -128,7 +129,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, "".join(cur)
 
 
-def _when(m: re.Match[str]) -> float | None:
+def _when(m: linear.Match[str]) -> float | None:
     if m.group(2) is None:
         return None
     mon, day, h, mi, s = (int(m.group(i)) for i in range(2, 7))
@@ -137,7 +138,7 @@ def _when(m: re.Match[str]) -> float | None:
     return float(((mon * 31 + day) * 24 + h) * 3600 + mi * 60 + s)
 
 
-def _pg(m: re.Match[str] | None) -> str | None:
+def _pg(m: linear.Match[str] | None) -> str | None:
     if m is None:
         return None
     if m.group(1) is not None:

@@ -11,15 +11,16 @@ sampling`` means the numbers are approximate. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_HEAD = re.compile(r"Collecting samples from '(.{0,1000})' \(python v(\S{1,20})\)")
-_TOTAL = re.compile(r"^\s{0,8}Total Samples (\d{1,15})")
-_STATS = re.compile(r"GIL: ([\d.]{1,10})%, Active: ([\d.]{1,12})%, Threads: (\d{1,7})")
-_ROW = re.compile(r"^\s{0,12}([\d.]{1,10})%\s{1,12}([\d.]{1,12})%\s{1,12}([\d.]{1,12})s\s{1,12}"
+from pdforensics import linear
+
+_HEAD = linear.compile(r"Collecting samples from '(.{0,1000})' \(python v(\S{1,20})\)")
+_TOTAL = linear.compile(r"^\s{0,8}Total Samples (\d{1,15})")
+_STATS = linear.compile(r"GIL: ([\d.]{1,10})%, Active: ([\d.]{1,12})%, Threads: (\d{1,7})")
+_ROW = linear.compile(r"^\s{0,12}([\d.]{1,10})%\s{1,12}([\d.]{1,12})%\s{1,12}([\d.]{1,12})s\s{1,12}"
                   r"([\d.]{1,12})s\s{1,12}(\S.*)$")
-_BEHIND = re.compile(r"([\d.]{1,12})s behind in sampling")
+_BEHIND = linear.compile(r"([\d.]{1,12})s behind in sampling")
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,21 @@ that error is in the same text). Never raises on arbitrary text.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
+
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
-_GLOG = re.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
+_GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
                    r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
-_UCX = re.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
-_SIGNAL = re.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
-_ERRNO = re.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
-_SLICE = re.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
-_PEER_NIC = re.compile(r"peer_nic: ([\w.:@-]{1,80})")
+_UCX = linear.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
+_SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
+_ERRNO = linear.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
+_SLICE = linear.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
+_PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 #: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
 _BENIGN = ("Local segment descriptor not found",)
-_NIXL = re.compile(r"NIXL_ERR_\w{1,40}")
+_NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",

@@ -14,6 +14,9 @@ from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.parsers.frames import ThreadStack
 from pdforensics.views.loaded import LoadedCapture, ServiceView
 
+#: manifest sources holding a host's own log text (not a service's)
+HOST_LOGS = frozenset({"kernel_log", "kernel_journal"})
+
 
 def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
     if svc.log_entry is not None and svc.log_entry.path:
@@ -37,18 +40,15 @@ def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
         yield Source(f"{svc.label} stacks", "stacks", svc.host, svc.role, dumps=dumps)
 
 
-#: host-level results read beneath SGLang (analysis/pdpath/read_collective.py, read_host.py)
-_HOST_SOURCES = {"kernel_log": "log", "kernel_journal": "log", "nccl_ras": "log",
-                 "flight_recorder": "flight_recorder"}
+#: host-level results read beneath SGLang besides the kernel logs (read_collective.py)
+_HOST_SOURCES = {"nccl_ras": "log", "flight_recorder": "flight_recorder"}
 
 
 def _host_sources(cap: LoadedCapture) -> Iterator[Source]:
-    """The kernel log a host view kept, the NCCL RAS report, each Flight Recorder file."""
-    kept = {(h.name, h.kernel_source) for h in cap.hosts if h.kernel_source}
+    """The NCCL RAS report and each Flight Recorder file of a host."""
     for e in cap.results:
         kind = _HOST_SOURCES.get(e.source)
-        if kind is None or not e.path or (kind == "log" and e.source.startswith("kernel")
-                                          and (e.host, e.source) not in kept):
+        if kind is None or not e.path:
             continue
         try:
             data = cap.bundle.read(e)
@@ -67,6 +67,14 @@ def capture_sources(cap: LoadedCapture,
     out: list[Source] = []
     for svc in cap.services():
         out.extend(_service_sources(cap, svc))
+    for e in cap.bundle.results:  # host-level logs (the kernel's: Xid, OOM killer, AER)
+        if e.source in HOST_LOGS and e.path:
+            try:
+                text = cap.bundle.text(e)
+            except Exception:
+                continue
+            if text:
+                out.append(Source(e.path, "log", e.host, None, text=text))
     out.extend(_host_sources(cap))
     out.extend(Source(path, "goroutines", goroutines=gs) for path, gs in clients if gs)
     return out

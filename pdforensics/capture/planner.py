@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.capture.beneath_plan import BeneathPlan
 from pdforensics.capture.request_log import RequestLogPlan
 from pdforensics.collectors import (
     clock,
@@ -49,6 +50,9 @@ class PlanOptions:
     probes: bool = True  # /health_generate on every server (--no-probes)
     doctor: bool = False  # doctor's host probes (collectors/doctor.py)
     request_log_s: float = 0.0  # --request-log: request logging on for this long (request_log.py)
+    flight_recorder: bool = True  # harvest the dumps the ranks' environments name (beneath_plan.py)
+    nccl_ras: bool = False  # --nccl-ras: query NCCL RAS once per host
+    deep: bool = False  # --deep: cuda-gdb "info cuda kernels" on each rank (stops it while read)
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -92,6 +96,7 @@ class HostPlanner:
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
         self.request_log = RequestLogPlan(self.host, options.request_log_s, make_job)
+        self.beneath = BeneathPlan(self.host, options, make_job)
 
     def initial_jobs(self) -> list[Job]:
         jobs = [make_job(self.host, proc.PS, Target()),
@@ -127,7 +132,8 @@ class HostPlanner:
         """Follow-up jobs for a finished one; safe to call from many threads at once (ps and
         ss finishing together must not both plan discovery's jobs)."""
         with self._lock:
-            follow = self._on_result(job, result) + self.request_log.on_result(job, result)
+            follow = (self._on_result(job, result) + self.request_log.on_result(job, result)
+                      + self.beneath.on_result(job, result))
             return self.request_log.hold(follow)
 
     def _on_result(self, job: Job, result: CommandResult) -> list[Job]:
@@ -178,7 +184,8 @@ class HostPlanner:
         d = self.discovery
         if d is None:
             return {"discovered": False, "notes": self.notes, "tools_failed": self.tools_failed}
-        return {"discovered": True, "at": self.discovered_at, "notes": self.notes,
+        return {"discovered": True, "at": self.discovered_at,
+                "notes": self.notes + self.beneath.notes,
                 "tools_failed": self.tools_failed,
                 "missing": list(d.missing),
                 "services": [asdict(s) for s in d.services],
@@ -208,7 +215,8 @@ class HostPlanner:
         if not d.services and "ps" not in self.tools_failed:
             self.notes.append("no SGLang server or router process found")
         o = self.options
-        jobs: list[Job] = [make_job(self.host, sockets.SS_ESTABLISHED, Target())]
+        jobs: list[Job] = [make_job(self.host, sockets.SS_ESTABLISHED, Target()),
+                           *self.beneath.after_discovery(d)]
         interpreters: set[str] = set()
         for svc in d.services:
             jobs += self._endpoint_jobs(svc, now)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors import (
+    beneath,
     clock,
     gpu,
     http,
@@ -18,6 +19,6 @@ from pdforensics.collectors import (
 )
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
-__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "k8s", "logs", "proc", "pyspy",
+__all__ = ["REGISTRY", "Job", "Source", "Target", "beneath", "clock", "gpu", "http", "k8s", "logs", "proc", "pyspy",
            "request_log", "router",
            "sockets", "systemd", "versions"]

@@ -288,3 +288,17 @@ def parse_fr_trace_text(text: str) -> tuple[FrTraceReport, ...]:
 def _fr_report(cur: dict[str, Any]) -> FrTraceReport:
     return FrTraceReport(cur["no"], cur["coll"], tuple(cur["fields"]), cur["missing"],
                          cur["culprit"], cur["etype"], tuple(cur["lines"][:60]))
+
+
+def parse_fr_list(text: str) -> tuple[str, ...]:
+    """The dump files of a ``find DIR -name PREFIX*`` listing: absolute paths whose name ends
+    in a rank number (``nccl_trace_rank_3``, torch's ``<prefix><rank>``), nothing else (a
+    listing is a host's text: a path with a newline, ``..`` or no rank is not a dump)."""
+    out = []
+    for line in text.split("\n"):
+        p = line.rstrip("\r")
+        base = p.rsplit("/", 1)[-1]
+        if (p.startswith("/") and "/../" not in p and base and len(p) < 4096
+                and _TRAILING_RANK.search(base) is not None and base[-1].isdigit()):
+            out.append(p)
+    return tuple(dict.fromkeys(out))

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PARSED_FORMAT = 2
 
 # parsers that read bytes rather than text
-BYTES_PARSERS = {"http:parse_http_response"}
+BYTES_PARSERS = {"http:parse_http_response", "flight_recorder:parse_fr_bytes"}
 
 
 @cache

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pdforensics import linear
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
-LITERALS = ("ProcessGroupNCCL", "WorkNCCL", "NCCL work", "watchdog")
+LITERALS = ("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
 
 _RANK_TAG = linear.compile(r"\[rank(\d{1,7})\]:")
 _GLOG = linear.compile(r"\[([EWIF])(?:(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?)? "

@@ -28,6 +28,8 @@ _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 _BENIGN = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 
+#: a line that can be a transfer error holds one of these (most lines of a log hold none)
+_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal")
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
@@ -112,9 +114,9 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         return ()
     out: list[TransferError] = []
     for no, raw in enumerate(text.split("\n"), 1):
-        if len(raw) > 20000:
-            raw = raw[:20000]
-        e = _line(no, raw.rstrip("\r"))
+        if not any(k in raw for k in _LINE_MARKS):
+            continue
+        e = _line(no, raw[:20000].rstrip("\r"))
         if e is not None:
             out.append(e)
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail

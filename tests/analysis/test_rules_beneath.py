@@ -177,6 +177,19 @@ def test_from_a_bundle_the_kernel_log_and_a_servers_log(builder: Any) -> None:
     assert any(getattr(e, "path", None) and str(e).split(": ", 1)[1].startswith(f"{e.path}:1 ") for e in f.evidence)
 
 
+def test_the_findings_reach_the_html_report(builder: Any) -> None:
+    from pdforensics.report.write import write_report
+
+    text = Path(_art("nccl", "basicsr-737-watchdog-allreduce-3-ranks")).read_text()
+    builder.add(host="d", role="decode", port=2, samples=[{"sglang:generation_tokens_total": 5}] * 3,
+                log=text)
+    builder.kernel["d"] = Path(_art("kernel", "akash-209-xid79-dmesg-T-nvidia-smi-unknown")).read_text()
+    html = write_report(builder.write()).read_text()
+    for key in ("NCCL_COLLECTIVE_TIMEOUT", "GPU_LOST", "GPU_XID"):
+        assert key in html, key
+    assert "fallen off the bus" in html
+
+
 def test_the_diagnosis_names_the_rank_read_across_files(tmp_path: Path) -> None:
     paths = [_rank_log(tmp_path, 0, 808, 811, 807), _rank_log(tmp_path, 1, 808, 811, 807),
              _rank_log(tmp_path, 2, 806, 811, 805)]

@@ -3,9 +3,11 @@ more), Flight Recorder dumps (one per rank file), the NCCL RAS report, cuda-gdb 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pdforensics.collectors.feeds import Reading, why_failed
+from pdforensics.parsers.flight_recorder import FrDump, rank_from_name
 from pdforensics.parsers.kernel_log import KernelLog
 
 
@@ -27,11 +29,16 @@ def kernel_events(acc: dict[str, Any], field: str, r: Reading) -> None:
 
 def fr_dump(acc: dict[str, Any], field: str, r: Reading) -> None:
     """Each Flight Recorder file read: (its raw path, the dump); an unreadable one is a parse
-    error, the others still count."""
+    error, the others still count. A dump that does not name its rank takes it from the file
+    it was read from (``<prefix><rank>``, as PyTorch's analyzer reads it): the file read
+    without a shell, else the command's last argument."""
     if not r.entry.ok or not r.entry.path:
         return
     value = r.value()
-    if value is not None:
+    if isinstance(value, FrDump):
+        if value.rank is None:
+            read = r.entry.read or (r.entry.argv[-1] if r.entry.argv else "")
+            value = dataclasses.replace(value, rank=rank_from_name(read.rpartition("/")[2]))
         acc[field] = (*acc.get(field, ()), (r.entry.path, value))
 
 

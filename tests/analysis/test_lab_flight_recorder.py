@@ -56,8 +56,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_the_dumps_the_environment_names_are_harvested_as_json(bundle: Path) -> None:
     manifest = json.loads((bundle / "manifest.json").read_text())
     rows = [r for r in manifest["results"] if r["source"] == "flight_recorder"]
-    read = sorted(Path(a).name for r in rows for a in r["argv"] if "nccl_trace_rank_" in a)
-    assert read == ["nccl_trace_rank_0", "nccl_trace_rank_1"], [r["argv"] for r in rows]
+    # each file read without a shell (`read`) or by its command (`argv`)
+    named = [a for r in rows for a in (r["read"], *(r["argv"] or ())) if a and "nccl_trace_rank_" in a]
+    assert sorted(Path(a).name for a in named) == ["nccl_trace_rank_0", "nccl_trace_rank_1"], rows
     for r in rows:
         raw = (bundle / r["path"]).read_bytes()
         assert r["exit_status"] == 0 and raw.startswith(b"{"), r  # the pickle's JSON form

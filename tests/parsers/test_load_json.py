@@ -48,5 +48,6 @@ def test_router_loads_workers_model_info_and_a_404() -> None:
 def test_the_old_get_load_list_and_what_is_no_load_document() -> None:
     old = read_load_doc([{"dp_rank": 0, "num_reqs": 3, "num_waiting_reqs": 1, "num_tokens": 900}])
     assert old is not None and old.kind == "get_load" and old.ranks[0].running == 3 and old.ranks[0].busy
-    for other in ({}, [], {"detail": "Internal"}, {"loads": "x"}, 3, None, {"workers": None}):
+    others: tuple[object, ...] = ({}, [], {"detail": "Internal"}, {"loads": "x"}, 3, None, {"workers": None})
+    for other in others:
         assert read_load_doc(other) is None, other

@@ -13,6 +13,7 @@ import io
 import os
 import pickle
 import pickletools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def _crafted(marker: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def marker(tmp_path: Path) -> Path:
+def marker(tmp_path: Path) -> Iterator[Path]:
     m = tmp_path / "RAN"
     copyreg.add_extension("os", "system", 0xF0)
     try:

@@ -107,6 +107,11 @@ def markdown_summary(a: Analysis, facts: BundleFacts, top: int = 3, evidence: in
                + (f", capture {escape(facts.status)}" if facts.status else ""))
     out.append(f"- summary: {code(a.summary, 600)}")
     out.append("")
+    if a.diagnosis is not None:
+        from pdforensics.analysis.pdpath.render import diagnosis_markdown
+
+        out.extend(diagnosis_markdown(a.diagnosis, code, escape))
+        out.append("")
     if a.findings:
         out.append("**Top findings**")
         out.append("")

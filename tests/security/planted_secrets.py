@@ -71,7 +71,7 @@ FLAGS = (
     "--extra-header", "Authorization: Bearer SecTestFlagBearer16",
     "--ssl-keyfile-password", " ".join(MULTI_FLAG),
 )
-LOG_LINES = (
+LOG_LINES: tuple[str, ...] = (
     f"Loading weights with token {HF}",
     f"fallback keys {OPENAI} {AWS_ID}",
     f"aws_secret_access_key = {AWS_SECRET}",

@@ -6,7 +6,7 @@ log is in collectors/logs.py; the planner's follow-ups for these are capture/ben
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import MIB, SLOW, STACKS, Source, Target, register
+from pdforensics.collectors.base import MIB, SLOW, STACKS, Runs, Source, Target, register
 from pdforensics.collectors.feeds import Feed
 from pdforensics.collectors.feeds_beneath import cuda_listing, fr_dump, ras_report
 from pdforensics.model import HostSpec
@@ -34,7 +34,7 @@ def _list_fr(host: HostSpec, t: Target) -> tuple[str, ...]:
 
 
 FLIGHT_RECORDER_LIST = register(Source(
-    name="flight_recorder_list",
+    name="flight_recorder_list", runs=Runs.FOLLOW_UP,  # planned by capture/beneath_plan.py
     description="Flight Recorder dump files under the prefix the ranks' environments name",
     scope="host", build=_list_fr, timeout_s=5, max_bytes=64 * 1024, priority=SLOW,
     parser="flight_recorder:parse_fr_list",
@@ -42,7 +42,7 @@ FLIGHT_RECORDER_LIST = register(Source(
 ))
 
 FLIGHT_RECORDER = register(Source(
-    name="flight_recorder",
+    name="flight_recorder", runs=Runs.FOLLOW_UP,
     description="one rank's Flight Recorder dump (pickle written as redacted JSON, size-capped)",
     scope="host", build=lambda host, t: ("head", "-c", str(FR_MAX_BYTES), "--", t.path),
     reads=lambda host, t: t.path, timeout_s=10, max_bytes=FR_MAX_BYTES, priority=SLOW,
@@ -66,14 +66,14 @@ def _pid(t: Target) -> str:
 
 
 NCCL_RAS = register(Source(
-    name="nccl_ras", description="NCCL RAS report of the job (ncclras; capture --nccl-ras)",
+    runs=Runs.FOLLOW_UP, name="nccl_ras", description="NCCL RAS report of the job (ncclras; capture --nccl-ras)",
     scope="host", build=_ras, timeout_s=RAS_TIMEOUT_S + 15, max_bytes=4 * MIB, priority=SLOW,
     parser="nccl_ras:parse_ras", sample="field/nccl/nccl-1911-ras-mismatch-two-ranks-ahead.txt",
     feeds=Feed("host.nccl_ras", ras_report),
 ))
 
 CUDA_GDB = register(Source(
-    name="cuda_gdb", description="cuda-gdb `info cuda kernels` of one rank (capture --deep: the "
+    runs=Runs.FOLLOW_UP, name="cuda_gdb", description="cuda-gdb `info cuda kernels` of one rank (capture --deep: the "
                                  "rank is stopped while cuda-gdb reads it)",
     scope="process", build=lambda host, t: ("cuda-gdb", "--batch", "-nx", "-p", _pid(t),
                                             "-ex", "info cuda kernels"),

@@ -14,6 +14,9 @@ from typing import Any
 
 from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
+from pdforensics.collectors import REGISTRY
+from pdforensics.collectors.gpu import NVIDIA_SMI
+from pdforensics.collectors.versions import PIP_FREEZE
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
 from pdforensics.parsers.versions import parse_nvidia_smi_version, parse_uname
@@ -27,13 +30,9 @@ VOLATILE_ENV = frozenset({
     "WATCHDOG_PID", "WATCHDOG_USEC", "MONITOR_PID", "TRIGGER_UNIT", "SECONDS", "RANDOM",
 })
 VOLATILE_ENV_PREFIXES = ("PYTEST_", "COLUMNS", "LINES")
-# Sources the diff never reads: load_capture(path, skip_sources=NOT_CONFIG) keeps it fast.
-NOT_CONFIG = frozenset({
-    "metrics", "router_metrics", "log_file", "journal", "pyspy", "kernel_log", "kernel_journal",
-    "ss_established",
-    "ss_listen", "ps", "nvidia_smi_apps", "nvidia_smi_nvlink", "nvidia_smi_row_remapper",
-    "nvidia_smi_query", "nvml", "health", "model_info", "workers", "cgroup",
-})
+# Sources the diff never reads (those not declared `config`): load_capture(path,
+# skip_sources=NOT_CONFIG) keeps it fast.
+NOT_CONFIG = frozenset(name for name, src in REGISTRY.items() if not src.config)
 # Flags whose value is per-process plumbing, not configuration.
 VOLATILE_FLAGS = frozenset({"--nccl-init-addr", "--dist-init-addr-ephemeral"})
 
@@ -94,7 +93,7 @@ def extract_state(capture: LoadedCapture, catalog: Catalog | None = None) -> Con
 
 def _host(capture: LoadedCapture, h: HostView, catalog: Catalog | None) -> HostConfig:
     driver = cuda = None
-    entry = next((e for e in capture.bundle.find(h.name, "nvidia_smi") if e.ok), None)
+    entry = next((e for e in capture.bundle.find(h.name, NVIDIA_SMI.name) if e.ok), None)
     if entry is not None:
         try:
             v = parse_nvidia_smi_version(capture.bundle.text(entry))
@@ -108,7 +107,7 @@ def _host(capture: LoadedCapture, h: HostView, catalog: Catalog | None) -> HostC
             kernel = u.kernel_release if u is not None else None
         except ParseError:
             kernel = h.uname.strip()[:200] or None
-    has_freeze = any(e.ok for e in capture.bundle.find(h.name, "pip_freeze"))
+    has_freeze = any(e.ok for e in capture.bundle.find(h.name, PIP_FREEZE.name))
     counts: dict[str, int] = {}
     for s in h.services:
         counts[s.role] = counts.get(s.role, 0) + 1

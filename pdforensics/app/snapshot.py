@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pdforensics.app.finish import finish_bundle
+from pdforensics.app.targets import Where
 from pdforensics.capture.host_run import Progress
-from pdforensics.capture.planner import PlanOptions
-from pdforensics.capture.run import CaptureOptions, run_capture
-from pdforensics.collectors.base import Source
+from pdforensics.capture.profiles import PROFILES, Collect
+from pdforensics.capture.run import run_capture
 from pdforensics.doctor.model import DoctorReport
 from pdforensics.errors import Interrupted
 from pdforensics.model import ClusterSpec
@@ -23,14 +23,10 @@ from pdforensics.store.retention import RetentionPolicy, prune
 
 @dataclass(frozen=True)
 class SnapshotOptions:
-    """The snapshot profile: lighter than `capture` (no stacks unless asked, 2 samples)."""
+    """A snapshot: the snapshot profile (capture/profiles.py: lighter than `capture`, no stacks
+    unless asked, 2 samples) as the flags changed it, retention and what else to keep."""
 
-    samples: int = 2
-    interval_s: float = 1.5
-    stacks: bool = False
-    stack_dumps: int = 1
-    probes: bool = True  # /health_generate on every server
-    deadline_s: float = 60.0
+    collect: Collect = PROFILES["snapshot"].defaults
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     keep_env: tuple[str, ...] = ()  # --keep-env: more env vars/flags whose values stay readable
     doctor: bool = False  # --doctor: also run doctor's probes and keep its checks (doctor.json)
@@ -57,13 +53,9 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
     """Capture into `<store>/bundles`, index it, prune. Raises StoreBusy when another runs."""
     t0 = time.monotonic()
     with store_lock(store), open_index(store) as index:
-        capture = CaptureOptions(
-            out_dir=index.bundles, deadline_s=options.deadline_s, profile="snapshot",
-            accept_new_host_keys=cluster.accept_new_host_keys,
-            plan=PlanOptions(samples=max(1, options.samples), interval_s=options.interval_s,
-                             stacks=options.stacks, stack_dumps=options.stack_dumps,
-                             probes=options.probes,
-                             extra_host_sources=_doctor_probes(options.doctor)))
+        capture = PROFILES["snapshot"].options(index.bundles, options.collect,
+                                               accept_new_host_keys=cluster.accept_new_host_keys,
+                                               doctor=options.doctor)
         try:
             from pdforensics.redact.redactor import Allowlist, Redactor
 
@@ -90,12 +82,6 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
                            ready=readiness.ready if readiness else None)
 
 
-def _doctor_probes(on: bool) -> tuple[Source, ...]:
-    from pdforensics.doctor.probes import PROBES
-
-    return PROBES if on else ()
-
-
 def _doctor(bundle: Path, cluster: ClusterSpec, store: Path) -> DoctorReport:
     """doctor's checks over the snapshot's own bundle, kept in it (doctor.json) for `diff`."""
     from pdforensics.doctor.run import evaluate
@@ -104,3 +90,18 @@ def _doctor(bundle: Path, cluster: ClusterSpec, store: Path) -> DoctorReport:
     report = evaluate(bundle, cluster, (store,))
     write_doctor(bundle, report)
     return report
+
+
+def snapshot_of(where: Where, store: str | None, collect: Collect, keep_last: int | None = None,
+                keep_days: int | None = None, keep_env: tuple[str, ...] = (),
+                doctor: bool = False) -> SnapshotOutcome:
+    """The `snapshot` command: the targets (the cluster file, else this machine; a Slurm job),
+    its store (--store, else the cluster file's, else the user data dir), retention from the
+    flags or the cluster file, then take_snapshot."""
+    from pdforensics.app.targets import resolve
+    from pdforensics.store.paths import store_for
+
+    cluster = resolve(where, collect.deadline_s, pods=False).cluster
+    policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
+    options = SnapshotOptions(collect=collect, retention=policy, keep_env=keep_env, doctor=doctor)
+    return take_snapshot(cluster, store_for(cluster, store), options)

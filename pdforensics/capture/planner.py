@@ -14,6 +14,7 @@ from typing import Any
 from pdforensics.capture.request_log import RequestLogPlan
 from pdforensics.collectors import (
     clock,
+    doctor,
     gpu,
     http,
     logs,
@@ -46,7 +47,7 @@ class PlanOptions:
     logs: bool = True
     sglang_source: bool = False  # copy the server's sglang flag/env/metric sources (catalog)
     probes: bool = True  # /health_generate on every server (--no-probes)
-    extra_host_sources: tuple[Source, ...] = ()  # host-scoped probes run once (doctor)
+    doctor: bool = False  # doctor's host probes (collectors/doctor.py)
     request_log_s: float = 0.0  # --request-log: request logging on for this long (request_log.py)
 
 
@@ -104,7 +105,8 @@ class HostPlanner:
                 jobs.append(make_job(self.host, src, Target()))
             if self.host.is_local:
                 jobs.append(make_job(self.host, gpu.NVML, Target()))
-        jobs += [make_job(self.host, src, Target()) for src in self.options.extra_host_sources]
+        if self.options.doctor:
+            jobs += [make_job(self.host, src, Target()) for src in doctor.PROBES]
         return jobs
 
     @property

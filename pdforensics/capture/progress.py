@@ -8,6 +8,7 @@ cursor movements go through terminal.write_control; host text through terminal.f
 from __future__ import annotations
 
 import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -117,3 +118,13 @@ class LiveProgress:
                 self._draw(self.render())
                 self._stop.set()
         self._thread.join(timeout=1.0)
+
+
+def terminal_progress(hosts: list[str], deadline_s: float,
+                      quiet: bool = False) -> LiveProgress | PlainProgress | None:
+    """A live block on a terminal, plain lines otherwise (stderr), nothing when quiet."""
+    if quiet:
+        return None
+    if sys.stderr.isatty():
+        return LiveProgress(sys.stderr, hosts, deadline_s)
+    return PlainProgress(sys.stderr)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from pdforensics.cli.errors import handles_errors
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -24,12 +29,21 @@ def catalog_build(src: str, out: str | None) -> None:
     click.echo(str(cli_build(src, out)))
 
 
+def releases_options(out_file: str) -> Callable[[F], F]:
+    """--from (repeatable sglang wheels or source trees) and -o, for the tables built from
+    several sglang releases."""
+
+    def deco(fn: F) -> F:
+        fn = click.option("-o", "--out", help=f"Output JSON file (default ./{out_file}).")(fn)
+        return click.option("--from", "srcs", multiple=True,
+                            help="sglang wheel or source tree (repeat; default: download the "
+                                 "pinned releases).")(fn)
+
+    return deco
 
 
 @catalog.command("log-signatures")
-@click.option("--from", "srcs", multiple=True,
-              help="sglang wheel or source tree (repeat; default: download the pinned releases).")
-@click.option("-o", "--out", help="Output JSON file (default ./log_signatures.json).")
+@releases_options("log_signatures.json")
 @handles_errors
 def catalog_log_signatures(srcs: tuple[str, ...], out: str | None) -> None:
     """Build the log signature table from sglang's log and exception messages (by AST)."""
@@ -39,9 +53,7 @@ def catalog_log_signatures(srcs: tuple[str, ...], out: str | None) -> None:
 
 
 @catalog.command("safeguards")
-@click.option("--from", "srcs", multiple=True,
-              help="sglang wheel or source tree (repeat; default: download the pinned releases).")
-@click.option("-o", "--out", help="Output JSON file (default ./safeguard_defaults.json).")
+@releases_options("safeguard_defaults.json")
 @handles_errors
 def catalog_safeguards(srcs: tuple[str, ...], out: str | None) -> None:
     """Build the per-release table of PD timeouts, watchdogs and dump hooks (by AST)."""

@@ -5,14 +5,27 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from pdforensics.app.targets import Where
+from pdforensics.capture.profiles import Collect
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import CLUSTER_ENV, DURATION, cluster_help, configured_cluster_file, fail_on_option
-from pdforensics.cli.slurm import apply_slurm, slurm_options
+from pdforensics.cli.options import (
+    CLUSTER_ENV,
+    Output,
+    cluster_help,
+    collect_options,
+    configured_cluster_file,
+    fail_on_option,
+    output_options,
+    packs,
+    slurm_options,
+    where_options,
+)
 from pdforensics.errors import ExitStatus
 from pdforensics.model import ClusterSpec
 
@@ -21,12 +34,27 @@ F = TypeVar("F", bound=Callable[..., Any])
 STORE_ENV = "PDFORENSICS_STORE"
 
 
+@dataclass(frozen=True)
+class StoreAt:
+    """Which store and which cluster in it: -c (its `store` and name), --store, --name."""
 
+    cluster_file: str | None = None
+    store: str | None = None
+    cluster_name: str | None = None
 
-def cluster_option(fn: F) -> F:
-    return click.option("-c", "--cluster", "cluster_file", envvar=CLUSTER_ENV,
-                        type=click.Path(dir_okay=False),
-                        help=cluster_help("Cluster file (TOML), for the store and cluster name"))(fn)
+    def cluster(self) -> ClusterSpec | None:
+        from pdforensics.config.cluster import load_cluster_file
+
+        configured = configured_cluster_file(self.cluster_file)
+        return load_cluster_file(configured) if configured else None
+
+    def store_dir(self, cluster: ClusterSpec | None) -> Path:
+        from pdforensics.store.paths import store_for
+
+        return store_for(cluster, self.store)
+
+    def name(self, cluster: ClusterSpec | None) -> str | None:
+        return self.cluster_name or (cluster.name if cluster is not None else None)
 
 
 def store_option(fn: F) -> F:
@@ -35,42 +63,32 @@ def store_option(fn: F) -> F:
                              "else the user data dir].")(fn)
 
 
-def name_option(fn: F) -> F:
-    return click.option("--name", "cluster_name",
-                        help="Cluster name in the store [the cluster file's, else the newest "
-                             "snapshot's].")(fn)
+def store_options(name: bool = True) -> Callable[[F], F]:
+    """-c, --store and (``name``) --name -> ``at: StoreAt``."""
 
+    def deco(fn: F) -> F:
+        if name:
+            fn = click.option("--name", "cluster_name",
+                              help="Cluster name in the store [the cluster file's, else the newest "
+                                   "snapshot's].")(fn)
+        fn = store_option(fn)
+        fn = click.option("-c", "--cluster", "cluster_file", envvar=CLUSTER_ENV,
+                          type=click.Path(dir_okay=False),
+                          help=cluster_help("Cluster file (TOML), for the store and cluster name"))(fn)
+        return packs("at", ("cluster_file", "store", "cluster_name"), StoreAt)(fn)
 
-def _cluster(cluster_file: str | None) -> ClusterSpec | None:
-    from pdforensics.config.cluster import load_cluster_file
-
-    configured = configured_cluster_file(cluster_file)
-    return load_cluster_file(configured) if configured else None
-
-
-def _store(cluster: ClusterSpec | None, store: str | None) -> Path:
-    from pdforensics.store.paths import store_for
-
-    return store_for(cluster, store)
-
-
-def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
-    return cluster_name or (cluster.name if cluster is not None else None)
+    return deco
 
 
 # -- snapshot ---------------------------------------------------------------------------------
 @click.command()
-@cluster_option
+@where_options("Snapshot", hosts=False, cluster_what="Cluster file (TOML), for the store and cluster name")
 @store_option
-@click.option("--stacks", is_flag=True, help="Also take one py-spy dump per process.")
-@click.option("--no-probes", is_flag=True, help="Skip the /health_generate probe (one tiny generation per server).")
-@click.option("--samples", default=2, show_default=True, help="/metrics samples per server.")
-@click.option("--interval", default="1.5s", show_default=True, type=DURATION, help="Time between samples.")
-@click.option("--deadline", default="60s", show_default=True, type=DURATION, help="How long the capture may take.")
+@collect_options("snapshot")
 @click.option("--keep-last", type=int, help="Retention: keep the newest N [cluster file, else 96].")
 @click.option("--keep-days", type=int, help="Retention: one per day for D days [cluster file, else 30].")
-@click.option("-v", "--verbose", is_flag=True, help="Say what happened even when healthy.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (snapshot, verdict, status).")
+@output_options("verbose", "json", verbose="Say what happened even when healthy.",
+                json="Print one JSON object (snapshot, verdict, status).")
 @fail_on_option
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
@@ -78,11 +96,9 @@ def _name(cluster: ClusterSpec | None, cluster_name: str | None) -> str | None:
               help="Also run `doctor`'s checks; kept with the snapshot, so `diff` shows readiness getting worse.")
 @slurm_options
 @handles_errors
-def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probes: bool, samples: int,
-             interval: float, deadline: float, keep_last: int | None, keep_days: int | None,
-             verbose: bool, as_json: bool, fail_on: str | None, keep_env: tuple[str, ...],
-             with_doctor: bool, slurm_job: str | None = None, slurm_container: str | None = None,
-             slurm_ssh: bool | None = None) -> None:
+def snapshot(where: Where, store: str | None, collect: Collect, keep_last: int | None,
+             keep_days: int | None, out: Output, fail_on: str | None, keep_env: tuple[str, ...],
+             with_doctor: bool) -> None:
     """Take a light capture into the store, for cron or a systemd timer.
 
     Silent while HEALTHY (or -v); one line when not. Exit codes: 0 the snapshot was taken
@@ -91,23 +107,16 @@ def snapshot(cluster_file: str | None, store: str | None, stacks: bool, no_probe
     holds the store's lock, 2 usage or cluster-file error. Without a cluster file it
     snapshots this machine.
     """
-    from pdforensics.app.snapshot import SnapshotOptions, take_snapshot
+    from pdforensics.app.snapshot import snapshot_of
     from pdforensics.cli.store_text import format_snapshot_text
-    from pdforensics.config.cluster import local_cluster
-    from pdforensics.store.retention import RetentionPolicy
 
-    cluster = apply_slurm(_cluster(cluster_file) or local_cluster(), slurm_job, slurm_container, slurm_ssh)
-    policy = RetentionPolicy.from_settings(keep_last, keep_days, dict(cluster.extra))
-    options = SnapshotOptions(samples=samples, interval_s=interval, stacks=stacks, probes=not no_probes,
-                              deadline_s=deadline, retention=policy, keep_env=keep_env,
-                              doctor=with_doctor)
-    outcome = take_snapshot(cluster, _store(cluster, store), options)
-    if as_json:
+    outcome = snapshot_of(where, store, collect, keep_last, keep_days, keep_env, with_doctor)
+    if out.as_json:
         from pdforensics.cli.store_text import snapshot_json
 
         click.echo(json.dumps(snapshot_json(outcome), indent=1))
     else:
-        click.echo(format_snapshot_text(outcome, verbose), nl=False)
+        click.echo(format_snapshot_text(outcome, out.verbose), nl=False)
     sys.exit(snapshot_exit(outcome, fail_on))
 
 
@@ -133,10 +142,9 @@ def baseline() -> None:
 
 @baseline.command("set")
 @click.argument("bundle")
-@cluster_option
-@store_option
+@store_options(name=False)
 @handles_errors
-def baseline_set(bundle: str, cluster_file: str | None, store: str | None) -> None:
+def baseline_set(bundle: str, at: StoreAt) -> None:
     """Make BUNDLE (a bundle path or a snapshot name) its cluster's baseline.
 
     A bundle outside the store is copied into it first.
@@ -145,12 +153,12 @@ def baseline_set(bundle: str, cluster_file: str | None, store: str | None) -> No
     from pdforensics.store.index import open_index
     from pdforensics.store.refs import is_bundle, resolve
 
-    cluster = _cluster(cluster_file)
-    with open_index(_store(cluster, store)) as index:
+    cluster = at.cluster()
+    with open_index(at.store_dir(cluster)) as index:
         if is_bundle(bundle):
             snap, _ = file_into(index, Path(bundle), "import")
         else:
-            found = index.get(Path(resolve(index, bundle, _name(cluster, None))).name)
+            found = index.get(Path(resolve(index, bundle, at.name(cluster))).name)
             assert found is not None
             snap = found
         index.set_baseline(snap.cluster, snap.name)
@@ -160,23 +168,20 @@ def baseline_set(bundle: str, cluster_file: str | None, store: str | None) -> No
 
 
 @baseline.command("show")
-@cluster_option
-@store_option
-@name_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@store_options()
+@output_options("json", json="Print JSON.")
 @handles_errors
-def baseline_show(cluster_file: str | None, store: str | None, cluster_name: str | None,
-                  as_json: bool) -> None:
+def baseline_show(at: StoreAt, out: Output) -> None:
     """Show the baseline and whether it was set or is the newest HEALTHY snapshot."""
     from pdforensics.cli.store_text import format_baseline_text
     from pdforensics.store.index import open_index
     from pdforensics.store.refs import baseline_for, pick_cluster
 
-    cluster = _cluster(cluster_file)
-    with open_index(_store(cluster, store), create=False) as index:
-        name = pick_cluster(index, _name(cluster, cluster_name))
+    cluster = at.cluster()
+    with open_index(at.store_dir(cluster), create=False) as index:
+        name = pick_cluster(index, at.name(cluster))
         base = baseline_for(index, name)
-    if as_json:
+    if out.as_json:
         doc = {"cluster": name, "baseline": base.snapshot.to_json() if base else None,
                "explicit": base.explicit if base else False}
         click.echo(json.dumps(doc, indent=1))
@@ -185,18 +190,16 @@ def baseline_show(cluster_file: str | None, store: str | None, cluster_name: str
 
 
 @baseline.command("clear")
-@cluster_option
-@store_option
-@name_option
+@store_options()
 @handles_errors
-def baseline_clear(cluster_file: str | None, store: str | None, cluster_name: str | None) -> None:
+def baseline_clear(at: StoreAt) -> None:
     """Forget the explicit baseline (the newest HEALTHY snapshot is used again)."""
     from pdforensics.store.index import open_index
     from pdforensics.store.refs import pick_cluster
 
-    cluster = _cluster(cluster_file)
-    with open_index(_store(cluster, store), create=False) as index:
-        name = pick_cluster(index, _name(cluster, cluster_name))
+    cluster = at.cluster()
+    with open_index(at.store_dir(cluster), create=False) as index:
+        name = pick_cluster(index, at.name(cluster))
         had = index.clear_baseline(name)
     click.echo(f"cluster {name}: " + ("explicit baseline cleared" if had else "no explicit baseline"))
 
@@ -205,13 +208,10 @@ def baseline_clear(cluster_file: str | None, store: str | None, cluster_name: st
 @click.command()
 @click.argument("a", required=False)
 @click.argument("b", required=False)
-@cluster_option
-@store_option
-@name_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@store_options()
+@output_options("json", json="Print JSON.")
 @handles_errors
-def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | None,
-         cluster_name: str | None, as_json: bool) -> None:
+def diff(a: str | None, b: str | None, at: StoreAt, out: Output) -> None:
     """What changed from A to B: flags, env vars, packages, versions, units, layout.
 
     A and B are bundle paths, snapshot names, `baseline` or `newest`. No arguments:
@@ -221,22 +221,22 @@ def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | No
     from pdforensics.store.index import open_index
     from pdforensics.store.refs import bundle_cluster, is_bundle, resolve
 
-    cluster = _cluster(cluster_file)
+    cluster = at.cluster()
     if b is None:
         a, b = "baseline", a or "newest"
     assert a is not None
-    name = _name(cluster, cluster_name)
+    name = at.name(cluster)
     if is_bundle(a) and is_bundle(b):
         pa, pb = resolve(None, a, name), resolve(None, b, name)
     else:
-        with open_index(_store(cluster, store), create=False) as index:
+        with open_index(at.store_dir(cluster), create=False) as index:
             pb = resolve(index, b, name)
             pa = resolve(index, a, name or bundle_cluster(pb))
     result = diff_bundles(pa, pb)
     if pa == pb:
         result = type(result)(**{**result.__dict__,
                                  "notes": ("A and B are the same bundle", *result.notes)})
-    if as_json:
+    if out.as_json:
         click.echo(json.dumps(diff_json(result), indent=1, default=str))
     else:
         click.echo(format_diff_text(result), nl=False)
@@ -244,13 +244,10 @@ def diff(a: str | None, b: str | None, cluster_file: str | None, store: str | No
 
 # -- timeline ---------------------------------------------------------------------------------
 @click.command()
-@cluster_option
-@store_option
-@name_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@store_options()
+@output_options("json", json="Print JSON.")
 @handles_errors
-def timeline(cluster_file: str | None, store: str | None, cluster_name: str | None,
-             as_json: bool) -> None:
+def timeline(at: StoreAt, out: Output) -> None:
     """The last HEALTHY and first not-healthy snapshot, and the changes between them, ranked.
 
     Changes are counted from the explicit baseline when one is set before the incident,
@@ -263,10 +260,10 @@ def timeline(cluster_file: str | None, store: str | None, cluster_name: str | No
     from pdforensics.store.refs import pick_cluster
     from pdforensics.store.timeline import build_timeline, timeline_json
 
-    cluster = _cluster(cluster_file)
-    with open_index(_store(cluster, store), create=False) as index:
-        t = build_timeline(index, pick_cluster(index, _name(cluster, cluster_name)))
-    if as_json:
+    cluster = at.cluster()
+    with open_index(at.store_dir(cluster), create=False) as index:
+        t = build_timeline(index, pick_cluster(index, at.name(cluster)))
+    if out.as_json:
         click.echo(json.dumps(timeline_json(t), indent=1, default=str))
     else:
         click.echo(format_timeline_text(t), nl=False)
@@ -279,10 +276,9 @@ def store_group() -> None:
 
 
 @store_group.command("reindex")
-@cluster_option
-@store_option
+@store_options(name=False)
 @handles_errors
-def store_reindex(cluster_file: str | None, store: str | None) -> None:
+def store_reindex(at: StoreAt) -> None:
     """Rebuild the store's index from the bundles on disk (after it was lost or corrupted).
 
     The old index is kept beside the new one; baselines and pins it still holds are carried
@@ -290,7 +286,7 @@ def store_reindex(cluster_file: str | None, store: str | None) -> None:
     """
     from pdforensics.store.reindex import format_reindex_text, reindex
 
-    outcome = reindex(_store(_cluster(cluster_file), store))
+    outcome = reindex(at.store_dir(at.cluster()))
     click.echo(format_reindex_text(outcome), nl=False)
     if outcome.skipped and not outcome.indexed:
         sys.exit(ExitStatus.ERROR)

@@ -9,31 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pdforensics.views.loaded import LoadedCapture
+from typing import Any
 
 from pdforensics.terminal import field
 
 Echo = Callable[[str], None]
 GAPS_SHOWN = 15
-
-
-def stuck_since(bundle: Path, cap: LoadedCapture | None = None) -> float | None:
-    """The earliest time a cause or consequence log signature was seen on any server, when
-    the capture holds such log evidence; None when the logs cannot tell. `cap`: the bundle's
-    LoadedCapture when the caller has one (else it is loaded here)."""
-    from pdforensics.views.loaded import load_capture
-
-    try:
-        cap = cap if cap is not None else load_capture(bundle)
-    except Exception:
-        return None
-    firsts = [h.first_epoch for s in cap.services() for h in s.log_hits
-              if h.kind in ("cause", "consequence") and h.first_epoch]
-    return min(firsts) if firsts else None
 
 
 def _utc(epoch: float) -> str:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdforensics.capture.host_run import Progress
-from pdforensics.capture.planner import PlanOptions
-from pdforensics.capture.run import CaptureOptions, run_capture
+from pdforensics.capture.profiles import PROFILES
+from pdforensics.capture.run import run_capture
 from pdforensics.doctor.checks_access import access_checks, room_checks
 from pdforensics.doctor.checks_consistency import consistency_checks
 from pdforensics.doctor.checks_gpu import gpu_checks
@@ -18,7 +18,7 @@ from pdforensics.doctor.checks_server import server_checks
 from pdforensics.doctor.checks_stacks import stack_checks
 from pdforensics.doctor.inputs import DoctorInput, read_probes
 from pdforensics.doctor.model import DoctorReport, ordered
-from pdforensics.doctor.probes import PROBE_NAMES, PROBES
+from pdforensics.doctor.probes import PROBE_NAMES
 from pdforensics.doctor.safeguards_check import safeguard_checks
 from pdforensics.doctor.stored import write_doctor
 from pdforensics.model import ClusterSpec
@@ -27,18 +27,12 @@ from pdforensics.views.loaded import load_capture
 
 @dataclass(frozen=True)
 class DoctorOptions:
-    """The light profile: one /metrics sample, no stacks of the servers."""
+    """A doctor run: the doctor profile's capture (capture/profiles.py) and where it goes."""
 
     deadline_s: float = 45.0
     out_dir: Path | None = None  # keep the bundle there; None: a temporary one, removed
     accept_new_host_keys: bool = False
     evidence_dirs: tuple[Path, ...] = ()  # where bundles and the store go (disk room)
-
-
-def doctor_plan() -> PlanOptions:
-    """What a doctor capture collects (also the snapshot's with --doctor)."""
-    return PlanOptions(samples=1, interval_s=1.0, stacks=False, stack_dumps=1,
-                       extra_host_sources=PROBES)
 
 
 def run_doctor(cluster: ClusterSpec, options: DoctorOptions,
@@ -49,9 +43,9 @@ def run_doctor(cluster: ClusterSpec, options: DoctorOptions,
     out = options.out_dir or temp
     assert out is not None
     try:
-        capture = CaptureOptions(out_dir=out, deadline_s=options.deadline_s, profile="doctor",
-                                 accept_new_host_keys=options.accept_new_host_keys,
-                                 plan=doctor_plan())
+        doctor = PROFILES["doctor"]
+        capture = doctor.options(out, doctor.collect(deadline_s=options.deadline_s),
+                                 accept_new_host_keys=options.accept_new_host_keys)
         outcome = run_capture(cluster, capture, progress=progress)
         report = evaluate(outcome.bundle, cluster, options.evidence_dirs)
         report = DoctorReport(report.cluster, report.checks,

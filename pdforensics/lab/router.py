@@ -53,8 +53,10 @@ def router_argv(kind: str, host: LabHost, prefill: LabHost, decode: LabHost, por
         "--policy", "cache_aware",
     ]
     if kind == "smg":  # metrics on the router's own address; an open breaker retries after 5 s
-        # (60 s by default), so the lab heals soon after a fault is switched off
-        argv += ["--prometheus-host", host.bind, "--log-level", "info", "--cb-timeout-duration-secs", "5"]
+        # (60 s by default), so the lab heals soon after a fault is switched off; `lab down`
+        # waits 1 s for in-flight requests, not smg's 180 s (it killed the router after 3 s)
+        argv += ["--prometheus-host", host.bind, "--log-level", "info", "--cb-timeout-duration-secs", "5",
+                 "--shutdown-grace-period-secs", "1"]
     return argv
 
 

@@ -39,8 +39,9 @@ EXPECTED: dict[str, tuple[set[str], str | None]] = {
 }
 MATRIX = RuleMatrix("request-logging lab")
 
-pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
-                                reason="needs openssh-server")
+pytestmark = [pytest.mark.lab,
+              pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
+                                 reason="needs openssh-server")]
 
 
 @pytest.fixture(scope="module")

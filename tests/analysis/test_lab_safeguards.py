@@ -19,6 +19,8 @@ from pdforensics.views.loaded import load_capture
 from tests.support import ports
 from tests.support.rule_matrix import RuleMatrix
 
+pytestmark = pytest.mark.lab
+
 BASE_PORT = ports.block()
 MATRIX = RuleMatrix("launch-time lab (local)")
 

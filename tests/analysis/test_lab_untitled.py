@@ -19,6 +19,8 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.views.loaded import load_capture
 
+pytestmark = pytest.mark.lab
+
 BASE_PORT = 47400
 
 

@@ -18,6 +18,8 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.views.loaded import load_capture
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE_PORT = ports.block()  # found free at run time
 
 

@@ -36,8 +36,9 @@ OWN_RULE = {"breaker-open": "ROUTER_BREAKER_OPEN", "probe-hang": "SCHEDULER_PROB
             "decode-only": "DECODE_ONLY_DISPATCH", "clock-skew": "CLOCK_SKEW"}
 MATRIX = RuleMatrix("ssh lab")
 
-pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
-                                reason="needs openssh-server (the README's test command installs it)")
+pytestmark = [pytest.mark.lab,
+              pytest.mark.skipif(not shutil.which("ssh") or not Path("/usr/sbin/sshd").exists(),
+                                 reason="needs openssh-server (the README's test command installs it)")]
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ from pdforensics.lab.core import LabInfo
 from tests.support import ports
 from tests.support.k8s_lab import NAMESPACE, recorded_argvs, standin_env, write_fixture
 
+pytestmark = pytest.mark.lab
+
 BASE = ports.block()
 # two /metrics samples: the lab's client keeps requests flowing, so one scrape may catch work
 # in flight, whose progress one scrape cannot judge (UNKNOWN), and the other capture not

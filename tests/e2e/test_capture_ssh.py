@@ -18,7 +18,7 @@ from pdforensics.lab import set_fault
 from pdforensics.views.loaded import load_capture
 from tests.e2e.conftest import PLANTED_TOKEN, cluster_as
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 
 def capture(cluster: Path, out: Path, *extra: str) -> tuple[int, dict[str, Any], float]:

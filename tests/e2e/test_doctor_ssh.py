@@ -17,7 +17,7 @@ from pdforensics.lab import lab_down, lab_up
 from tests.e2e.faultkit import CLI
 from tests.support import ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/games"  # sshd's default PATH for a login
 
 

@@ -20,7 +20,7 @@ from pdforensics.lab import set_fault
 from tests.e2e import faultkit as fk
 from tests.security.ptyrun import run_on_pty, unsafe_bytes
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 FAST = ["--deadline", "20s", "--samples", "2", "--interval", "1s", "--stack-dumps", "1"]
 

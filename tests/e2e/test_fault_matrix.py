@@ -27,7 +27,7 @@ from pdforensics.lab import lab_down, lab_status, lab_up
 from tests.e2e import faultkit as fk
 from tests.support import ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 BASE = ports.block(100, (*ports.LOOPBACKS, "127.0.0.10"))  # lab: BASE..BASE+5; fake servers: BASE+90..99
 DEADLINE = 20.0

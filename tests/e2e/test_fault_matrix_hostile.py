@@ -39,7 +39,7 @@ from tests.e2e.test_fault_matrix import (  # noqa: F401 (lab: the module's fixtu
 )
 from tests.security.ptyrun import run_on_pty, unsafe_bytes
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 ESCAPES = ("fine\roverwritten\b\x7f\u202etxt.exe "  # CR overwrite, backspace, DEL, bidi
            "\x1b[2J\x1b[H"  # clear the screen

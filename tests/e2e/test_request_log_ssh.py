@@ -23,7 +23,7 @@ from pdforensics.lab.hooks import CONFIGURE_LOGGING_ONCE, request_logging, set_h
 from pdforensics.views.loaded import load_capture
 from tests.e2e import faultkit as fk
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 FAST = ["--deadline", "30s", "--samples", "1", "--stack-dumps", "1", "--json"]
 SERVERS = (("prefill-0", "prefill"), ("decode-0", "decode"))

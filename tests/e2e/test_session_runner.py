@@ -29,6 +29,8 @@ from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
 from tests.support.file_reads import file_job, growing_file, shared_dir
 
+pytestmark = pytest.mark.lab
+
 ADDRESS = "127.0.1.203"
 PORT = ports.port((ADDRESS,))
 FILE_SOURCES = sorted(name for name, s in REGISTRY.items() if s.reads is not None)

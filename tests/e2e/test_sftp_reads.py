@@ -21,6 +21,8 @@ from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
 from tests.support.file_reads import file_job, growing_file, shared_dir
 
+pytestmark = pytest.mark.lab
+
 ADDRESS, BARE = "127.0.1.201", "127.0.1.202"  # with SFTP, without a Subsystem line
 PORT = ports.port((ADDRESS, BARE))
 FILE_SOURCES = sorted(name for name, s in REGISTRY.items() if s.reads is not None)

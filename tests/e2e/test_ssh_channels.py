@@ -23,6 +23,8 @@ from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 ADDRESS = "127.0.1.200"
 PORT = ports.port((ADDRESS,))
 

@@ -31,7 +31,7 @@ from pdforensics.parsers.http import parse_http_response
 from pdforensics.transport.ssh import SshTransport
 from tests.support import ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 ADDRESS = "127.0.1.210"  # sshd that forwards (stock settings)
 REFUSING = "127.0.1.211"  # sshd with AllowTcpForwarding no

@@ -17,6 +17,8 @@ from pdforensics.lab import lab_down, lab_status, lab_up, set_fault
 from tests.lab.helpers import main_thread, py_spy, rank_pid, scrape, total, values, wait_for
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE = ports.block()  # found free at run time
 OTHER = ports.block()  # a second lab's block
 PROGRESS = ("sglang:generation_tokens_total", "sglang:realtime_tokens_total")

@@ -16,6 +16,8 @@ from pdforensics.lab import FAULTS, lab_down, lab_status, lab_up
 from tests.lab.helpers import fetch, py_spy, rank_pid, scrape, total, values
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE = ports.block()  # found free at run time
 OTHER = ports.block()  # a second lab's block
 

@@ -15,8 +15,9 @@ from tests.support import ports
 BASE = ports.block()  # found free at run time
 OTHER = ports.block()  # a second lab's block
 
-pytestmark = pytest.mark.skipif(not shutil.which("ssh") or not shutil.which("/usr/sbin/sshd"),
-                                reason="needs openssh-client and openssh-server")
+pytestmark = [pytest.mark.lab,
+              pytest.mark.skipif(not shutil.which("ssh") or not shutil.which("/usr/sbin/sshd"),
+                                 reason="needs openssh-client and openssh-server")]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ def _exists(user: str) -> bool:
 
 
 @pytest.mark.e2e
+@pytest.mark.lab
 def test_lab_down_removes_the_user_and_sudoers_it_created(tmp_path: Path) -> None:
     assert not _exists(USER), f"{USER} is left over from an earlier run"
     lab_dir = tmp_path / "lab"

@@ -23,6 +23,8 @@ from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE_PORT = ports.block()  # found free at run time
 # process-dead cannot be undone, so it runs last
 FAULTS = (("healthy", "HEALTHY"), ("transfer-stuck", "WEDGED"), ("kv-full", "DEGRADED"),

@@ -17,6 +17,8 @@ from report_payload import PAYLOAD
 
 from pdforensics.report import write_report
 
+pytestmark = pytest.mark.lab
+
 PROBE = """({title: document.title, imgs: document.images.length, scripts: document.scripts.length,
   body: document.body.innerText})"""
 

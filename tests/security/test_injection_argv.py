@@ -36,6 +36,8 @@ HOSTILE = (
     "--all",
     "glob*[0-9]{a,b}.service",
 )
+# ids without the canary, which differs per process (pytest-xdist's workers must agree)
+HOSTILE_IDS = ("space", "quotes", "semicolon", "subst", "backtick", "newline", "option", "glob")
 RECORDER = f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n"
 
 
@@ -121,7 +123,7 @@ def test_undeclared_unit_from_cgroup_output_is_one_element(tmp_path: Path) -> No
         assert unit in j.argv or f"--unit={unit}" in j.argv, j.argv
 
 
-@pytest.mark.parametrize("value", HOSTILE)
+@pytest.mark.parametrize("value", HOSTILE, ids=HOSTILE_IDS)
 def test_local_transport_runs_exactly_the_planned_argv(value: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin = tmp_path / "bin"
@@ -182,6 +184,7 @@ def ssh_host(security_lab: Path) -> Iterator[tuple[HostSpec, SshTransport]]:
 
 
 @pytest.mark.e2e
+@pytest.mark.lab
 def test_over_sshd_the_remote_sees_exactly_the_planned_argv(ssh_host: tuple[HostSpec, SshTransport],
                                                            tmp_path: Path) -> None:
     host, transport = ssh_host
@@ -201,6 +204,7 @@ def test_over_sshd_the_remote_sees_exactly_the_planned_argv(ssh_host: tuple[Host
 
 
 @pytest.mark.e2e
+@pytest.mark.lab
 def test_over_sshd_real_commands_get_hostile_paths_intact(ssh_host: tuple[HostSpec, SshTransport],
                                                           tmp_path: Path) -> None:
     host, transport = ssh_host

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from pdforensics.cli import main
 from pdforensics.lab.layout import STANDIN_DIR
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 # written by the running lab, not by a capture: server logs, rank state files (rewritten
 # every tick), sshd pid files

@@ -20,7 +20,7 @@ from pdforensics.cli import main
 from pdforensics.lab import lab_status
 from pdforensics.views.loaded import load_capture
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 
 def _capture(cluster: Path, out: Path, *extra: str) -> tuple[Result, dict[str, Any]]:

@@ -19,7 +19,7 @@ from pdforensics.views.loaded import load_capture
 from tests.slurm.conftest import start_lab
 from tests.support.slurm import SlurmCluster
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 DEADLINE_S = 40
 #: sources a capture plans only for the machine it runs on (the SSH capture has none either)
 LOCAL_ONLY = {"nvml"}

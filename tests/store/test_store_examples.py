@@ -79,6 +79,7 @@ def snapshots(store: Path) -> list[str]:
         return [f"{s.name}:{s.verdict}" for s in index.snapshots()]
 
 
+@pytest.mark.lab
 def test_crontab_line_runs_as_written(lab: Path, tmp_path: Path) -> None:
     env, jobs = crontab()
     assert set(env) == {"PATH", "PDFORENSICS_CLUSTER", "PDFORENSICS_STORE"}  # the documented ones
@@ -98,6 +99,7 @@ def test_crontab_line_runs_as_written(lab: Path, tmp_path: Path) -> None:
     assert snap.endswith(":HEALTHY")
 
 
+@pytest.mark.lab
 def test_timer_service_execstart_runs_as_written(lab: Path, tmp_path: Path) -> None:
     service = unit(EXAMPLES / "pdforensics-snapshot.service")
     timer = unit(EXAMPLES / "pdforensics-snapshot.timer")

@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from store_lab import lab_up_at, lab_up_in
 
@@ -17,6 +18,8 @@ from pdforensics.lab import lab_down, set_fault
 from pdforensics.store.index import open_index
 from pdforensics.store.retention import RetentionPolicy, prune
 from tests.support import ports
+
+pytestmark = pytest.mark.lab
 
 BASE_PORT = ports.block()  # found free at run time
 LOG = ["--log-level", "debug"]

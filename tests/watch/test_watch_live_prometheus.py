@@ -32,6 +32,8 @@ from pdforensics.store.index import open_index
 from pdforensics.views.loaded import load_capture
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE = ports.block()  # the lab's block, found free at run time
 PROM_PORT = ports.port()
 EXPORTER_PORT = ports.port()

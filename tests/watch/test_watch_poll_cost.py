@@ -18,6 +18,8 @@ from pdforensics.watch.loop import Watcher, WatchOptions
 from pdforensics.watch.targets import discover_targets
 from tests.support import ports
 
+pytestmark = pytest.mark.lab
+
 BASE = ports.block()  # lab: prefill BASE, decode BASE+1, router BASE+3, router metrics BASE+4
 _PROXY0 = ports.block()
 PROXY = {"prefill": _PROXY0, "decode": _PROXY0 + 1, "router": _PROXY0 + 3, "router_metrics": _PROXY0 + 4}

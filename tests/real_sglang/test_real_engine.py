@@ -21,7 +21,7 @@ from tests.support import ports
 from tests.support.engine_matrix import Row, capture_fault, table, write_rows
 from tests.support.rule_matrix import ARTIFACT
 
-pytestmark = [pytest.mark.real_sglang, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.real_sglang, pytest.mark.lab, pytest.mark.timeout(900)]
 ROWS: list[Row] = []
 TIMES: dict[str, float] = {}
 

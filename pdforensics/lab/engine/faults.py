@@ -8,7 +8,6 @@ lab needs `lab down` + `lab up` after them."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -29,11 +28,13 @@ from pdforensics.lab.layout import STANDIN_DIR, paths
 from pdforensics.lab.procs import LAB_DIR_ENV, spawn
 
 FINAL = ("watchdog", "server-killed", "breaker-open")  # a server is gone afterwards
+# (from, to): the second is the first seen later (SGLang's timeout lines; smg's breakers opening)
+FOLLOWS = {("forgotten-requests", "prefill-frozen"), ("server-killed", "breaker-open")}
 # load: seconds, concurrency, new tokens, prompt words, client timeout
 LOADS: dict[str, tuple[int, int, int, int, int]] = {
     "rank-stopped": (90, 2, 16, 6, 60),
     "forgotten-requests": (150, 4, 16, 6, 150),
-    "kv-full": (240, 4, 700, 900, 200),  # ~1280 prompt tokens: 3 fill 4096 at once, 2048 max context
+    "kv-full": (300, 5, 1400, 420, 240),  # ~600 prompt + 1400 new tokens each (2048 max): 3 outgrow 4096
     "watchdog": (20, 1, 16, 6, 240),
     "breaker-open": (120, 2, 16, 6, 30),
 }
@@ -200,7 +201,7 @@ def apply_fault(lab: _Lab, fault: str) -> None:
         offset = int(lab.record.get("decode_log_offset", 0))
         lab.start_load(fault)
         _until("SGLang's 'KV cache pool is full' line",
-               lambda: "KV cache pool is full" in lab.log_since("decode", offset), 240)
+               lambda: "KV cache pool is full" in lab.log_since("decode", offset), 300)
     elif fault == "watchdog":
         offset = int(lab.record.get("decode_log_offset", 0))
         post_json(lab.url["decode"] + "/slow_down", {"forward_sleep_time": 4 * WATCHDOG_S}, timeout=30)
@@ -223,10 +224,11 @@ def set_engine_fault(lab_dir: Path, record: dict[str, Any], fault: str) -> None:
         raise PdforensicsError(f"unknown engine fault {fault!r}; choose one of: {', '.join(ENGINE_FAULTS)}")
     lab = _Lab(lab_dir, record)
     current = record.get("fault", "healthy")
-    if current in FINAL:
+    follows = (current, fault) in FOLLOWS  # the same state, one step further: no healing between
+    if current in FINAL and not follows:
         raise PdforensicsError(f"engine lab: {current} ended a server; `pdforensics lab down --dir {lab_dir}`, "
                                "then `lab up --engine sglang`")
-    if not (current == "forgotten-requests" and fault == "prefill-frozen"):  # else: the same stop, later
+    if not follows:
         if current != "healthy" or fault == "healthy":
             heal(lab)
         record["decode_log_offset"] = lab.log_size("decode")  # the fault's lines come after this
@@ -236,10 +238,3 @@ def set_engine_fault(lab_dir: Path, record: dict[str, Any], fault: str) -> None:
     if fault != "healthy":
         apply_fault(lab, fault)
 
-
-def read_record(lab_dir: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(paths(lab_dir)["json"].read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -54,6 +54,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", default="", help="labs to run, e.g. A-tp1")
+    ap.add_argument("--faults", default="", help="these faults only, in the lab's order (healthy first)")
     a = ap.parse_args()
     out = (a.out or Path(tempfile.mkdtemp(prefix="pdfx-engine-matrix-"))).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -62,6 +63,8 @@ def main() -> int:
     for name, (tp, faults) in LABS.items():
         if a.only and name not in a.only.split(","):
             continue
+        if a.faults:
+            faults = tuple(f for f in faults if f in a.faults.split(","))
         run_lab(name, tp, faults, out, rows)
     write_rows(rows, out / "real_engine_matrix.json")
     print(table(rows))

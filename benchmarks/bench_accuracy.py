@@ -6,7 +6,11 @@ would, and prints per family and overall:
     kind the sidecar names (threads for stacks, goroutines, samples for metrics, lines for
     logs, keys for JSON, a classified failure for py-spy errors);
   - expected: the share of artifacts whose whole sidecar ``expect`` (and ``kind``) is met;
-then every miss with its reason (which key, expected vs got).
+then every miss with its reason (which key, expected vs got). The ``reading`` keys (stage,
+side, suspect, causes, consequences, root_cause, wedge, control) are scored against the
+diagnosis `triage` gives the file alone (pdforensics/triage/score_reading.py); the counts of
+control cases that got a wedge or a critical finding, and of root causes named where the
+thread left them open, are printed with the issue's floors (open set >= 95 %, 0 and 0).
 
 Exit status: 0 unless it crashes, or a floor given with --min-parse / --min-expected
 (percent) is not reached (then 1). Misses alone never fail it: it is a benchmark.
@@ -51,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     took = time.perf_counter() - t0
     fams, overall = by_family(scores), tally("overall", scores)
     misses = [s for s in scores if not s.expected]
+    safety = {"controls": sum(s.control for s in scores),
+              "control_false_alarms": [_rel(s.artifact or s.meta, args.root)
+                                       for s in scores if s.control_alarm],
+              "invented_root_causes": [_rel(s.artifact or s.meta, args.root)
+                                       for s in scores if s.invented]}
     if args.json:
         print(json.dumps({
             "families": [t.__dict__ | {"parse_rate": t.parse_rate,
@@ -59,13 +68,20 @@ def main(argv: list[str] | None = None) -> int:
                                            "expected_rate": overall.expected_rate},
             "misses": [{"artifact": _rel(s.artifact or s.meta, args.root),
                         "reasons": [str(m) for m in s.misses]} for s in misses],
-            "seconds": round(took, 3)}, indent=1))
+            "safety": safety, "seconds": round(took, 3)}, indent=1))
     else:
         print(f"field corpus: {args.root} ({len(scores)} artifacts, {took:.2f} s)")
         print(f"{'family':<14} {'n':>5} {'parsed':>9} {'rate':>7} {'expected':>9} {'share':>7}")
         for t in fams:
             print(_row(t))
         print(_row(overall))
+        print(f"controls {safety['controls']}: {len(safety['control_false_alarms'])} got a wedge "
+              f"or a critical finding (floor 0); root causes invented: "
+              f"{len(safety['invented_root_causes'])} (floor 0); expected share "
+              f"{overall.expected_rate:.1f}% (issue 30 floor: open set >= 95%)")
+        for what in ("control_false_alarms", "invented_root_causes"):
+            for a in safety[what]:
+                print(f"  {what}: {a}")
         if misses:
             print(f"\nmisses ({len(misses)}):")
             for s in misses:

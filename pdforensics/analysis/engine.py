@@ -17,6 +17,9 @@ from pdforensics.analysis.findings import (
     SkipRule,
     Verdict,
 )
+from pdforensics.analysis.pdpath.diagnose import diagnose_evidence
+from pdforensics.analysis.pdpath.from_capture import capture_sources
+from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.analysis.result_json import ANALYSIS_FILE, analysis_json, write_analysis
 from pdforensics.analysis.rules.context import NEEDS, ClientDump, Context
 from pdforensics.analysis.stacks_load import read_goroutines
@@ -140,8 +143,10 @@ def analyze(capture: LoadedCapture, client_dumps: Sequence[Path] = ()) -> Analys
     return analyze_context(Context(capture, recorded_client_dumps(capture) + given))
 
 
-def analyze_context(ctx: Context) -> Analysis:
-    """Every rule over a prepared context (a capture and its client dumps)."""
+def analyze_context(ctx: Context, sources: Sequence[Source] | None = None) -> Analysis:
+    """Every rule over a prepared context (a capture and its client dumps), then the one
+    reasoning pass over the evidence (``sources``: the loose files triage read; else the
+    capture's own) and the findings."""
     from pdforensics.analysis.merge import merge_findings
 
     found, skipped = run_rules(ctx)
@@ -152,7 +157,10 @@ def analyze_context(ctx: Context) -> Analysis:
               for s in ("critical", "warning", "info")}
     summary = (f"{verdict}: {why}. {counts['critical']} critical, {counts['warning']} "
                f"warning, {counts['info']} info findings; {len(skipped)} rules skipped.")
-    return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing))
+    if sources is None:
+        sources = capture_sources(ctx.capture, [(c.path, c.goroutines) for c in ctx.client_dumps])
+    diagnosis = diagnose_evidence(sources, findings)
+    return Analysis(verdict, tuple(findings), tuple(skipped), summary, tuple(missing), diagnosis)
 
 
 def analyze_path(bundle_path: str | Path, client_dumps: Sequence[Path] = (),

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
+from pdforensics.analysis.pdpath.model import Diagnosis
+
 if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import Context
 
@@ -69,6 +71,7 @@ class Analysis:
     skipped: tuple[Skipped, ...]
     summary: str
     missing: tuple[str, ...]
+    diagnosis: Diagnosis | None = None  # the reading of the evidence (analysis/pdpath)
 
 
 class SkipRule(Exception):

@@ -23,6 +23,7 @@ from pdforensics.analysis.findings import (
     Skipped,
     Verdict,
 )
+from pdforensics.analysis.pdpath.codec import diagnosis_from_json, diagnosis_json
 from pdforensics.errors import BundleError
 
 ANALYSIS_FILE = "analysis.json"
@@ -51,6 +52,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
         "rules": sorted(RULES),
+        "diagnosis": diagnosis_json(a.diagnosis) if a.diagnosis is not None else None,
     }
 
 
@@ -126,8 +128,11 @@ def analysis_from_json(doc: Any, where: str = ANALYSIS_FILE) -> Analysis:
     missing = tuple(_list(doc, "missing", where))
     if not all(isinstance(m, str) for m in missing):
         raise BundleError(f"{where}: 'missing' must hold strings")
+    diag = doc.get("diagnosis")
+    diagnosis = (diagnosis_from_json(diag, f"{where} diagnosis")
+                 if isinstance(diag, dict) else None)
     return Analysis(cast(Verdict, verdict), findings, skipped,
-                    _str(doc, "summary", where, optional=True) or "", missing)
+                    _str(doc, "summary", where, optional=True) or "", missing, diagnosis)
 
 
 def write_analysis(bundle: Path, analysis: Analysis) -> Path:

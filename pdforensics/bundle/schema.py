@@ -203,9 +203,23 @@ FINDING = obj(required={"key": string, "severity": string, "title": string}, opt
     "evidence": list_of(EVIDENCE), "next_step": OPT_STR, "section": OPT_STR,
     "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR})
 
+CLUE = obj(required={"key": string, "label": string, "text": string}, opt={
+    "source": OPT_STR, "line": OPT_INT, "time": optional(number), "stage": OPT_STR,
+    "side": OPT_STR, "role": OPT_STR, "host": OPT_STR, "rank": OPT_STR, "rids": STRINGS,
+    "rooms": list_of(integer), "suspect": OPT_STR, "wedge": optional(boolean),
+    "strength": integer, "why": OPT_STR})
+
+DIAGNOSIS = obj(required={"stage": string, "side": string, "root_cause": string,
+                          "confidence": string, "headline": string}, opt={
+    "suspect": OPT_STR, "wedge": optional(boolean),
+    "claims": list_of(obj({"text": string}, {"clues": list_of(count)})),
+    "chain": list_of(obj({"cause": count, "consequence": count}, {"why": OPT_STR})),
+    "decide": STRINGS, "next_checks": STRINGS, "clues": list_of(CLUE)})
+
 ANALYSIS = obj(required={}, opt={
     "verdict": OPT_STR, "summary": OPT_STR, "missing": STRINGS, "findings": list_of(FINDING),
-    "skipped": list_of(obj({}, {"rule": OPT_STR, "reason": OPT_STR})), "rules": STRINGS})
+    "skipped": list_of(obj({}, {"rule": OPT_STR, "reason": OPT_STR})), "rules": STRINGS,
+    "diagnosis": optional(DIAGNOSIS)})
 
 
 def validate(doc: Any, check: Check, where: str) -> Any:

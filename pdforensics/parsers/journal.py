@@ -13,7 +13,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -203,24 +203,42 @@ def match_log_signatures(text: str, since_epoch: float | None = None
 
 def _line_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
     """The signatures one line matches; a masking consequence drops the causes beside it."""
-    got = [sig for sig in active
-           if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+    return _masked(_all_keys(line, low, active))
+
+
+def _all_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
+    return [sig for sig in active
+            if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
+
+
+def _masked(got: list[Signature]) -> list[Signature]:
     if any(sig.masks_causes for sig in got):
-        got = [sig for sig in got if sig.kind != "cause"]
+        return [sig for sig in got if sig.kind != "cause"]
     return got
 
 
-def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
-    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+@dataclass(frozen=True)
+class SignatureLine:
+    """One log line that matched signatures: its 1-based number, text, time and matches."""
 
-    accs: dict[str, _Acc] = {}
-    samples: dict[str, list[str]] = {}
-    ranks: dict[str, set[str]] = {}
-    batch_lines: list[BatchLine] = []
+    no: int
+    line: str
+    time: float | None
+    matched: tuple[Signature, ...]
+    masked: tuple[Signature, ...] = ()  # causes the line names that a consequence masks
+
+
+def iter_signature_lines(text: str, since_epoch: float | None = None,
+                         with_noise: bool = True) -> Iterator[SignatureLine]:
+    """Every line of ``text`` that matches a signature, in order, with the time of the newest
+    stamped line at or before it (a traceback frame inherits its header's time)."""
+    if "\x1b[" in text:
+        text = ANSI_CODE.sub("", text)
     low_text = text.lower()
-    active = [sig for sig in SIGNATURES if any(lit in low_text for lit in sig.literals)]
+    active = [sig for sig in SIGNATURES if (with_noise or sig.kind != "noise")
+              and any(lit in low_text for lit in sig.literals)]
     if not active:
-        return ()
+        return
     all_literals = tuple({lit for sig in active for lit in sig.literals})
     lines = text.split("\n")
     low_lines = low_text.split("\n")  # lower() never adds or drops a newline: same indexes
@@ -239,11 +257,24 @@ def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
         seen = i
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
-        matched = _line_keys(line, low, active)
-        if not matched:
-            continue
+        every = _all_keys(line, low, active)
+        matched = _masked(every)
+        if matched:
+            yield SignatureLine(i + 1, line, current, tuple(matched),
+                                tuple(s for s in every if s not in matched))
+
+
+def _scan(text: str, since_epoch: float | None) -> tuple[SignatureHit, ...]:
+    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+
+    accs: dict[str, _Acc] = {}
+    samples: dict[str, list[str]] = {}
+    ranks: dict[str, set[str]] = {}
+    batch_lines: list[BatchLine] = []
+    for hit in iter_signature_lines(text, since_epoch):
+        line, current = hit.line, hit.time
         rank = parse_rank(line)
-        for sig in matched:
+        for sig in hit.matched:
             acc = accs.setdefault(sig.key, _Acc())
             acc.count += 1
             if current is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
@@ -50,6 +50,8 @@ class Artifact:
     pyspy_failure: PyspyFailure | None = None
     taken_at: float | None = None
     size: int = 0  # bytes read
+    text: str = ""  # the whole file as text (what the evidence readers see, read or not)
+    data: bytes = b""  # the bytes, kept only when they are not text (a pickle: never unpickled)
 
     @property
     def usable(self) -> bool:
@@ -152,8 +154,14 @@ def _first_line(text: str) -> str:
     return first[:120]
 
 
-def read_text(path: str, text: str, size: int) -> Artifact:
-    """Detect the kind of ``text`` and read it; an error names what went wrong."""
+def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
+    """Detect the kind of ``text`` and read it; an error names what went wrong. The text
+    (and the bytes of a binary file) stay on the artifact for the evidence readers."""
+    art = _read_text(path, text, size)
+    return replace(art, text=text, data=data)
+
+
+def _read_text(path: str, text: str, size: int) -> Artifact:
     if not text.strip():
         return Artifact(path, None, "empty file", size=size)
     kind = detect_kind(text)
@@ -223,7 +231,9 @@ def read_path(path: str) -> Artifact:
                 data = fh.read()
     except OSError as exc:
         return Artifact(path, None, f"cannot read: {exc.strerror or exc}")
-    return read_text(path, data.decode("utf-8", errors="replace"), len(data))
+    text = data.decode("utf-8", errors="replace")
+    binary = "\x00" in text[:4096] or "\ufffd" in text[:4096]
+    return read_text(path, text, len(data), data if binary else b"")
 
 
 def log_groups(art: Artifact) -> dict[str, str]:

@@ -11,6 +11,7 @@ from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.rules.context import ClientDump, Context
 from pdforensics.errors import ExitStatus
 from pdforensics.triage.read import Artifact, read_path
+from pdforensics.triage.sources import triage_sources
 from pdforensics.triage.view import build_capture
 
 
@@ -37,7 +38,8 @@ def triage_artifacts(artifacts: Sequence[Artifact]) -> TriageResult:
     capture, notes = build_capture(arts)
     clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
                     if a.usable and a.kind == "goroutines")
-    return TriageResult(arts, notes, analyze_context(Context(capture, clients)))
+    analysis = analyze_context(Context(capture, clients), triage_sources(arts))
+    return TriageResult(arts, notes, analysis)
 
 
 def triage_paths(paths: Sequence[str]) -> TriageResult:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_classify import blocked_frame, blocked_in
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
@@ -20,8 +21,9 @@ from pdforensics.parsers.frames import Frame, ProcessDump
 from pdforensics.parsers.journal import match_log_signatures
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.triage.read import Artifact, read_path
+from pdforensics.triage.score_reading import check_reading, control_alarms, invented_root_cause
 
-_ANALYSIS_KEYS = ("verdict", "findings", "not_findings", "no_critical")
+_ANALYSIS_KEYS = ("verdict", "findings", "not_findings", "no_critical", "reading")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class Score:
     empty: bool
     parsed: bool
     misses: tuple[Miss, ...]
+    control: bool = False  # the sidecar's reading says: a control case
+    control_alarm: bool = False  # ... and it got a wedge or a critical finding
+    invented: bool = False  # the tool named a root cause the thread left open
 
     @property
     def expected(self) -> bool:
@@ -151,7 +156,8 @@ def _check_reading(art: Artifact, expect: dict[str, Any]) -> list[Miss]:
     return misses
 
 
-def _check_analysis(art: Artifact, expect: dict[str, Any]) -> list[Miss]:
+def _check_analysis(art: Artifact, expect: dict[str, Any]
+                    ) -> tuple[list[Miss], Analysis | None]:
     from pdforensics.triage.run import triage_artifacts
 
     a = triage_artifacts([art]).analysis
@@ -167,7 +173,9 @@ def _check_analysis(art: Artifact, expect: dict[str, Any]) -> list[Miss]:
         misses.append(Miss("not_findings", [], sorted(set(expect["not_findings"]) & keys)))
     if expect.get("no_critical") and crit:
         misses.append(Miss("no_critical", [], crit))
-    return misses
+    if isinstance(expect.get("reading"), dict):
+        misses.extend(Miss(k, e, g) for k, e, g in check_reading(expect["reading"], a))
+    return misses, a
 
 
 def score_artifact(meta: Path) -> Score:
@@ -187,9 +195,16 @@ def score_artifact(meta: Path) -> Score:
         misses.append(Miss("read", "no error", art.error))
     expect = dict(side.get("expect") or {})
     misses.extend(_check_reading(art, expect))
+    got = expect.get("reading")
+    reading: dict[str, Any] = got if isinstance(got, dict) else {}
+    control = bool(reading.get("control"))
+    alarm = invented = False
     if any(k in expect for k in _ANALYSIS_KEYS):
-        misses.extend(_check_analysis(art, expect))
-    return Score(meta, path, family, empty, parsed, tuple(misses))
+        found, analysis = _check_analysis(art, expect)
+        misses.extend(found)
+        alarm = control and bool(control_alarms(analysis))
+        invented = invented_root_cause(reading, analysis)
+    return Score(meta, path, family, empty, parsed, tuple(misses), control, alarm, invented)
 
 
 @dataclass(frozen=True)

@@ -10,52 +10,34 @@ import pytest
 
 from pdforensics.parsers.journal import match_log_signatures, scan_log_signatures
 from pdforensics.parsers.prometheus import parse_metrics
-
-FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
-
-
-def _artifacts(family: str) -> list[tuple[Path, dict[str, object]]]:
-    out = []
-    for meta in sorted((FIELD / family).glob("*.meta.json")):
-        stem = meta.name[: -len(".meta.json")]
-        art = next(p for p in meta.parent.glob(stem + ".*") if p != meta)
-        out.append((art, json.loads(meta.read_text())))
-    return out
+from tests.support.field import Case, cases, params
 
 
-LOGS = _artifacts("log")
-METRICS = _artifacts("metrics")
-SERVER_INFO = _artifacts("server_info")
-
-# Real lines the shipped table does not match yet; each stays a strict xfail until it does.
-KNOWN_MISSES: dict[str, str] = {}  # artifact name -> why the table misses it (strict xfail)
+def _pairs(kind: str) -> list[tuple[Path, dict[str, object]]]:
+    return [(c.path, c.meta) for c in cases((kind,))]
 
 
-def _params(items: list[tuple[Path, dict[str, object]]]) -> list[object]:
-    return [
-        pytest.param(
-            art,
-            meta,
-            id=art.name,
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[art.name])] if art.name in KNOWN_MISSES else [],
-        )
-        for art, meta in items
-    ]
+# every log of the corpus, whatever its family (sglang_log, log, nccl, kernel, ...), in both
+# checks; the signature check on the families that SGLang's own table reads
+LOGS = cases(("log",))
+METRICS = _pairs("metrics")
+SERVER_INFO = _pairs("server_info")
 
 
 def test_corpus_is_there() -> None:
-    assert len(LOGS) >= 32 and len(METRICS) >= 10 and len(SERVER_INFO) >= 1
-    for art, meta in LOGS + METRICS + SERVER_INFO:
-        assert {"source", "format", "kind", "expect"} <= set(meta), art.name
-        assert str(meta["source"]).startswith("https://"), art.name
-        assert meta["kind"] in ("log", "metrics", "server_info", "stacks"), art.name
+    assert len(LOGS) >= 90 and len(METRICS) >= 14 and len(SERVER_INFO) >= 3
+    for c in LOGS:
+        assert {"source", "format", "kind", "expect"} <= set(c.meta), c.rel
+        assert str(c.meta["source"]).startswith(("https://", "generated here")), c.rel
+    for art, meta in METRICS + SERVER_INFO:
+        assert str(meta["source"]).startswith(("https://", "generated here")), art.name
+        assert meta["kind"] in ("metrics", "server_info"), art.name
 
 
-@pytest.mark.parametrize("art,meta", _params(LOGS))
-def test_field_log_signatures(art: Path, meta: dict[str, object]) -> None:
-    expect = meta["expect"]
-    assert isinstance(expect, dict)
-    text = art.read_text()
+@pytest.mark.parametrize("case", params(LOGS, "signatures", "not_signatures"))
+def test_field_log_signatures(case: Case) -> None:
+    expect = case.expect
+    text = case.path.read_text()
     keys = {h.key for h in match_log_signatures(text)}
     assert set(expect.get("signatures", [])) <= keys, sorted(keys)
     assert not set(expect.get("not_signatures", [])) & keys, sorted(keys)

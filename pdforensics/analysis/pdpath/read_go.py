@@ -1,0 +1,71 @@
+"""Go goroutine dumps (a client of the router or of a server) -> clues.
+
+A goroutine in ``net/http.(*Transport).getConn`` waits for a connection from the pool (all
+connections to that host are busy: ``MaxConnsPerHost``), one in ``persistConn.roundTrip``
+has sent its request and waits for the reply: either way the client waits on a server, a
+victim of whatever holds the server. A dump of one goroutine names it; goroutines parked in
+accept, the netpoller, signal handling or the runtime hold nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.parsers.frames import ThreadStack
+
+_GETCONN = "net/http.(*Transport).getConn"
+_ROUNDTRIP = ("net/http.(*persistConn).roundTrip", "net/http.(*Transport).roundTrip")
+_IDLE = ("net.(*netFD).accept", "net/http.(*Server).Serve", "os/signal.signal_recv",
+         "runtime.gopark", "runtime.goparkunlock", "net/http.(*persistConn).readLoop",
+         "net/http.(*persistConn).writeLoop", "internal/poll.runtime_pollWait",
+         "runtime.notetsleepg", "runtime.futex")
+
+
+def _has(g: ThreadStack, names: tuple[str, ...] | str) -> bool:
+    want = (names,) if isinstance(names, str) else names
+    return any(f.function.startswith(w) for f in g.frames for w in want)
+
+
+def _user(g: ThreadStack) -> bool:
+    """A goroutine of the program (not the runtime's own, not goroutine 0)."""
+    if g.thread_id in ("0",):
+        return False
+    return any(not f.function.startswith(("runtime.", "internal/")) for f in g.frames) \
+        or g.state == "running"
+
+
+@reader("goroutines")
+def goroutine_clues(src: Source) -> Iterator[Clue]:
+    """HTTP client waits (getConn / roundTrip) and the one goroutine a short dump names."""
+    gs = [g for g in src.goroutines if _user(g)]
+    if not gs:
+        return
+    waiting = [g for g in gs if _has(g, _GETCONN) or _has(g, _ROUNDTRIP)]
+    single = f"goroutine {gs[0].thread_id}" if len(gs) == 1 and gs[0].count == 1 \
+        and gs[0].thread_id.isdigit() else None
+    for g in waiting[:20]:
+        pooled = _has(g, _GETCONN)
+        waits = f"{g.wait_minutes} minutes" if g.wait_minutes is not None else "a duration unknown"
+        what = ("waits for a pooled connection (getConn: every connection to the host busy)"
+                if pooled else "sent its request and waits for the reply (roundTrip)")
+        yield Clue(key="CLIENT_HTTP_WAIT", label="consequence", stage="not_applicable",
+                   side="client", text=f"{g.count} goroutine(s) {what} for {waits}"
+                   + (f" (goroutine {g.thread_id})" if g.count == 1 else ""),
+                   source=src.path, host=src.host, suspect=single, wedge=True, strength=2,
+                   why="a Go HTTP client waiting on a server: a victim of what holds it")
+    if waiting:
+        return
+    if single is not None:
+        g = gs[0]
+        yield Clue(key="GOROUTINE", label="cause", stage="not_applicable", suspect=single,
+                   text=f"{single} [{g.state}] in {g.frames[0].function if g.frames else '?'}",
+                   source=src.path, host=src.host, strength=1,
+                   why="the one goroutine the dump shows")
+    elif all(_has(g, _IDLE) for g in gs):
+        yield Clue(key="GOROUTINES_IDLE", label="noise", stage="not_applicable",
+                   text=f"{sum(g.count for g in gs)} goroutines, every one parked in accept, "
+                        "the netpoller, signals or the runtime",
+                   source=src.path, host=src.host, wedge=False,
+                   why="no goroutine waits on a request")

@@ -1,0 +1,99 @@
+"""Python failures in any text: a traceback's exception line (what the failing code raised),
+faulthandler's "Fatal Python error" with its current thread, placed by the SGLang functions
+its frames run through (analysis/pdpath/place.py FRAME_STAGES)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.place import frames_role, frames_stage
+from pdforensics.analysis.pdpath.read_sglang import ids
+from pdforensics.analysis.pdpath.sources import Source, lines, reader
+from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
+
+#: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
+_EXC_LINE = re.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
+                       r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
+_FRAME = re.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
+_FATAL = re.compile(r"^Fatal Python error: (.{1,300})$")
+_CURRENT = re.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16})")
+_NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
+_CARET = re.compile(r"^\s*[\^~]{3,}\s*$")
+_MAX_TEXT = 500
+
+
+def _side(exc: str, role: str | None) -> Side | None:
+    low = exc.lower()
+    if "nccl" in low:
+        return "collective"
+    if "cuda" in low and "out of memory" not in low:
+        return "gpu"
+    return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
+
+
+@reader("python_exceptions")
+def exception_clues(src: Source) -> Iterator[Clue]:
+    """Each traceback's exception line (a cause): the frames and code above it say where."""
+    if "File \"" not in src.text or src.kind in ("metrics", "server_info", "load"):
+        return
+    funcs: list[str] = []
+    code: list[str] = []
+    last_frame = -_NEAR - 1
+    when: float | None = None
+    recent: list[str] = []  # the line before a traceback's tail (its failing code)
+    for no, line in lines(src):
+        t = parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
+        when = t if t is not None else when
+        if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line
+            last_frame = max(last_frame, no - 1)
+        fm = _FRAME.match(line)
+        if fm is not None:
+            if no - last_frame > _NEAR + 8:
+                funcs, code = [], []
+            funcs.insert(0, fm.group(2))
+            last_frame = no
+            continue
+        if no - last_frame > _NEAR or not line.strip():
+            recent = [line.strip()]
+            continue
+        m = _EXC_LINE.match(line.strip())
+        if m is None:
+            code.insert(0, line.strip())
+            continue
+        code.extend(recent)
+        role = frames_role(funcs) or src.role
+        exc = line.strip()
+        rids, rooms = ids(exc)
+        yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
+                   line=no, time=when, stage=frames_stage(funcs, code, role),
+                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(line),
+                   rids=rids, rooms=rooms, wedge=False, strength=3,
+                   why="the exception a traceback ends with: what the failing code raised")
+        funcs, code, last_frame = [], [], -_NEAR - 1
+
+
+@reader("faulthandler_fatal")
+def fatal_clues(src: Source) -> Iterator[Clue]:
+    """faulthandler's "Fatal Python error: ..." (the process crashed) and its current thread."""
+    if "Fatal Python error" not in src.text:
+        return
+    fatal: tuple[int, str] | None = None
+    for no, line in lines(src):
+        s = line.strip()
+        if fatal is None and _FATAL.match(s) is not None:
+            fatal = (no, s)
+            continue
+        if fatal is not None and (c := _CURRENT.match(s)) is not None:
+            yield _fatal(src, fatal, c.group(1))
+            fatal = None
+    if fatal is not None:
+        yield _fatal(src, fatal, None)
+
+
+def _fatal(src: Source, fatal: tuple[int, str], thread: str | None) -> Clue:
+    return Clue(key="PYTHON_FATAL", label="cause", text=fatal[1][:_MAX_TEXT], source=src.path,
+                line=fatal[0], role=src.role, host=src.host, suspect=thread, wedge=False,
+                strength=3, why="faulthandler: the interpreter crashed; the current thread is "
+                                "the one that crashed")

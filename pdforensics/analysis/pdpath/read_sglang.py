@@ -1,0 +1,186 @@
+"""SGLang server logs -> clues: every log signature line placed on the request path, with the
+label SGLang's own code gives the message (catalog/log_spec.py, from its source), and the
+lines around a failure that tell cause from consequence (a traceback's exception line, the
+launcher's SIGQUIT, a bare ``Killed``, "from another rank").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue, Label, Stage
+from pdforensics.analysis.pdpath.place import (
+    KEY_PLACE,
+    NOISE_KEYS,
+    Place,
+    batch_role,
+    bootstrap_suspect,
+    role_of_line,
+    sglang_role,
+)
+from pdforensics.analysis.pdpath.sources import Source, lines, reader
+from pdforensics.parsers.journal import (
+    SignatureLine,
+    iter_signature_lines,
+    parse_log_timestamp,
+    parse_rank,
+)
+from pdforensics.parsers.requests import parse_request_lines
+
+_ROOM = re.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
+_RID = re.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
+_RUNNING = re.compile(r"#(?:running|queue)-req: (\d{1,9})")
+_MAX_TEXT = 500
+_NOT_LOGS = ("metrics", "server_info", "load", "goroutines")
+
+
+def ids(line: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The rids and bootstrap rooms a line names."""
+    rids = tuple(dict.fromkeys(m.group(1) for m in _RID.finditer(line[:4000])
+                               if m.group(1) not in ("None", "none")))
+    rooms = tuple(dict.fromkeys(int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000])))
+    return rids, rooms
+
+
+def _place(hit: SignatureLine) -> tuple[str, Place | None]:
+    """The strongest placed key of the line, masked causes included (an abort line still says
+    which failure it aborted)."""
+    placed = [(s.key, KEY_PLACE[s.key]) for s in (*hit.matched, *hit.masked)
+              if s.key in KEY_PLACE and KEY_PLACE[s.key].stage is not None]
+    if not placed:
+        return "", None
+    return max(placed, key=lambda kp: kp[1].strength)
+
+
+def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
+    line = hit.line
+    low = line.lower()
+    busy = any(int(m.group(1)) > 0 for m in _RUNNING.finditer(line))
+    kind = "decode" if "decode batch" in low else "prefill"
+    stage: Stage = "decode_forward" if kind == "decode" else "prefill_forward"
+    return Clue(key="BATCH_STATS", label="progress", text=line[:_MAX_TEXT], source=src.path,
+                line=hit.no, time=hit.time, stage=stage if busy else None,
+                role=batch_role(line) or role, host=src.host, rank=parse_rank(line),
+                strength=2 if busy else 1,
+                why=f"sglang's periodic {kind} batch line" + (" with running requests" if busy
+                                                              else ""))
+
+
+@reader("sglang_signatures")
+def signature_clues(src: Source) -> Iterator[Clue]:
+    """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
+    if not src.text or src.kind in _NOT_LOGS:
+        return
+    for hit in iter_signature_lines(src.text):
+        line = hit.line
+        rids, rooms = ids(line)
+        line_role = role_of_line(line) or src.role
+        for sig in hit.matched:
+            if sig.key == "BATCH_STATS":
+                yield _batch_clue(src, hit, src.role)
+                continue
+            place = KEY_PLACE.get(sig.key)
+            label: Label = "noise" if sig.key in NOISE_KEYS else sig.kind
+            if place is None or (label == "consequence" and place.stage is None):
+                via, place = _place(hit) if label == "consequence" else ("", place)
+                if place is not None and via:
+                    place = Place(place.stage, place.side, False, 1,
+                                  f"{sig.description}: it ends a {via} ({place.why})")
+            yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
+                       line=hit.no, time=hit.time, stage=place.stage if place else None,
+                       side=place.side if place else None, role=line_role, host=src.host,
+                       rank=parse_rank(line), rids=rids, rooms=rooms,
+                       suspect=bootstrap_suspect(line) if sig.key == "BOOTSTRAP_INFO_FAILED"
+                       else None,
+                       wedge=place.wedge if place else None,
+                       strength=place.strength if place else 1,
+                       why=place.why if place else sig.description)
+
+
+_CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...] = (
+    # (key, label, literal, stage, wedge, strength, why)
+    ("FROM_ANOTHER_RANK", "consequence", "from another rank", None, None, 2,
+     "sglang disaggregation/common/conn.py failure_exception: KVTransferError("
+     "is_from_another_rank=True) when this rank recorded no failure of its own"),
+    ("LAUNCHER_SIGQUIT", "consequence", "sigquit", None, False, 2,
+     "sglang's launcher kills the server when a child process dies (SIGQUIT from the child)"),
+    ("SERVER_READY", "progress", "the server is fired up and ready to roll", "startup", False, 1,
+     "sglang http_server: the warm-up request finished"),
+    ("WARMUP", "progress", "warmup", "startup", False, 1,
+     "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
+)
+_KILLED = re.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
+#: what only an SGLang server prints: its endpoints, its process titles, its source paths
+_SGLANG_MARKS = ("/health_generate", "/generate http", "/v1/loads", "/get_model_info",
+                 "/model_info", "sglang::", "sglang/srt/", "server_args=serverargs",
+                 "/flush_cache", "/get_server_info", "/server_info")
+
+
+def _sglang_mark(low_line: str) -> bool:
+    return any(m in low_line for m in _SGLANG_MARKS)
+
+
+@reader("sglang_context")
+def context_clues(src: Source) -> Iterator[Clue]:
+    """Lines that place other evidence: "from another rank", the launcher's SIGQUIT, a bare
+    ``Killed``, warm-up and readiness, the server's PD role, SGLang's own endpoints, and the
+    last time the log shows (how long it ran on after its last batch)."""
+    if not src.text or src.kind in _NOT_LOGS:
+        return
+    low = src.text.lower()
+    wanted = [c for c in _CONTEXT if c[2] in low]
+    killed = "killed" in low
+    role_seen = marked = False
+    when: float | None = None
+    last: tuple[int, float] | None = None
+    for no, line in lines(src):
+        ll = line.lower()
+        t = parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
+        if t is not None:
+            when, last = t, (no, t)
+        if not role_seen and (r := sglang_role(line)) is not None:
+            role_seen = True
+            yield Clue(key="SERVER_ROLE", label="noise", text=line[:_MAX_TEXT], source=src.path,
+                       line=no, role=r, host=src.host, why="the server's --disaggregation-mode")
+        if not marked and _sglang_mark(ll):
+            marked = True
+            yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
+                       source=src.path, line=no, time=when, host=src.host,
+                       why="a line only an SGLang server writes (its endpoints, titles, paths)")
+        hit = [c for c in wanted if c[2] in ll]
+        if hit:
+            for key, label, _lit, stage, wedge, strength, why in hit[:1]:
+                yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
+                           line=no, time=when, stage=stage, role=role_of_line(line) or src.role,
+                           host=src.host, rank=parse_rank(line), wedge=wedge,
+                           strength=strength, why=why)
+        elif killed and _KILLED.match(line) is not None:
+            yield Clue(key="PROCESS_KILLED", label="consequence", text=line.strip(),
+                       source=src.path, line=no, time=when, host=src.host, wedge=False,
+                       strength=2, why="the shell reports the process was killed (SIGKILL): "
+                                       "what ended it, not why it hung")
+    if last is not None:
+        yield Clue(key="LOG_END", label="noise", text=f"the log's last time stamp (line {last[0]})",
+                   source=src.path, line=last[0], time=last[1], role=src.role, host=src.host,
+                   why="where the evidence of this log ends")
+
+
+@reader("request_lines")
+def request_clues(src: Source) -> Iterator[Clue]:
+    """--log-requests lines (Receive/Finish) and the router's request lines: progress, joined
+    to the failures by rid and bootstrap room."""
+    if "Receive: obj=" not in src.text and "Finish: obj=" not in src.text \
+            and "processing request" not in src.text:
+        return
+    for ev in parse_request_lines(src.text).events:
+        if ev.event not in ("received", "finished", "router_start", "router_finish"):
+            continue  # failure lines are read as signatures
+        stage: Stage = "router_dispatch" if ev.event.startswith("router") else "stream_back"
+        if ev.event == "received":
+            stage = "prefill_bootstrap" if src.role == "prefill" else "decode_prealloc"
+        yield Clue(key=f"REQUEST_{ev.event.upper()}", label="progress", text=ev.text,
+                   source=src.path, line=ev.line_no, time=ev.at, stage=stage, role=src.role,
+                   host=src.host, rank=ev.rank, rids=(ev.rid,) if ev.rid else (),
+                   rooms=(ev.room,) if ev.room is not None else (),
+                   why="a request-level log line (--log-requests / the router's span)")

@@ -1,0 +1,99 @@
+"""Stack dumps -> clues: which SGLang process (role), and what its threads do.
+
+From sglang's source (0.5.23 managers/scheduler.py): a scheduler reaches
+``Scheduler.maybe_sleep_on_idle`` only when ``is_fully_idle()``, i.e. no request in any of
+its queues, PD transfer queues included: a scheduler sleeping there holds no request. A main
+thread active under ``run_batch`` / ``forward_batch_generation`` is a forward in progress.
+A detokenizer (or tokenizer) waiting in its zmq receive holds no request either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.place import frames_role
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.parsers.frames import ProcessDump, ThreadStack
+
+_MODE = re.compile(r"--disaggregation-mode[ =](prefill|decode)")
+_FORWARD = ("run_batch", "forward_batch_generation", "ModelRunner.forward", "_forward_raw")
+_IDLE = ("maybe_sleep_on_idle", "IdleSleeper.maybe_sleep")
+_WAIT_FOR_WORK = ("DetokenizerManager.event_loop", "TokenizerManager.handle_loop")
+_SGLANG_FILES = ("scheduler.py", "detokenizer_manager.py", "tokenizer_manager.py",
+                 "http_server.py", "sglang/")
+
+
+def _funcs(t: ThreadStack) -> list[str]:
+    return [f.function for f in t.frames]
+
+
+def _is_sglang(d: ProcessDump) -> bool:
+    return "sglang" in d.command or any(
+        any(s in f.file for s in _SGLANG_FILES) for t in d.threads for f in t.frames[:40])
+
+
+def _role(d: ProcessDump, src: Source) -> str | None:
+    m = _MODE.search(d.command) or _MODE.search(d.parent_command)
+    if m is not None:
+        return m.group(1)
+    return frames_role([f for t in d.threads for f in _funcs(t)]) or src.role
+
+
+def _main(d: ProcessDump) -> ThreadStack | None:
+    return next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
+
+
+def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
+    role = _role(d, src)
+    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    if _is_sglang(d):
+        yield Clue(key="SGLANG_SERVER", label="noise", text=f"{where}: an SGLang process",
+                   source=src.path, role=role, host=src.host, rank=d.rank,
+                   why="its title, command line or frames are SGLang's")
+    main = _main(d)
+    if main is None:
+        return
+    funcs = _funcs(main)
+    if main.state.startswith("active") and any(any(k in f for k in _FORWARD) for f in funcs):
+        stage: Stage | None = ("decode_forward" if role == "decode" else
+                               "prefill_forward" if role == "prefill" else None)
+        yield Clue(key="STACK_ACTIVE_FORWARD", label="progress", stage=stage, role=role,
+                   text=f"{where}: {main.name or main.thread_id} active in a forward "
+                        f"({funcs[0] if funcs else '?'})",
+                   source=src.path, host=src.host, rank=d.rank, wedge=False, strength=2,
+                   why="py-spy saw the main thread running a forward batch")
+    elif any(any(k in f for k in _IDLE) for f in funcs):
+        yield Clue(key="SCHEDULER_FULLY_IDLE", label="noise", role=role, source=src.path,
+                   text=f"{where}: the scheduler sleeps in maybe_sleep_on_idle", host=src.host,
+                   rank=d.rank, wedge=False,
+                   why="sglang scheduler.on_idle sleeps only when is_fully_idle(): no request "
+                       "in any queue")
+    elif any(any(k in f for k in _WAIT_FOR_WORK) for f in funcs) and main.state == "idle":
+        yield Clue(key="WAITING_FOR_WORK", label="noise", role=role, source=src.path,
+                   text=f"{where}: {funcs[0] if funcs else '?'} waits for its next message",
+                   host=src.host, wedge=False,
+                   why="an idle detokenizer/tokenizer loop holds no request")
+
+
+@reader("stack_dumps")
+def stack_clues(src: Source) -> Iterator[Clue]:
+    """Per dumped SGLang process: its role, a forward in progress, or a fully idle loop."""
+    for n, d in enumerate(src.dumps, 1):
+        if d.threads:
+            yield from _dump_clues(src, d, n)
+
+
+@reader("pyspy_failure")
+def pyspy_failure_clues(src: Source) -> Iterator[Clue]:
+    """py-spy could not dump: the failure (why the stacks are missing) is the evidence."""
+    if src.kind != "pyspy_error" or not src.text:
+        return
+    from pdforensics.parsers.pyspy import classify_pyspy_error
+
+    f = classify_pyspy_error(src.text, 1)
+    if f is None:
+        return
+    yield Clue(key="PYSPY_FAILED", label="cause", text=f.message[:500], source=src.path,
+               host=src.host, strength=1, why=f"py-spy failed ({f.reason}): {f.fix}")

@@ -1,0 +1,10 @@
+"""Every reader module, imported once so its `@reader` functions register (explicit list:
+add one import per module)."""
+
+from pdforensics.analysis.pdpath import (  # noqa: F401
+    read_go,
+    read_python,
+    read_scrapes,
+    read_sglang,
+    read_stacks,
+)

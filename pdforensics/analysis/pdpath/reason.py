@@ -1,0 +1,149 @@
+"""One reasoning pass over the clues of a capture or of loose files -> a `Diagnosis`.
+
+1. Join (join.py): a cause becomes a consequence when the evidence shows what it follows
+   from (the same line says "from another rank" or "Aborted by AbortReq"; a scheduler's
+   "hit an exception" wraps an exception line of its own traceback; a failure report follows
+   a stronger cause of the same source, rid or bootstrap room).
+2. The upstream cause: the strongest remaining cause, earliest first; its stage, side and
+   suspect are the reading, filled in from the role of the server that printed it.
+3. Where causes of equal strength point at different sides, the side is "not_established"
+   and `decide` says what would tell them apart; a suspect is named only when the evidence
+   names one (a rank that is the odd one out, an address, a thread), never when every rank
+   reports the same.
+4. No cause but consequences (an abort, a kill): the stage of the failure they report, the
+   cause not established. No failure at all (a control): idle.py, and never a wedge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pdforensics.analysis.pdpath.idle import idle_reading, roles_of
+from pdforensics.analysis.pdpath.join import demote_consequences
+from pdforensics.analysis.pdpath.model import (
+    NOT_ESTABLISHED,
+    Claim,
+    Clue,
+    Confidence,
+    Diagnosis,
+    Side,
+    Stage,
+)
+from pdforensics.analysis.pdpath.narrate import checks_for, headline_of, link_chain
+
+_FORWARD: dict[str, Stage] = {"prefill": "prefill_forward", "decode": "decode_forward"}
+_SGLANG_KEYS = frozenset({"SGLANG_SERVER", "SERVER_ROLE", "SERVER_INFO_ANSWERED", "BATCH_STATS", "SERVER_READY",
+                          "WARMUP", "WATCHDOG_TIMEOUT", "SCHEDULER_EXCEPTION"})
+
+
+def _order(clues: Sequence[Clue]) -> list[int]:
+    """Indexes in evidence order: by time where known (stable: as read otherwise)."""
+    return sorted(range(len(clues)), key=lambda i: (clues[i].time is None, clues[i].time or 0, i))
+
+
+def is_sglang(clues: Sequence[Clue]) -> bool:
+    """Is any of the evidence SGLang's own (a role, a rank prefix, its own messages)?"""
+    return any(c.key in _SGLANG_KEYS or c.role in ("prefill", "decode") or
+               (c.rank is not None and c.rank.startswith(("TP", "DP", "PP"))) for c in clues)
+
+
+def _primary(clues: Sequence[Clue], label: str = "cause") -> int | None:
+    picked = [i for i in range(len(clues)) if clues[i].label == label]
+    if label == "consequence":
+        picked = [i for i in picked if clues[i].stage is not None]
+    if not picked:
+        return None
+    best = max(clues[i].strength for i in picked)
+    return next(i for i in picked if clues[i].strength == best)
+
+
+def _side_of(c: Clue, roles: set[str]) -> Side | None:
+    if c.side is not None:
+        return c.side
+    role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
+    return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
+
+
+def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool) -> Stage:
+    if c.stage is not None:
+        return c.stage
+    role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
+    if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
+        return _FORWARD[role]
+    return NOT_ESTABLISHED if sglang else "not_applicable"
+
+
+def _suspect(clues: Sequence[Clue], p: int) -> str | None:
+    c = clues[p]
+    if c.suspect is not None:
+        return c.suspect
+    if c.rank is None:
+        return None
+    # a rank is named only when it is the odd one out: every rank failing names none
+    failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"}
+    return c.rank if failing == {c.rank} else None
+
+
+def _wedge(clues: Sequence[Clue], p: int | None) -> bool | None:
+    if p is not None and clues[p].wedge is not None:
+        return clues[p].wedge
+    votes = {c.wedge for c in clues if c.label in ("cause", "consequence") and c.wedge is not None}
+    if len(votes) == 1:
+        return votes.pop()
+    if not votes and (any(c.label == "progress" for c in clues)
+                      or any(c.wedge is False for c in clues)):
+        return False  # work moving, or evidence that nothing is held (an idle loop)
+    return None
+
+
+def _rivals(clues: Sequence[Clue], p: int, side: Side | None, roles: set[str]) -> list[int]:
+    """Causes as strong as the primary that point at another side."""
+    c = clues[p]
+    return [i for i, x in enumerate(clues) if i != p and x.label == "cause"
+            and x.strength == c.strength and (s := _side_of(x, roles)) is not None
+            and side is not None and s != side]
+
+
+def diagnose(clues_in: Sequence[Clue]) -> Diagnosis:
+    """The reading of every clue of one capture (or one set of loose files)."""
+    joined = demote_consequences(list(clues_in))
+    clues = [joined[i] for i in _order(joined)]
+    roles = roles_of(clues)
+    sglang = is_sglang(clues)
+    p = _primary(clues)
+    decide: list[str] = []
+    claims: list[Claim] = []
+    confidence: Confidence = "low"
+    suspect: str | None = None
+    if p is None and (q := _primary(clues, "consequence")) is not None:
+        c = clues[q]  # consequences only: the failure they report, its cause not here
+        stage, side = c.stage or NOT_ESTABLISHED, _side_of(c, roles) or NOT_ESTABLISHED
+        suspect = c.suspect
+        claims.append(Claim(f"only consequences: {c.key} ends a failure at {stage}; what "
+                            "caused it is not in the evidence", (q,)))
+        decide.append("the other side's log at the same time (rid / bootstrap room) would show "
+                      "the cause")
+    elif p is None:
+        stage, side = idle_reading(clues)
+        confidence = "medium" if clues else "low"
+    else:
+        c = clues[p]
+        side_or_none = _side_of(c, roles)
+        rivals = _rivals(clues, p, side_or_none, roles)
+        side = side_or_none if side_or_none is not None and not rivals else NOT_ESTABLISHED
+        stage = _stage_of(c, side_or_none, roles, sglang)
+        suspect = _suspect(clues, p)
+        for r in rivals[:3]:
+            decide.append(f"{c.key} points at {side_or_none}, {clues[r].key} at "
+                          f"{_side_of(clues[r], roles)}: the earlier of the two on a shared "
+                          "rid, bootstrap room or rank is upstream")
+        confidence = "high" if c.strength >= 3 and not rivals else (
+            "medium" if c.strength >= 2 and not rivals else "low")
+        claims.append(Claim(f"upstream cause: {c.key} ({c.why})", (p,)))
+    wedge = _wedge(clues, p)
+    head = headline_of(clues, p, stage, side, suspect, wedge)
+    return Diagnosis(stage=stage, side=side, suspect=suspect, wedge=wedge,
+                     root_cause=NOT_ESTABLISHED, confidence=confidence, headline=head,
+                     claims=tuple(claims), chain=tuple(link_chain(clues, p)),
+                     decide=tuple(decide), next_checks=tuple(checks_for(clues, p, side, stage)),
+                     clues=tuple(clues))

@@ -45,19 +45,19 @@ EXPECT: dict[str, Expect] = {
                            ("decode_forward",), ("decode",)),
     # the prefill scheduler stopped: decode holds the requests waiting for KV (queue gauges 0)
     "forgotten-requests": Expect(("WEDGED",), ("PROCESS_STATE",), "prefill", ("REQUESTS_FROZEN~decode",),
-                                 ("prefill_forward",), ("prefill",)),
+                                 ("prefill_bootstrap", "prefill_forward", "decode_transfer_wait"), ("prefill",)),
     # the same stop past SGLang's (lowered) waiting timeout: its own failure lines are there
     "prefill-frozen": Expect(("WEDGED",), ("PROCESS_STATE",), "prefill",
                              ("LOG_SIGNATURE~decode", "KV_TRANSFER_FAILURES~decode"),
-                             ("prefill_forward",), ("prefill",)),
+                             ("prefill_bootstrap", "prefill_forward", "decode_transfer_wait"), ("prefill",)),
     # long prompts against --max-total-tokens 4096: retractions, slow but moving
     "kv-full": Expect(("DEGRADED",), ("KV_CACHE_PRESSURE",), "decode", (), ("decode_forward",), ("decode",)),
     # /slow_down makes the decode forward sleep; SGLang's watchdog dumps the stacks into its log
     "watchdog": Expect(("WEDGED",), ("SCHEDULER_WATCHDOG",), "decode", ("LOG_SIGNATURE~decode",),
                        ("decode_forward",), ("decode",)),
     # the prefill scheduler SIGKILLed: SGLang's launcher tears the whole prefill server down
-    "server-killed": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE",), "prefill", (), ("prefill_forward",),
-                            ("prefill",)),
+    "server-killed": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE",), "prefill", (),
+                            ("prefill_forward", "decode_transfer_wait", "startup"), ("prefill",)),
     # the prefill gone and load through smg: smg opens its breakers
     "breaker-open": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE", "ROUTER_BREAKER_OPEN"), "prefill",
                            ("ROUTER_BREAKER_OPEN",), ("router_dispatch", "prefill_forward"), ("router", "prefill")),

@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from pdforensics.lab import lab_down, lab_up
+from pdforensics.lab import lab_down, lab_status, lab_up
 from pdforensics.lab.core import LabInfo
 from pdforensics.lab.engine.env import ensure_engine_env
+from pdforensics.lab.procs import find_lab_processes
 from tests.support import ports
 from tests.support.engine_matrix import Row, capture_fault, table, write_rows
 from tests.support.rule_matrix import ARTIFACT
@@ -40,10 +42,18 @@ def engine_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabIn
     try:
         yield info, d
     finally:
+        started = [psutil.Process(p.pid) for p in lab_status(info.dir).processes if p.alive]
+        started += [p for p in find_lab_processes(info.dir, {}) if p.pid not in {q.pid for q in started}]
+        t2 = time.monotonic()
         lab_down(d / "lab")
+        TIMES["down_s"] = time.monotonic() - t2
         write_rows(ROWS, ARTIFACT.parent / "real_engine_matrix.json")
         print(table(ROWS))
         print("real_sglang times: " + ", ".join(f"{k} {v:.0f}" for k, v in TIMES.items()))
+        left = [p.pid for p in find_lab_processes(info.dir, {})]
+        assert not left, f"lab down left processes of the engine lab: {left}"
+        alive = [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not alive, f"lab down left these of the {len(started)} processes it started: {alive}"
 
 
 def _row(engine_lab: tuple[LabInfo, Path], fault: str) -> Row:

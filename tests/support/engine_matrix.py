@@ -53,7 +53,7 @@ EXPECT: dict[str, Expect] = {
     # long prompts against --max-total-tokens 4096: retractions, slow but moving
     "kv-full": Expect(("DEGRADED",), ("KV_CACHE_PRESSURE",), "decode", (), ("decode_forward",), ("decode",)),
     # /slow_down makes the decode forward sleep; SGLang's watchdog dumps the stacks into its log
-    "watchdog": Expect(("WEDGED",), ("SCHEDULER_WATCHDOG",), "decode", ("LOG_SIGNATURE~decode",),
+    "watchdog": Expect(("WEDGED",), ("SCHEDULER_WATCHDOG",), "decode server", ("LOG_SIGNATURE~decode",),
                        ("decode_forward",), ("decode",)),
     # the prefill scheduler SIGKILLed: SGLang's launcher tears the whole prefill server down
     "server-killed": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE",), "prefill", (),

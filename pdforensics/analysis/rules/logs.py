@@ -100,8 +100,9 @@ def scheduler_watchdog(ctx: Context) -> Iterator[Finding]:
         ranks = sorted({r for h in hits for r in h.ranks})
         yield Finding(
             "SCHEDULER_WATCHDOG", "critical",
-            f"{svc.label}: SGLang's scheduler watchdog fired"
-            + (f" on {', '.join(ranks)}" if ranks else "") + " (a batch ran past --watchdog-timeout)",
+            # the server is the subject (its label can be a file name: kept out of the claim)
+            f"SGLang's scheduler watchdog fired on the {svc.role} server"
+            + (f" ({', '.join(ranks)})" if ranks else "") + ": a batch ran past --watchdog-timeout",
             tuple(ev),
             "The dumped stack is where the batch hung (a collective: find the rank behind; a CUDA "
             "sync or a kernel: check the GPU). SGLang then tears the server down: its launcher "

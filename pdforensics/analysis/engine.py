@@ -178,6 +178,11 @@ def format_analysis_text(a: Analysis, max_evidence: int = 6) -> str:
     from pdforensics.terminal import field  # host text: one line each, controls shown
 
     lines = [f"VERDICT: {a.verdict}", field(a.summary), ""]
+    if a.diagnosis is not None:  # the reading first, the findings that support it below
+        from pdforensics.analysis.pdpath.render import diagnosis_text
+
+        lines.extend(diagnosis_text(a.diagnosis, field))
+        lines.append("")
     for f in a.findings:
         lines.append(f"[{f.severity.upper()}] {f.key}: {field(f.title)}")
         for e in f.evidence[:max_evidence]:

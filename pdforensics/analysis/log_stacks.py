@@ -8,16 +8,16 @@ line's, so a wedge that happened an hour before the capture still has stacks.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.views.hostclock import to_capture_clock
 from pdforensics.views.loaded import LoadedCapture, ProcessView, ServiceView
 
-_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?$")
+_STAMP = linear.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?$")
 
 
 def log_time(stamp: str | None) -> float | None:

@@ -13,10 +13,10 @@ of the report, instead of under "N more" behind the hop's other queues.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Evidence, Finding, sort_key
 
 #: the PD queue rules, with the short name of their queue
@@ -27,8 +27,8 @@ QUEUE_KEYS: dict[str, str] = {
     "PREFILL_INFLIGHT_STUCK": "inflight queue",
 }
 
-_COUNT = re.compile(r" has (\S+) requests")
-_SPAN = re.compile(r" for (\d+(?:\.\d+)?) s\b")
+_COUNT = linear.compile(r" has (\S+) requests")
+_SPAN = linear.compile(r" for (\d+(?:\.\d+)?) s\b")
 
 
 def _frozen_queue(f: Finding) -> bool:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_classify import (
     IDLE_CLASSES,
     SUSPECT_CLASSES,
@@ -34,8 +34,8 @@ __all__ = [
     "load_stack_files", "rank_from_title", "process_kind", "all_stuck",
 ]
 
-_TITLE = re.compile(r"sglang::([A-Za-z]+(?:_[a-z]+)*?)(?:_((?:(?:DP|PP|TP|EP|CP)\d+_?)+))?(?:\s|$)")
-_RANK = re.compile(r"(?:(?:DP|PP|TP|EP|CP)\d+_?)+")
+_TITLE = linear.compile(r"sglang::([A-Za-z]+(?:_[a-z]+)*?)(?:_((?:(?:DP|PP|TP|EP|CP)\d+_?)+))?(?:\s|$)")
+_RANK = linear.compile(r"(?:(?:DP|PP|TP|EP|CP)\d+_?)+")
 
 
 def rank_from_title(args: str) -> str | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from pdforensics import linear
 from pdforensics.parsers.frames import Frame, ThreadStack
 
 COLLECTIVE = "collective"
@@ -25,38 +25,38 @@ IDLE_CLASSES = frozenset({QUEUE_WAIT, IDLE_LOOP, SLEEP})
 #: Classes that make a thread a suspect even when py-spy calls it idle.
 SUSPECT_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC, KV_TRANSFER, SHUTDOWN})
 
-_COLLECTIVE_FN = re.compile(
+_COLLECTIVE_FN = linear.compile(
     r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_?to_?all|nccl|gloo|"
     r"GroupCoordinator|ProcessGroup|c10d|_coalescing_manager|custom_all_reduce|"
     r"pynccl|\bsend_object|recv_object",
-    re.I,
+    linear.I,
 )
-_COLLECTIVE_FILE = re.compile(r"torch/distributed/|distributed/parallel_state|nccl|gloo", re.I)
-_CUDA_FN = re.compile(
+_COLLECTIVE_FILE = linear.compile(r"torch/distributed/|distributed/parallel_state|nccl|gloo", linear.I)
+_CUDA_FN = linear.compile(
     r"synchronize$|Synchronize$|^item$|\.item$|^tolist$|\.tolist$|cudaMemcpy|cuMemcpyDtoH|"
     r"cudaEventSynchronize|cudaStreamSynchronize|cudaDeviceSynchronize|cuStreamSynchronize"
 )
-_KV_FILE = re.compile(r"disaggregation/.*(conn|transfer|mooncake|nixl)|mooncake|nixl", re.I)
-_KV_FN = re.compile(r"pop_transferred|transfer_worker|KVPoll|mooncake|nixl|TransferEngine|"
-                    r"^(?:.*\.)?poll$|bootstrap_thread|kv_transfer", re.I)
-_QUEUE_FN = re.compile(
+_KV_FILE = linear.compile(r"disaggregation/.*(conn|transfer|mooncake|nixl)|mooncake|nixl", linear.I)
+_KV_FN = linear.compile(r"pop_transferred|transfer_worker|KVPoll|mooncake|nixl|TransferEngine|"
+                    r"^(?:.*\.)?poll$|bootstrap_thread|kv_transfer", linear.I)
+_QUEUE_FN = linear.compile(
     r"recv_requests|recv_pyobj|recv_multipart|Queue\.get|SimpleQueue\.get|^get$|"
-    r"Poller\.poll|zmq_poll|Socket\.recv|_recv_requests|process_input_requests", re.I
+    r"Poller\.poll|zmq_poll|Socket\.recv|_recv_requests|process_input_requests", linear.I
 )
-_QUEUE_FILE = re.compile(r"zmq/|/queue\.py$|^queue\.py$|multiprocessing/queues\.py")
-_SHUTDOWN_FN = re.compile(r"^(?:threading\.)?_shutdown$|Py_Finalize|_python_exit|atexit|"
+_QUEUE_FILE = linear.compile(r"zmq/|/queue\.py$|^queue\.py$|multiprocessing/queues\.py")
+_SHUTDOWN_FN = linear.compile(r"^(?:threading\.)?_shutdown$|Py_Finalize|_python_exit|atexit|"
                           r"_run_finalizers|_exit_function|wait_for_thread_shutdown")
-_IDLE_LOOP = re.compile(r"_run_once|run_forever|EpollSelector\.select|BaseSelector\.select|"
+_IDLE_LOOP = linear.compile(r"_run_once|run_forever|EpollSelector\.select|BaseSelector\.select|"
                         r"select\.epoll|uv_run|Selector\.select|epoll_wait$")
-_SLEEP_FN = re.compile(r"^(?:time\.)?sleep$|time_sleep|clock_nanosleep|^nanosleep|"
+_SLEEP_FN = linear.compile(r"^(?:time\.)?sleep$|time_sleep|clock_nanosleep|^nanosleep|"
                        r"^time\.Sleep$|runtime\.timeSleep")
-_IO_FN = re.compile(r"sock_recv|sock_accept|^recv$|^recvfrom$|^accept4?$|^read$|"
+_IO_FN = linear.compile(r"sock_recv|sock_accept|^recv$|^recvfrom$|^accept4?$|^read$|"
                     r"socket\.recv|SocketIO\.readinto|readinto|_ssl__SSLSocket_read|"
                     r"persistConn\)\.roundTrip|runtime_pollWait|netpollblock|"
                     r"http\.\(\*Client\)\.Do|getresponse|_read_status")
-_LOCK_FN = re.compile(r"acquire_lock|lock_PyThread|Condition\.wait|Event\.wait|"
+_LOCK_FN = linear.compile(r"acquire_lock|lock_PyThread|Condition\.wait|Event\.wait|"
                       r"_wait_for_tstate_lock|Thread\.join|sync\.\(\*Mutex\)\.Lock|"
-                      r"sync\.runtime_Semacquire|semacquire|futex", re.I)
+                      r"sync\.runtime_Semacquire|semacquire|futex", linear.I)
 _GO_IDLE_STATES = {"select", "chan receive", "chan send", "select (no cases)"}
 _GO_IO_STATES = {"IO wait"}
 _GO_SLEEP_STATES = {"sleep"}
@@ -119,14 +119,14 @@ def classify_stack(thread: ThreadStack) -> tuple[str, Frame | None]:
     return OTHER, thread.leaf
 
 
-_NOISE_RULES: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+_NOISE_RULES: tuple[tuple[str, linear.Pattern[str], linear.Pattern[str] | None], ...] = (
     # (reason, function pattern, file pattern or None): any frame matching both
-    ("watchdog", re.compile(r"watchdog|pyspy_dump", re.I), None),
-    ("tqdm monitor", re.compile(r"TMonitor"), None),
-    ("tqdm monitor", re.compile(r"."), re.compile(r"tqdm/_monitor\.py")),
-    ("pydevd", re.compile(r"."), re.compile(r"pydevd|_pydev_")),
-    ("go keep-alive loop", re.compile(r"persistConn\)\.(?:readLoop|writeLoop)$"), None),
-    ("threading Timer", re.compile(r"^Timer\.run$|^run$"), re.compile(r"threading\.py$")),
+    ("watchdog", linear.compile(r"watchdog|pyspy_dump", linear.I), None),
+    ("tqdm monitor", linear.compile(r"TMonitor"), None),
+    ("tqdm monitor", linear.compile(r"."), linear.compile(r"tqdm/_monitor\.py")),
+    ("pydevd", linear.compile(r"."), linear.compile(r"pydevd|_pydev_")),
+    ("go keep-alive loop", linear.compile(r"persistConn\)\.(?:readLoop|writeLoop)$"), None),
+    ("threading Timer", linear.compile(r"^Timer\.run$|^run$"), linear.compile(r"threading\.py$")),
 )
 
 
@@ -159,7 +159,7 @@ def noise_reason(thread: ThreadStack) -> str | None:
     return None
 
 
-_PLUMBING_FILE = re.compile(r"^(?:.*/)?(?:libc|libpthread|ld-linux|libstdc\+\+)[.-]|libpython"
+_PLUMBING_FILE = linear.compile(r"^(?:.*/)?(?:libc|libpthread|ld-linux|libstdc\+\+)[.-]|libpython"
                             r"|^(?:.*/)?python\d+(?:\.\d+)?$")
 
 

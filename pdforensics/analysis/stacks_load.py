@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.faulthandler import parse_faulthandler
@@ -21,20 +21,20 @@ from pdforensics.parsers.stackscan import scan_text
 from pdforensics.parsers.tracebacks import parse_tracebacks
 
 # No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
-_GO = re.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", re.M)
-_PYSPY = re.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
-_FAULT = re.compile(r"\(most recent call first\):\s*$", re.M)
-_WATCHDOG = re.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")
-_PYSTACK = re.compile(r"Traceback for thread \d+")
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
+_GO = linear.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", linear.M)
+_PYSPY = linear.compile(r"^(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
+_FAULT = linear.compile(r"\(most recent call first\):\s*$", linear.M)
+_WATCHDOG = linear.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")
+_PYSTACK = linear.compile(r"Traceback for thread \d+")
+_TRACEBACK = linear.compile(r"Traceback \(most recent call last\):|File \"[^\"]*\", line \d+, in |"
                         r"~ Stack of .* \(\d+\) ~")
-_GO_FILE = re.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", re.M)
-_GO_GROUP = re.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", re.M)  # debug=1
+_GO_FILE = linear.compile(r"^(?:\t| {2,})[^\s()]+\.(?:go|s):\d+", linear.M)
+_GO_GROUP = linear.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x", linear.M)  # debug=1
 
 STDIN = "-"
 
 
-def _at_line_start(pattern: re.Pattern[str], text: str) -> bool:
+def _at_line_start(pattern: linear.Pattern[str], text: str) -> bool:
     """Whether ``pattern`` matches somewhere at the start of a line."""
     return any(m.start() == 0 or text[m.start() - 1] == "\n" for m in pattern.finditer(text))
 

@@ -9,26 +9,44 @@ Neither may break a line.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Analysis, Finding
+
+_BACKTICKS = linear.compile(r"`+")
 
 if TYPE_CHECKING:
     from pdforensics.views.loaded import LoadedCapture
 
 #: the characters that start markup inside a line: emphasis, code, links, images, HTML,
 #: entities, tables, strikethrough (a line of ours never starts with host text)
-_PUNCT = re.compile(r"([\\`*_\[\]<>&!|~])")
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_PUNCT = linear.compile(r"([\\`*_\[\]<>&!|~])")
+_CONTROLS = linear.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: bidi embeddings, overrides and isolates, zero-width and invisible marks: pasted into GitHub
+#: they reorder or hide text, so each is shown as its code point (`<U+202E>`)
+_INVISIBLE = linear.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u00ad]")
 #: what would open a block at the start of a line: a heading, a list item, a rule
-_BLOCK_START = re.compile(r"^(\d*)([#+\-=]|(?<=\d)[.)])")
+_BLOCK_START = linear.compile(r"^(\d*)([#+\-=])|^(\d+)([.)])")
 #: what starts a GFM autolink: a scheme or www, and the @ of an e-mail address
-_AUTOLINK = re.compile(r"(?i)(?<=w)(?=w\.)|(?<=htt)(?=ps?:)|(?<=ft)(?=p:)|(?<=mailt)(?=o:)|(?=@)")
+_AUTOLINK = linear.compile(r"(?i)(w)(w\.)|(htt)(ps?:)|(ft)(p:)|(mailt)(o:)|()(@)")
 ZWSP = "\u200b"
+
+
+def _visible(m: linear.Match[str]) -> str:
+    return f"<U+{ord(m.group()):04X}>"
+
+
+def _break_link(m: linear.Match[str]) -> str:
+    i = m.lastindex or 2
+    return (m.group(i - 1) or "") + ZWSP + m.group(i)
+
+
+def _block(m: linear.Match[str]) -> str:
+    return f"{m.group(1)}\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}"
 
 
 @dataclass(frozen=True)
@@ -44,7 +62,7 @@ class BundleFacts:
 
 def one_line(text: object, limit: int = 400) -> str:
     """Controls and line breaks as one space; long text cut with an ellipsis."""
-    s = _CONTROLS.sub(" ", str(text)).strip()
+    s = _INVISIBLE.sub(_visible, _CONTROLS.sub(" ", str(text))).strip()
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
@@ -53,7 +71,7 @@ def code(text: object, limit: int = 400) -> str:
     s = one_line(text, limit)
     if not s:
         return "` `"
-    fence = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
+    fence = "`" * (max((len(r) for r in _BACKTICKS.findall(s)), default=0) + 1)
     pad = " " if s[0] == "`" or s[-1] == "`" or (s[0] == " " and s[-1] == " ") else ""
     return f"{fence}{pad}{s}{pad}{fence}"
 
@@ -62,8 +80,8 @@ def escape(text: object, limit: int = 600) -> str:
     """Plain Markdown text: every character that starts inline markup backslash-escaped (no
     emphasis, no link, no HTML, no entity), and a zero-width space inside what would start an autolink (`www.`,
     `http:`, `ftp:`, `mailto:`, an e-mail's `@`), so GFM's autolinker sees no link."""
-    s = _PUNCT.sub(r"\\\1", _AUTOLINK.sub(ZWSP, one_line(text, limit)))
-    return _BLOCK_START.sub(r"\1\\\2", s)  # never a heading, list or rule at a line's start
+    s = _PUNCT.sub(r"\\\1", _AUTOLINK.sub(_break_link, one_line(text, limit)))
+    return _BLOCK_START.sub(_block, s)  # never a heading, list or rule at a line's start
 
 
 def _finding(i: int, f: Finding, evidence: int) -> list[str]:
@@ -89,6 +107,11 @@ def markdown_summary(a: Analysis, facts: BundleFacts, top: int = 3, evidence: in
                + (f", capture {escape(facts.status)}" if facts.status else ""))
     out.append(f"- summary: {code(a.summary, 600)}")
     out.append("")
+    if a.diagnosis is not None:
+        from pdforensics.analysis.pdpath.render import diagnosis_markdown
+
+        out.extend(diagnosis_markdown(a.diagnosis, code, escape))
+        out.append("")
     if a.findings:
         out.append("**Top findings**")
         out.append("")
@@ -135,4 +158,14 @@ def write_markdown(target: str, analysis: Analysis, bundle: Path, report: Path |
     if target == "-":
         click.echo(text, nl=False)
     else:
-        Path(target).write_text(text, encoding="utf-8")
+        write_private_text(target, text)
+
+
+def write_private_text(path: str, text: str) -> None:
+    """text to path, owner-only (0600) whatever the umask, an existing file included: host text."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

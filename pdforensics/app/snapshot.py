@@ -58,9 +58,15 @@ def take_snapshot(cluster: ClusterSpec, store: Path, options: SnapshotOptions,
                                                doctor=options.doctor)
         try:
             from pdforensics.redact.redactor import Allowlist, Redactor
+            from pdforensics.store.learned import load_learned, save_learned
 
             redactor = Redactor(allow=Allowlist.with_extra(options.keep_env))
-            outcome = run_capture(cluster, capture, progress=progress, redactor=redactor)
+            key_id = str(redactor.describe()["key_id"])
+            redactor.remember(load_learned(store, key_id))  # what earlier snapshots learned
+            try:
+                outcome = run_capture(cluster, capture, progress=progress, redactor=redactor)
+            finally:
+                save_learned(store, key_id, redactor.learned_markers())
         except Interrupted as exc:
             if exc.bundle:  # keep what was gathered: a partial snapshot is still evidence
                 file_into(index, Path(exc.bundle), "snapshot")

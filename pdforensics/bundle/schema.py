@@ -214,7 +214,7 @@ DIAGNOSIS = obj(required={"stage": string, "side": string, "root_cause": string,
     "suspect": OPT_STR, "wedge": optional(boolean),
     "claims": list_of(obj({"text": string}, {"clues": list_of(count)})),
     "chain": list_of(obj({"cause": count, "consequence": count}, {"why": OPT_STR})),
-    "decide": STRINGS, "next_checks": STRINGS, "clues": list_of(CLUE)})
+    "decide": STRINGS, "next_checks": STRINGS, "clues": list_of(CLUE), "notes": STRINGS})
 
 ANALYSIS = obj(required={}, opt={
     "verdict": OPT_STR, "summary": OPT_STR, "missing": STRINGS, "findings": list_of(FINDING),

@@ -10,9 +10,9 @@ the file's bytes; 1: why it could not be read; 2: its first max_bytes, cut at th
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 
+from pdforensics import linear
 from pdforensics.collectors.base import Job
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import remote_argv
@@ -35,7 +35,7 @@ BATCH_SCRIPT = (
     "    except OSError as e: st,b=1,(e.strerror or str(e)).encode()\n"
     "    out.write(b'R %d %d %d\\n'%(i,st,len(b))+b);out.flush()\n"
 )
-_HEADER = re.compile(rb"R (\d+) ([012]) (\d+)\n")
+_HEADER = linear.compile(rb"R (\d{1,9}) ([012]) (\d{1,12})\n")
 
 
 def batch_argv(host: HostSpec, jobs: Sequence[Job], timeout_s: float) -> tuple[str, ...]:

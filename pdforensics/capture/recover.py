@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from pdforensics import __version__
+from pdforensics import __version__, linear
 from pdforensics.bundle.ondisk import (
     MANIFEST,
     RESULTS_LOG,
@@ -29,10 +28,10 @@ from pdforensics.bundle.ondisk import (
 from pdforensics.errors import BundleError
 from pdforensics.redact.redactor import Redactor
 
-_TMP_NAME = re.compile(r"^\.(?P<name>(?P<cluster>.+)-(?P<stamp>\d{8}T\d{6}Z))\.(?P<pid>\d+)\.tmp$")
+_TMP_NAME = linear.compile(r"^\.(?P<name>(?P<cluster>.+)-(?P<stamp>\d{8}T\d{6}Z))\.(?P<pid>\d+)\.tmp$")
 
 
-def parse_tmp_name(path: Path) -> re.Match[str] | None:
+def parse_tmp_name(path: Path) -> linear.Match[str] | None:
     return _TMP_NAME.match(path.name)
 
 
@@ -89,7 +88,7 @@ def discard(path: Path) -> None:
     shutil.rmtree(path)
 
 
-def _check(path: Path) -> re.Match[str]:
+def _check(path: Path) -> linear.Match[str]:
     m = parse_tmp_name(path)
     if m is None or not path.is_dir() or not (path / RESULTS_LOG).exists():
         raise BundleError(f"{path}: not a capture's temporary directory (.NAME.PID.tmp with {RESULTS_LOG})")

@@ -6,10 +6,12 @@ It lives with the catalog, which builds from it; the collector's parser re-expor
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+
+_DUNDER_VERSION = linear.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", linear.M)
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class SglangSource:
     @property
     def version(self) -> str | None:
         text = dict(self.files).get("version.py") or dict(self.files).get("__init__.py") or ""
-        m = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", text, re.MULTILINE)
+        m = _DUNDER_VERSION.search(text)
         return m.group(1) if m else self.metadata_version
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import tempfile
 from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.catalog.env_merge import merge_envs
 from pdforensics.catalog.env_reads import all_reads
 from pdforensics.catalog.envs import extract_envs
@@ -27,6 +27,8 @@ from pdforensics.catalog.model import Catalog, EnvInfo, FlagInfo, MetricInfo
 from pdforensics.catalog.source import SourceTree, open_source, parse_module
 from pdforensics.errors import PdforensicsError
 
+_DUNDER_VERSION = linear.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", linear.M)
+
 SERVER_ARGS = "srt/server_args.py"
 ENVIRON = "srt/environ.py"
 _METRIC_DIRS = ("srt/metrics/", "srt/observability/")
@@ -42,8 +44,7 @@ def _version(tree: SourceTree) -> str:
         src = tree.read(rel)
         if src is None:
             continue
-        m = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""",
-                      src, re.MULTILINE)
+        m = _DUNDER_VERSION.search(src)
         if m:
             return m.group(1)
     return tree.metadata_version or "unknown"

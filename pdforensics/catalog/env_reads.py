@@ -15,23 +15,26 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.catalog.literals import Evaluator, text
 from pdforensics.catalog.source import SourceTree, parse_expression, parse_module
 
 _DIRECT = {"os.getenv", "getenv", "os.environ.get", "environ.get"}
 _ENVIRON = {"os.environ", "environ"}
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = linear.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CASTS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
-_SUBSCRIPT = re.compile(r"""\bos\.environ\[\s*(['"])([A-Za-z_][A-Za-z0-9_]*)\1\s*\](?!\s*=[^=])""")
-_MEMBER = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_]*)\1\s+(?:not\s+)?in\s+os\.environ\b""")
-_ENVS_USE = re.compile(r"envs\.([A-Z][A-Z0-9_]+)\b")
-_CONST = re.compile(r"""^([A-Z_][A-Z0-9_]*)\s*(?::\s*str\s*)?=\s*(['"])([A-Za-z_][A-Za-z0-9_]*)\2\s*$""",
-                    re.MULTILINE)
-_CAST_BEFORE = re.compile(r"\b(int|float|bool)\(\s*$")
+_SUBSCRIPT = linear.compile(r"""\bos\.environ\[\s*(?:'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)")\s*\]""")
+_ASSIGNED = linear.compile(r"\s*=[^=]")  # os.environ["X"] = ...: a write, not a read
+_MEMBER = linear.compile(r"""(?:'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)")"""
+                         r"""\s+(?:not\s+)?in\s+os\.environ\b""")
+_ENVS_USE = linear.compile(r"envs\.([A-Z][A-Z0-9_]+)\b")
+_CONST = linear.compile(r"""^([A-Z_][A-Z0-9_]*)[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*"""
+                        r"""(?:'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)")[ \t]*$""",
+                    linear.M)
+_CAST_BEFORE = linear.compile(r"\b(int|float|bool)\(\s*$")
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ class _Lines:
     """1-based line of an offset, by bisection over the line starts."""
 
     def __init__(self, src: str) -> None:
-        self.starts = [0] + [m.end() for m in re.finditer("\n", src)]
+        self.starts = [0] + [i + 1 for i, c in enumerate(src) if c == "\n"]
 
     def of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
@@ -258,7 +261,7 @@ class _Lines:
 def reads_in_text(src: str, rel: str, helpers: dict[str, Helper],
                   names: tuple[str, ...] | None = None) -> Iterator[EnvRead]:
     """Every env read in one module's text."""
-    ev = Evaluator({m.group(1): m.group(3) for m in _CONST.finditer(src)})
+    ev = Evaluator({m.group(1): m.group(2) or m.group(3) for m in _CONST.finditer(src)})
     lines = _Lines(src)
     for at, paren in _call_sites(src, names or _callee_names(helpers)):
         start = _callee_start(src, at)
@@ -270,21 +273,23 @@ def reads_in_text(src: str, rel: str, helpers: dict[str, Helper],
         node = parse_expression(src[start:end + 1])
         if not isinstance(node, ast.Call):
             continue
-        cast = _CAST_BEFORE.search(src, max(0, start - 8), start)
+        cast = _CAST_BEFORE.search(src[max(0, start - 8):start])
         read = read_of_call(node, rel, lines.of(start), helpers, ev,
                             _CASTS[cast.group(1)] if cast else None)
         if read is not None:
             yield read
     for rx, hint in ((_SUBSCRIPT, "os.environ["), (_MEMBER, "in os.environ")):
         for m in rx.finditer(src) if hint in src else ():
-            yield EnvRead(m.group(2), rel, lines.of(m.start()), False)
+            if rx is _SUBSCRIPT and _ASSIGNED.match(src[m.end():m.end() + 64]):
+                continue
+            yield EnvRead(m.group(1) or m.group(2), rel, lines.of(m.start()), False)
     for m in _ENVS_USE.finditer(src) if "envs." in src else ():
         if m.start() == 0 or not (src[m.start() - 1].isalnum() or src[m.start() - 1] in "_."):
             yield EnvRead(m.group(1), rel, lines.of(m.start()), False, declared=True)
 
 
-_ENV_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w*[Ee][Nn][Vv]\w*)[ \t]*\(",
-                      re.MULTILINE)
+_ENV_DEF = linear.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w*[Ee][Nn][Vv]\w*)[ \t]*\(",
+                      linear.M)
 
 
 def _function_source(src: str, start: int, indent: str) -> str:
@@ -317,7 +322,7 @@ def _helper_modules(texts: dict[str, str]) -> dict[str, Helper]:
     return _close_helpers(_env_functions(texts), {})
 
 
-_HINT = re.compile(r"getenv|environ|_env|env_")
+_HINT = linear.compile(r"getenv|environ|_env|env_")
 
 
 def all_reads(tree: SourceTree) -> list[EnvRead]:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import ast
-import re
 
+from pdforensics import linear
 from pdforensics.catalog.literals import Evaluator, string_value, text
 from pdforensics.catalog.model import EnvInfo
 from pdforensics.catalog.source import parse_module
+
+_INLINE_COMMENT = linear.compile(r"\)\s*#\s*(.+)$")
 
 _TYPES = {
     "EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": "str",
     "EnvTuple": "tuple", "EnvJSON": "json",
 }
-_RULE = re.compile(r"^[\s#=\-*~]*$")
+_RULE = linear.compile(r"^[\s#=\-*~]*$")
 
 
 def _env_type(func: ast.expr) -> str | None:
@@ -42,7 +44,7 @@ def _comment_above(lines: list[str], lineno: int) -> str | None:
 
 def _inline_comment(line: str) -> str | None:
     # only a trailing "# ..." after the closing paren of the declaration
-    m = re.search(r"\)\s*#\s*(.+)$", line)
+    m = _INLINE_COMMENT.search(line)
     return m.group(1).strip() if m else None
 
 

@@ -8,11 +8,13 @@ f-string fields, ``%s`` and ``{}`` placeholders become holes; the literal parts 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.catalog.source import SourceTree, parse_module
+
+_ESCAPED_SPACES = linear.compile(r"(?:\\ )+")
 
 #: Source files read: disaggregation, scheduler and tokenizer managers, the HTTP server
 #: (health checks), the mini load balancer (the Python router) and the watchdog utilities.
@@ -26,8 +28,8 @@ _LOGGER_NAMES = frozenset({"logger", "logging", "log", "_logger", "LOGGER"})
 _REASON_SINKS = frozenset({"record_failure", "prepare_abort", "set_finish_with_abort",
                            "KVTransferError", "abort_request", "_abort_on_failure"})
 _REASON_KEYWORDS = frozenset({"failure_reason", "error_message", "message", "msg", "reason"})
-_PRINTF = re.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdrifgexX%]")
-_BRACES = re.compile(r"\{[^{}]*\}")
+_PRINTF = linear.compile(r"%(?:\([^)]*\))?[-+ #0]*\d*(?:\.\d+)?[sdrifgexX%]")
+_BRACES = linear.compile(r"\{[^{}]*\}")
 #: The least literal text a message needs to be a usable pattern.
 MIN_LITERAL = 10
 
@@ -253,7 +255,7 @@ def message_pattern(parts: tuple[Part, ...]) -> tuple[str, str] | None:
     texts = [None if p is None else (p.strip() if i in (0, len(best) - 1) else p)
              for i, p in enumerate(best)]
     # runs of spaces match any whitespace run: pasted logs often widen or narrow them
-    regex = "".join(".*?" if t is None else re.sub(r"(?:\\ )+", r"\\s+", re.escape(t))
+    regex = "".join(".*?" if t is None else _ESCAPED_SPACES.sub(r"\\s+", linear.escape(t))
                     for t in texts)
     literal = max((t for t in texts if t is not None), key=len).strip().lower()
     return regex, literal

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.catalog.log_messages import READ_PREFIXES, message_pattern, read_messages
 from pdforensics.catalog.log_spec import QUEUE_DESCRIPTIONS, QUEUE_FIELDS, SPECS
 from pdforensics.catalog.source import SourceTree, open_source, parse_module
@@ -21,8 +21,9 @@ from pdforensics.catalog.source import SourceTree, open_source, parse_module
 #: The releases the shipped table is built from: three eras of PD disaggregation.
 TABLE_VERSIONS = ("0.4.6", "0.4.10", "0.5.9", "0.5.23")
 SHIPPED = Path(__file__).resolve().parent / "data" / "log_signatures.json"
-_QUEUE_FIELD_RE = re.compile(r"#[a-z][a-z-]*-req(?=:)")
-_BATCH_HEAD = re.compile(r"^(Prefill|Decode) batch")
+_QUEUE_FIELD_RE = linear.compile(r"(#[a-z][a-z-]*-req):")
+_BATCH_HEAD = linear.compile(r"^(Prefill|Decode) batch")
+_SELECTORS = [(s, linear.compile(s.select, linear.I)) for s in SPECS if s.select]
 
 
 def _version_of(tree: SourceTree) -> str:
@@ -58,9 +59,8 @@ def queue_fields(tree: SourceTree) -> dict[str, list[str]]:
 def _selected(tree: SourceTree) -> dict[str, dict[str, dict[str, Any]]]:
     """key -> regex -> {template, literal, where} for one release."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    compiled = [(s, re.compile(s.select, re.IGNORECASE)) for s in SPECS if s.select]
     for msg in read_messages(tree):
-        for spec, sel in compiled:
+        for spec, sel in _SELECTORS:
             if not msg.rel.startswith(spec.paths) or not sel.search(msg.template):
                 continue
             pat = message_pattern(msg.parts)

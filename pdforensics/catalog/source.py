@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
 import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pdforensics import linear
 from pdforensics.errors import PdforensicsError
+
+_NAME_SGLANG = linear.compile(r'^name\s*=\s*"sglang"', linear.M)
+_VERSION_LINE = linear.compile(r'^version\s*=\s*"([^"]+)"', linear.M)
 
 MARKER = "srt/server_args.py"
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -88,7 +91,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-_VERSION_LINE = re.compile(r"^Version:\s*(\S+)\s*$", re.MULTILINE)
+_VERSION_LINE = linear.compile(r"^Version:\s*(\S+)\s*$", linear.M)
 
 
 def _open_wheel(path: Path) -> SourceTree:
@@ -142,8 +145,8 @@ def _dist_info_version(pkg: Path) -> str | None:
             text = pyproject.read_text("utf-8", "replace")
         except OSError:
             continue
-        if re.search(r'^name\s*=\s*"sglang"', text, re.MULTILINE):
-            m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
+        if _NAME_SGLANG.search(text):
+            m = _VERSION_LINE.search(text)
             if m:
                 return m.group(1)
     return None

@@ -23,14 +23,22 @@ from pdforensics.cli.watch import watch
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="pdforensics")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks on errors (debugging).")
-def main(traceback: bool) -> None:
+@click.pass_context
+def main(ctx: click.Context, traceback: bool) -> None:
     """Evidence-first forensics for SGLang prefill-decode clusters.
 
     capture during a wedge, analyze/report a bundle, lab to rehearse.
     """
+    import os
+
     from pdforensics.terminal import install
 
     install()  # host text never reaches the terminal with its control characters
+    if ctx.invoked_subcommand != "lab":
+        # every file and directory the tool writes (bundles, store, index, reports, summaries,
+        # temporary files) holds host text: owner-only, whatever the user's umask. The lab is left
+        # alone: its servers and sshd hosts may run as other users that read its files.
+        os.umask(0o077)
 
 
 

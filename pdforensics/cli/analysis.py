@@ -84,21 +84,34 @@ def triage(files: tuple[str, ...], as_json: bool, fail_on: str | None) -> None:
 
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False))
-@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind).")
+@click.option("--secrets", is_flag=True, help="Also scan every file for unredacted secrets (file:line, kind): "
+              "pdforensics' own detectors, an entropy check and detect-secrets' rules as a second opinion.")
+@click.option("--explain", is_flag=True, help="Say what redaction replaced, by source and kind, with counts "
+              "(never a value).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: bundle, ok, secrets_scanned, problems.")
 @handles_errors
-def verify(bundle: str, secrets: bool, as_json: bool) -> None:
-    """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem."""
+def verify(bundle: str, secrets: bool, explain: bool, as_json: bool) -> None:
+    """Re-check BUNDLE against its manifest (changed, missing, extra files); exit 1 on any problem.
+
+    With --secrets, exit 0 means no check found an unredacted secret: the gate before a bundle
+    leaves the cluster."""
     from pdforensics.bundle.ondisk import verify_bundle
+    from pdforensics.bundle.secrets_scan import explain as explain_lines
     from pdforensics.bundle.secrets_scan import scan_report
 
-    problems = verify_bundle(bundle) + (scan_report(bundle) if secrets else [])
+    found, notes = scan_report(bundle) if secrets else ([], [])
+    problems = verify_bundle(bundle) + found
+    explained = explain_lines(bundle) if explain else []
     if as_json:
         click.echo(json.dumps({"bundle": bundle, "ok": not problems, "secrets_scanned": secrets,
-                               "problems": problems}, indent=1))
+                               "problems": problems, "notes": notes, "redaction": explained}, indent=1))
         sys.exit(ExitStatus.ERROR if problems else ExitStatus.OK)
+    for line in explained:
+        click.echo(line)
     for p in problems:
         click.echo(p)
+    for n in notes:
+        click.echo(n, err=True)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         sys.exit(ExitStatus.ERROR)

@@ -27,7 +27,9 @@ from pdforensics.cli.options import DURATION, Output, collect_options, output_op
               help="Store that files the captures [$PDFORENSICS_STORE, the cluster file's "
               "store, else the user data dir].")
 @click.option("--metrics-port", type=int, help="Serve the watcher's own Prometheus metrics here.")
-@click.option("--metrics-addr", default="0.0.0.0", show_default=True, help="Address for --metrics-port.")
+@click.option("--metrics-addr", default="127.0.0.1", show_default=True,
+              help="Address for --metrics-port (loopback: the series name the cluster and its hosts; "
+              "give 0.0.0.0 to let a Prometheus elsewhere scrape it).")
 @click.option("--prometheus", "prometheus", help="Prometheus URL: captures store its history of the PD series.")
 @click.option("--history", default="2h", show_default=True, type=DURATION,
               help="Window of Prometheus history stored with each capture.")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.collectors.base import CHEAP, DISCOVERY, MIB, NORMAL, SLOW, Source, Target, register
 from pdforensics.collectors.feeds import Feed, fetch, metric_sample
 from pdforensics.model import HostSpec
@@ -11,7 +10,7 @@ from pdforensics.model import HostSpec
 HTTP_TIMEOUT_S = 5.0
 # `--host` of a server comes from the host's own ps: anything else than a host name or an
 # IP address (a path, `@`, `#`, a space) is not used in a URL; the server is asked locally
-HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.\-]{0,252})|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*")
+HOSTNAME = linear.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.\-]{0,252})|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*")
 
 
 def url_for(t: Target, port: int | None = None) -> str:

@@ -3,16 +3,16 @@ goes and how far back it reaches, request-level logging."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, fail, ok, warn
 from pdforensics.views.loaded import ServiceView
 
-_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
+_STAMP = linear.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
 #: a log that starts after its server did (rotated) and reaches back less than this warns
 SHORT_REACH_S = 3600.0
 

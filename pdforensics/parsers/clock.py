@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.errors import ParseError
 
-_EPOCH = re.compile(r"^\d{1,12}(?:\.\d{1,9})?$")
+_EPOCH = linear.compile(r"^\d{1,12}(?:\.\d{1,9})?$")
 
 
 def parse_epoch(text: str) -> float | None:

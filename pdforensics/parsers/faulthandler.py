@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
-_HEAD = re.compile(
+_HEAD = linear.compile(
     r"^(?P<cur>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)"
     r"(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):\s*$"
 )
-_STACK = re.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
-_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
-_OTHER = re.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
+_STACK = linear.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
+_FRAME = linear.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
+_OTHER = linear.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
 #: lines that open a faulthandler dump (for finding dumps inside logs)
-START = re.compile(r"^(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!)")
+START = linear.compile(r"^(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!)")
 HEAD = _HEAD
 FRAME = _FRAME
 OTHER = _OTHER
@@ -56,7 +56,7 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
             frame = cache.get(key)
             if frame is None:
                 ln = fm.group("line")
-                frame = Frame(key[0], key[1], int(ln) if ln.isdigit() else None)
+                frame = Frame(key[0], key[1], to_int(ln) if ln.isdigit() else None)
                 cache[key] = frame
             frames.append(frame)
             continue

@@ -9,13 +9,14 @@ Text that does not start with a status line raises ParseError.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 
-_STATUS_RE = re.compile(rb"^(HTTP/\d(?:\.\d)?) ([1-9]\d{2})(?: (.*))?$")  # RFC 9110: 100-999
-_HEADER_RE = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
+_STATUS_RE = linear.compile(rb"^(HTTP/\d(?:\.\d)?) ([1-9]\d{2})(?: (.*))?$")  # RFC 9110: 100-999
+_HEADER_RE = linear.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,10 @@ class HttpResponse:
     def body_truncated(self) -> bool:
         """True when Content-Length promises more bytes than arrived."""
         length = self.header("content-length")
-        if length is None or not length.strip().isdigit():
+        promised = to_int(length) if length is not None and length.strip().isdigit() else None
+        if promised is None:
             return not self.headers_complete
-        return len(self.body) < int(length.strip())
+        return len(self.body) < promised
 
     def text(self) -> str:
         """The body decoded as UTF-8 with replacement."""

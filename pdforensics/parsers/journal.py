@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import calendar
 import hashlib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -18,8 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from pdforensics import linear
+
 Kind = Literal["cause", "consequence", "noise"]
-ANSI_CODE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI_CODE = linear.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Signature:
     """
 
     key: str
-    pattern: re.Pattern[str]
+    pattern: linear.Pattern[str]
     kind: Kind
     description: str
     literals: tuple[str, ...]
@@ -65,8 +66,8 @@ def _signatures_from_table() -> tuple[Signature, ...]:
             continue
         regexes = sorted({r["regex"] for r in rows})
         literals = tuple(sorted({r["literal"] for r in rows}, key=lambda x: (-len(x), x)))
-        out.append(Signature(row["key"], re.compile("|".join(f"(?:{r})" for r in regexes),
-                                                    re.IGNORECASE),
+        out.append(Signature(row["key"], linear.compile("|".join(f"(?:{r})" for r in regexes),
+                                                    linear.I),
                              row["label"], row["description"], literals,
                              bool(row.get("masks_causes"))))
     return tuple(out)
@@ -80,18 +81,18 @@ _SAMPLE_CHARS = 500
 
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
-_COMPOSE_RE = re.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
-_ISO_RE = re.compile(
+_COMPOSE_RE = linear.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
+_ISO_RE = linear.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
     r"(Z|[+-]\d\d:?\d\d| ?UTC)?"
 )
-_SGLANG_RE = re.compile(
+_SGLANG_RE = linear.compile(
     r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?((?: [A-Z]{1,3}\d+)*)\]"
 )
-_DMESG_T_RE = re.compile(
+_DMESG_T_RE = linear.compile(
     r"^\[(?:[A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]"
 )
-_RANK_ONLY_RE = re.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+_RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 
 
 def _epoch(parts: Sequence[str | None]) -> float | None:

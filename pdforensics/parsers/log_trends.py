@@ -8,18 +8,19 @@ goes up until the log ends means requests enter that stage and never leave it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from pdforensics import linear
 
 #: A rising run needs this many batch lines of one rank, this many strict rises and this
 #: much growth from its first line to its last, and must reach the end of that rank's lines.
 MIN_LINES = 4
 MIN_RISES = 3
 MIN_GROWTH = 3
-_FIELD_RE = re.compile(r"(#[a-z][a-z-]*-req): (\d+)")
-_ROLE_RE = re.compile(r"\b(prefill|decode) batch", re.IGNORECASE)
+_FIELD_RE = linear.compile(r"(#[a-z][a-z-]*-req): (\d+)")
+_ROLE_RE = linear.compile(r"\b(prefill|decode) batch", linear.I)
 
 
 @dataclass(frozen=True)

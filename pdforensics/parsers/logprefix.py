@@ -8,31 +8,32 @@ identifier) so two services' lines never mix inside one dump.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
+
 # docker compose: "svc-1  | " (v2) or "svc_1      | " (v1); the dump's own indentation follows "| ".
-_COMPOSE = re.compile(r"^(?P<stream>[A-Za-z0-9][\w.-]*)\s+\| ?")
+_COMPOSE = linear.compile(r"^(?P<stream>[A-Za-z0-9][\w.-]*)\s+\| ?")
 # kubectl logs --prefix: "[pod/name/container] "
-_KUBECTL = re.compile(r"^\[(?P<stream>pod/[^\]\s]+)\] ")
+_KUBECTL = linear.compile(r"^\[(?P<stream>pod/[^\]\s]+)\] ")
 # journald short / syslog: "Dec 28 06:43:00 host ident[pid]: " (any 3-letter month, any locale)
-_JOURNAL = re.compile(
+_JOURNAL = linear.compile(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?:\S+ )?(?P<stream>[^\s:\[]+)(?:\[\d+\])?: ")
 # journald short-iso / RFC 3339 host lines: "2025-01-01T10:00:00+0000 host ident[pid]: "
-_JOURNAL_ISO = re.compile(
+_JOURNAL_ISO = linear.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) \S+ "
     r"(?P<stream>[^\s:\[]+)\[\d+\]: ")
 # kubectl --timestamps / docker logs -t / plain ISO time: "2025-06-19T08:18:45.701Z "
-_ISO = re.compile(
+_ISO = linear.compile(
     r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
 # SGLang: "[2025-08-02 19:24:30 TP3] ", "[2025-06-26 07:25:31 DP4 TP4] ", "[12-16 14:27:08] "
-_SGLANG = re.compile(
+_SGLANG = linear.compile(
     r"^\[(?P<ts>(?:\d{4}-)?\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
     r"(?P<ranks>(?: (?:DP|PP|TP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ")
 # other bracketed time prefixes: Apache "[Mon Mar 05 16:35:24.7 2018] [wsgi:error] [pid 1:tid 2] ",
 # RUST_LOG "[2025-04-28T11:19:52.70Z WARN  py_spy] "; only when the first bracket holds a time.
-_BRACKETS = re.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
-_QUOTE = re.compile(r"^> ?")  # a log quoted in Markdown
+_BRACKETS = linear.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
+_QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
 
 _MAX_LAYERS = 6
 

@@ -19,11 +19,12 @@ rows ("Unable to determine the device handle for GPU ...") are kept as a GpuInfo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.journal import parse_log_timestamp
 
 QUERY_GPU_FIELDS: tuple[str, ...] = (
@@ -46,9 +47,9 @@ _FIELD_ALIASES = {
 }
 _MISSING = {"[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]",
             "[gpu is lost]", "[gpu requires reset]", "[not available]", ""}
-_UNIT_RE = re.compile(r"^(.*?)\s*(?:%|MiB|GiB|KiB|W|MHz|C)$")
-_HEADER_UNIT_RE = re.compile(r"\s*\[[^\]]*\]$")
-_BUS_RE = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
+_UNIT_RE = linear.compile(r"^(.*?)\s*(?:%|MiB|GiB|KiB|W|MHz|C)$")
+_HEADER_UNIT_RE = linear.compile(r"\s*\[[^\]]*\]$")
+_BUS_RE = linear.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _FATAL = ("NVIDIA-SMI has failed", "Failed to initialize NVML", "couldn't communicate with the",
           "Field \"", "is not a valid field", "Invalid combination")
 
@@ -160,11 +161,11 @@ def _int(v: str) -> int | None:
     v = v.strip()
     if _missing(v):
         return None
-    try:
-        return int(v, 16) if v.lower().startswith("0x") else int(v)
-    except ValueError:
-        f = _num(v)
-        return int(f) if f is not None and f.is_integer() else None
+    n = to_int(v, 16) if v.lower().startswith("0x") else to_int(v)
+    if n is not None:
+        return n
+    f = _num(v)  # "12.0"
+    return int(f) if f is not None and f.is_integer() and abs(f) < 1e18 else None
 
 
 def _str(v: str) -> str | None:
@@ -265,8 +266,8 @@ def parse_compute_apps(text: str, fields: Sequence[str] | None = None) -> tuple[
     return tuple(out)
 
 
-_NVL_GPU_RE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_NVL_LINK_RE = re.compile(r"^\s*Link (\d+): ([^:]+?):\s*(\S.*?)\s*$")
+_NVL_GPU_RE = linear.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
+_NVL_LINK_RE = linear.compile(r"^\s*Link (\d+): ([^:]+?):\s*(\S.*?)\s*$")
 
 
 def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
@@ -288,7 +289,7 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
         m = _NVL_GPU_RE.match(line)
         if m:
             flush()
-            cur = (int(m.group(1)), m.group(2).strip(), m.group(3))
+            cur = (to_int(m.group(1)) or 0, m.group(2).strip(), m.group(3))
             links = {}
             continue
         m = _NVL_LINK_RE.match(line)
@@ -296,15 +297,15 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkGpu, ...]:
             value = _int(m.group(3))
             if value is None and not _missing(m.group(3)):
                 raise ParseError("NVLink counter is not a number", line=line, lineno=lineno)
-            links.setdefault(int(m.group(1)), []).append((m.group(2).strip(), value))
+            links.setdefault(to_int(m.group(1)) or 0, []).append((m.group(2).strip(), value))
             continue
         raise ParseError("not an nvidia-smi nvlink -e line", line=line, lineno=lineno)
     flush()
     return tuple(gpus)
 
 
-_Q_LINE_RE = re.compile(r"^(\s*)(\S.*?)\s*(?::\s*(.*?))?\s*$")
-_Q_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_Q_LINE_RE = linear.compile(r"^(\s*)(\S.*?)\s*(?::\s*(.*?))?\s*$")
+_Q_GPU_RE = linear.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 
 
 def _yes_no(v: str) -> bool | None:
@@ -365,11 +366,11 @@ def parse_row_remapper(text: str) -> tuple[RowRemap, ...]:
     return tuple(out)
 
 
-_XID_RE = re.compile(
+_XID_RE = linear.compile(
     r"NVRM: Xid \((?:PCI:)?([^)\s]+)(?: [^)]*)?\): (\d+), (?:pid=('?[^,]*?'?), )?"
     r"(?:name=([^,]*?), )?(.*)$"
 )
-_UPTIME_RE = re.compile(r"\[\s*(\d+\.\d+)\]")
+_UPTIME_RE = linear.compile(r"\[\s*(\d+\.\d+)\]")
 
 
 def parse_xid_lines(text: str) -> tuple[XidEvent, ...]:
@@ -387,8 +388,8 @@ def parse_xid_lines(text: str) -> tuple[XidEvent, ...]:
         proc = m.group(4)
         out.append(XidEvent(
             pci=m.group(1),
-            xid=int(m.group(2)),
-            pid=int(pid_text) if pid_text.isdigit() else None,
+            xid=to_int(m.group(2)) or 0,
+            pid=to_int(pid_text) if pid_text.isdigit() else None,
             process=None if proc is None or proc.strip("<>") == "unknown" else proc,
             message=m.group(5).strip(),
             epoch=parse_log_timestamp(line),

@@ -8,10 +8,10 @@ Line-oriented and lenient: a line that cannot be read is recorded in
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pdforensics import linear
 from pdforensics.catalog.aliases import METRIC_ALIASES as _CATALOG_ALIASES  # noqa: E402
 from pdforensics.catalog.aliases import canonical_metric  # noqa: E402
 
@@ -29,18 +29,18 @@ _SUFFIXES: dict[str, tuple[str, ...]] = {
 }
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_NAME_RE = re.compile(_NAME)
-_SAMPLE_RE = re.compile(rf"({_NAME})[ \t]*(?:\{{(.*)\}})?[ \t]*([^ \t]+)(?:[ \t]+([^ \t]+))?[ \t]*")
+_NAME_RE = linear.compile(_NAME)
+_SAMPLE_RE = linear.compile(rf"({_NAME})[ \t]*(?:\{{(.*)\}})?[ \t]*([^ \t]+)(?:[ \t]+([^ \t]+))?[ \t]*")
 _PAIR = r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*'
 _PAIR_NC = r'[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"(?:[^"\\\n]|\\.)*"[ \t]*'
-_LABEL_RE = re.compile(_PAIR)
-_KEY_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_LABELS_FULL_RE = re.compile(rf"[ \t]*|(?:{_PAIR_NC},)*{_PAIR_NC},?[ \t]*")
-_EXEMPLAR_RE = re.compile(r"[ \t]+#[ \t]+\{[^}]*\}.*$")
+_LABEL_RE = linear.compile(_PAIR)
+_KEY_RE = linear.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_LABELS_FULL_RE = linear.compile(rf"[ \t]*|(?:{_PAIR_NC},)*{_PAIR_NC},?[ \t]*")
+_EXEMPLAR_RE = linear.compile(r"[ \t]+#[ \t]+\{[^}]*\}.*$")
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
-_ESC_RE = re.compile(r"\\[\\\"n]")
+_ESC_RE = linear.compile(r"\\[\\\"n]")
 _VALUE_WORDS = {"nan": math.nan, "+inf": math.inf, "inf": math.inf, "-inf": -math.inf}
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+")
+_NUMBER_RE = linear.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+")
 
 
 def canonical_name(name: str) -> str:
@@ -205,7 +205,7 @@ def _parse_labels_plain(body: str, memo: dict[str, tuple[str, str]]) -> Labels |
     return tuple(pairs)
 
 
-def _unescape(m: re.Match[str]) -> str:
+def _unescape(m: linear.Match[str]) -> str:
     return _ESCAPES[m.group(0)]
 
 

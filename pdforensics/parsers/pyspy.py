@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error as classify_pyspy_error
 from pdforensics.parsers.pyspy_errors import is_failure_line
 
-_PROCESS = re.compile(r"^Process (\d+): ?(.*)$")
-_PARENT = re.compile(r"^Parent Process (\d+): ?(.*)$")
-_PYVER = re.compile(r"^Python v(\S+)")
-_THREAD = re.compile(r'^Thread (0[xX][0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
+_PROCESS = linear.compile(r"^Process (\d+): ?(.*)$")
+_PARENT = linear.compile(r"^Parent Process (\d+): ?(.*)$")
+_PYVER = linear.compile(r"^Python v(\S+)")
+_THREAD = linear.compile(r'^Thread (0[xX][0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
 _NATIVE_EXT = (".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh", ".rs", ".S")
-_SEPARATOR = re.compile(r"^-{20,}\s*$")
-_VAR = re.compile(r"^(\S[^:]*): ?(.*)$")
+_SEPARATOR = linear.compile(r"^-{20,}\s*$")
+_VAR = linear.compile(r"^(\S[^:]*): ?(.*)$")
 
 
 def _is_native(function: str, file: str) -> bool:
@@ -44,7 +45,7 @@ def _parse_frame(body: str) -> Frame | None:
         return None
     file, colon, num = loc.rpartition(":")
     if colon and num.isdecimal() and num.isascii():
-        return Frame(function, file, int(num), _is_native(function, file))
+        return Frame(function, file, to_int(num), _is_native(function, file))
     return Frame(function, loc, None, _is_native(function, loc))
 
 
@@ -228,14 +229,14 @@ class _TextParser:
             self.end_error()
             self.in_error = False
             self.close_process()
-            self.proc = _ProcessBuilder(int(m.group(1)), m.group(2).strip())
+            self.proc = _ProcessBuilder(to_int(m.group(1)), m.group(2).strip())
             return True
         return self.meta_line(line, lineno)
 
     def meta_line(self, line: str, lineno: int) -> bool:
         m = _PARENT.match(line)
         if m is not None and self.proc is not None:
-            self.proc.ppid, self.proc.pcmd = int(m.group(1)), m.group(2).strip()
+            self.proc.ppid, self.proc.pcmd = to_int(m.group(1)), m.group(2).strip()
             return True
         m = _PYVER.match(line)
         if m is not None and self.proc is not None:
@@ -277,7 +278,7 @@ class _TextParser:
         self.in_error = True
 
 
-_HEADERS = re.compile(r"^(?:Python v\S|Parent Process \d+|Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+)"
+_HEADERS = linear.compile(r"^(?:Python v\S|Parent Process \d+|Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+)"
                       r" \(|-{20,}\s*$)")
 
 
@@ -295,7 +296,7 @@ def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:
 
 # a login shell's banner (an rc file's echo, a motd) before the dump: unindented lines that
 # come before the first `Process N:` or `Thread 0x` line, with no frame among them
-_DUMP_START = re.compile(r"^(?:Process \d+: |Thread 0x)", re.M)
+_DUMP_START = linear.compile(r"^(?:Process \d+: |Thread 0x)", linear.M)
 
 
 def _after_banner(text: str) -> str:
@@ -333,7 +334,7 @@ def _json_frame(obj: object, cache: dict[tuple[object, ...], Frame]) -> Frame:
     return hit
 
 
-_JSON_START = re.compile(r"^\s*\[", re.M)
+_JSON_START = linear.compile(r"^\s*\[", linear.M)
 
 
 def parse_pyspy_json(text: str) -> tuple[ProcessDump, ...]:
@@ -379,14 +380,14 @@ def parse_pyspy_json(text: str) -> tuple[ProcessDump, ...]:
 
 # --- SGLang watchdog logs -------------------------------------------------------------
 
-_LOG_PREFIX = re.compile(
+_LOG_PREFIX = linear.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<ranks>(?: [A-Z]{2}\d+)*)\] "
 )
-_PYSPY_HEAD = re.compile(r"Pyspy dump for PID (\d+)(?: \([^)]*\))?:\s*(.*)$")
-_PYSPY_FAIL = re.compile(r"Pyspy failed to dump PID (\d+)\.? ?(?:Error: )?(.*)$")
-_COMPOSE = re.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
-_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
-_DUMP_LINE = re.compile(
+_PYSPY_HEAD = linear.compile(r"Pyspy dump for PID (\d+)(?: \([^)]*\))?:\s*(.*)$")
+_PYSPY_FAIL = linear.compile(r"Pyspy failed to dump PID (\d+)\.? ?(?:Error: )?(.*)$")
+_COMPOSE = linear.compile(r"^(?P<svc>[A-Za-z0-9][\w.-]*)\s+\| ?")
+_JOURNAL = linear.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
+_DUMP_LINE = linear.compile(
     r"^(?:Process \d+|Parent Process \d+|Python v|Thread (?:0[xX])?[0-9A-Fa-f]+ "
     r"\(|-{20,}|    |Error:|Caused by:|Stack backtrace:|Permission Denied)"
 )
@@ -427,7 +428,7 @@ def extract_watchdog_dumps(log_text: str) -> tuple[ProcessDump, ...]:
             while j < len(lines) and not _LOG_PREFIX.match(lines[j][0]) and lines[j][0].strip():
                 msg = msg or lines[j][0].strip()
                 j += 1
-            out.append(ProcessDump("watchdog", (), int(fm.group(1)), rank=rank, timestamp=ts,
+            out.append(ProcessDump("watchdog", (), to_int(fm.group(1)), rank=rank, timestamp=ts,
                                    service=svc, error=msg or "py-spy failed"))
             i = j
             continue
@@ -444,12 +445,12 @@ def extract_watchdog_dumps(log_text: str) -> tuple[ProcessDump, ...]:
         try:
             dumps = parse_pyspy_text("\n".join(body))
         except ParseError as exc:
-            dumps = (ProcessDump("pyspy", (), int(hm.group(1)), error=f"unreadable dump: {exc}"),)
+            dumps = (ProcessDump("pyspy", (), to_int(hm.group(1)), error=f"unreadable dump: {exc}"),)
         if not dumps:
-            dumps = (ProcessDump("pyspy", (), int(hm.group(1)), error="empty py-spy dump"),)
+            dumps = (ProcessDump("pyspy", (), to_int(hm.group(1)), error="empty py-spy dump"),)
         for d in dumps:
             out.append(ProcessDump("watchdog", d.threads, d.pid if d.pid is not None
-                                   else int(hm.group(1)), d.command, d.python_version,
+                                   else to_int(hm.group(1)), d.command, d.python_version,
                                    d.parent_pid, d.parent_command, rank, ts, svc, d.error))
     return tuple(out)
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.parsers.frames import PyspyFailure
+
+_ERROR_LINE = linear.compile(r"Error\s*:")
 
 # A line py-spy (or SGLang's wrapper around it) prints when it fails. Only such lines are
 # classified: a log line that merely says "timed out" is not a py-spy failure.
-_FAILURE_LINE = re.compile(
+_FAILURE_LINE = linear.compile(
     r"^\s*(?:Error\s*:|Reason\s*:|Caused by:|Permission Denied|\d+: .*\(os error \d+\))"
     r"|py-spy|py_spy|Pyspy failed|Failed to (?:suspend|get stack trace|open process|find python"
-    r"|get process executable|copy Py_Version)", re.I)
+    r"|get process executable|copy Py_Version)", linear.I)
 
 _FIX_PERMISSION = ("run py-spy as root (sudo) or grant CAP_SYS_PTRACE (docker: --cap-add "
                    "SYS_PTRACE; k8s: securityContext.capabilities.add [SYS_PTRACE]); check "
@@ -20,45 +21,45 @@ _FIX_TIMEOUT = ("py-spy hung (often waitpid on a D-state thread): read /proc/PID
                 "/proc/PID/stack, then retry with py-spy dump --nonblocking and a shorter timeout")
 
 #: (cause, pattern, fix), most specific first; the first cause any failure line matches wins.
-FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+FAILURES: tuple[tuple[str, linear.Pattern[str], str], ...] = (
     ("not_installed",
-     re.compile(r"py-spy: (?:command )?not found|py-spy: No such file|No such file or directory"
-                r".*py-spy|failed to run command .?py-spy|executable file not found.*py-spy", re.I),
+     linear.compile(r"py-spy: (?:command )?not found|py-spy: No such file|No such file or directory"
+                r".*py-spy|failed to run command .?py-spy|executable file not found.*py-spy", linear.I),
      "py-spy is not installed where it ran (SGLang's watchdog calls it from the server's "
      "environment): pip install py-spy in that image/venv, or opt in to the install flag"),
-    ("suspend_failed", re.compile(r"Failed to suspend process", re.I),
+    ("suspend_failed", linear.compile(r"Failed to suspend process", linear.I),
      "ptrace could not stop the target (D or T state, or already traced by gdb/another "
      "py-spy): read /proc/PID/status and /proc/PID/stack, then retry with py-spy dump "
      "--nonblocking"),
     ("native_unsupported",
-     re.compile(r"failed to get os threadid|Failed to (?:get|find) native|libunwind|"
-                r"unwind.*(?:fail|error)", re.I),
+     linear.compile(r"failed to get os threadid|Failed to (?:get|find) native|libunwind|"
+                r"unwind.*(?:fail|error)", linear.I),
      "--native could not map Python threads to OS threads (usually py-spy and the target are "
      "in different PID namespaces): run py-spy inside the target's container, or drop --native"),
     ("unsupported_python",
-     re.compile(r"Failed to copy Py_Version|Unsupported version of Python|unknown .*offset|"
-                r"failed to get gil_thread_id", re.I),
+     linear.compile(r"Failed to copy Py_Version|Unsupported version of Python|unknown .*offset|"
+                r"failed to get gil_thread_id", linear.I),
      "this py-spy cannot read the target's Python version: upgrade py-spy (0.4.x reads "
      "3.12/3.13), or use pystack remote PID"),
     ("not_python",
-     re.compile(r"Failed to find (?:a )?python (?:version|interpreter)|Failed to get python "
-                r"version|not a python process", re.I),
+     linear.compile(r"Failed to find (?:a )?python (?:version|interpreter)|Failed to get python "
+                r"version|not a python process", linear.I),
      "the pid is not a Python interpreter (a shell, a Go/C++ helper or a static binary): "
      "dump the scheduler/worker pid instead (children of launch_server)"),
     ("permission",
-     re.compile(r"Permission Denied|Operation not permitted|EPERM|Access is denied|"
-                r"ptrace.*denied|os error (?:1|5|13)\)", re.I),
+     linear.compile(r"Permission Denied|Operation not permitted|EPERM|Access is denied|"
+                r"ptrace.*denied|os error (?:1|5|13)\)", linear.I),
      _FIX_PERMISSION),
     ("no_such_process",
-     re.compile(r"No such process|Failed to get process executable name|Failed to open process"
-                r"|process \d+ .*not found|os error 3\)|No child process", re.I),
+     linear.compile(r"No such process|Failed to get process executable name|Failed to open process"
+                r"|process \d+ .*not found|os error 3\)|No child process", linear.I),
      "the process is gone (exited or restarted): re-run discovery (ps) and dump the current pid"),
     ("file_not_found",
-     re.compile(r"No such file or directory|os error 2\)", re.I),
+     linear.compile(r"No such file or directory|os error 2\)", linear.I),
      "py-spy could not open a file of the target: its python binary was replaced since it "
      "started (readlink /proc/PID/exe ends in '(deleted)'), or it runs in another mount "
      "namespace: run py-spy inside the target's container, or restart the process"),
-    ("timeout", re.compile(r"timed out|timeout|deadline exceeded", re.I), _FIX_TIMEOUT),
+    ("timeout", linear.compile(r"timed out|timeout|deadline exceeded", linear.I), _FIX_TIMEOUT),
 )
 
 _UNKNOWN_FIX = ("read py-spy's message; check that py-spy --version supports this Python and "
@@ -76,7 +77,7 @@ def is_failure_line(line: str) -> bool:
 
 
 def _error_line(lines: list[str]) -> str:
-    return next((ln for ln in lines if re.match(r"Error\s*:", ln)), lines[0] if lines else "")
+    return next((ln for ln in lines if _ERROR_LINE.match(ln)), lines[0] if lines else "")
 
 
 def classify_pyspy_error(stderr: str, exit_status: int | None) -> PyspyFailure | None:
@@ -89,7 +90,7 @@ def classify_pyspy_error(stderr: str, exit_status: int | None) -> PyspyFailure |
     for reason, pattern, fix in FAILURES:
         for ln in lines:
             if pattern.search(ln):
-                err = next((e for e in lines if re.match(r"Error\s*:", e)), ln)
+                err = next((e for e in lines if _ERROR_LINE.match(e)), ln)
                 return PyspyFailure(reason, err[:300], fix)
     if exit_status in (126, 127):
         return PyspyFailure("not_installed", (lines[0] if lines else f"exit {exit_status}")[:300],

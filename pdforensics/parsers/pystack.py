@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
-HEAD = re.compile(
+HEAD = linear.compile(
     r"^Traceback for thread (?P<tid>\d+)(?: \((?P<name>[^)]*)\))? \[(?P<status>[^\]]*)\]"
     r" \(most recent call last\):\s*$")
-FRAME = re.compile(
+FRAME = linear.compile(
     r"^\s+\((?P<kind>Python|C)\) File \"(?P<file>[^\"]*)\", line (?P<line>\d+), in "
     r"(?P<func>.+?)(?: \((?P<lib>[^()]*)\))?\s*$")
-_PID = re.compile(r"^(?:Dumping threads for process|pid:) (\d+)")
+_PID = linear.compile(r"^(?:Dumping threads for process|pid:) (\d+)")
 
 
 def _state(status: str) -> str:
@@ -21,9 +21,9 @@ def _state(status: str) -> str:
     return "gil" if "Has the GIL" in status else ""
 
 
-def _frame(m: re.Match[str]) -> Frame:
+def _frame(m: linear.Match[str]) -> Frame:
     func = m.group("func").removesuffix(" (inlined)")
-    line = int(m.group("line"))
+    line = to_int(m.group("line"))
     if m.group("kind") == "C":
         return Frame(func, m.group("file"), line or None, True, "", ())
     return Frame(func, m.group("file"), line or None)
@@ -34,7 +34,7 @@ def parse_pystack(text: str) -> ProcessDump | None:
     if not text.strip():
         return None
     threads: list[ThreadStack] = []
-    head: re.Match[str] | None = None
+    head: linear.Match[str] | None = None
     frames: list[Frame] = []
     pid: int | None = None
 
@@ -55,7 +55,7 @@ def parse_pystack(text: str) -> ProcessDump | None:
             continue
         pm = _PID.match(line)
         if pm is not None and pid is None:
-            pid = int(pm.group(1))
+            pid = to_int(pm.group(1))
     close()
     if not threads:
         first = next(ln for ln in text.splitlines() if ln.strip())

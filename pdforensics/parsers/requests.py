@@ -21,9 +21,10 @@ Pure functions of a string: never raises on arbitrary text; empty text gives no 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 
 # event -> the pipeline stage it proves a request reached (analysis/requests_stages.py)
@@ -36,21 +37,21 @@ EVENTS = (
 _MAX_LINE = 20_000  # a Receive line at --log-requests-level 3 can be long; cut for regexes
 _DETAIL = 300
 _RID = r"""(?:rid|req\.rid|decode_req\.req\.rid)=['"]?([\w.:-]{1,200})['"]?"""
-_RID_RE = re.compile(r"(?<![\w.])" + _RID)
-_ROOM_RE = re.compile(r"bootstrap_room=(-?\d{1,40})")
-_FAILED_RE = re.compile(
+_RID_RE = linear.compile(r"(?:^|[^\w.])" + _RID)
+_ROOM_RE = linear.compile(r"bootstrap_room=(-?\d{1,40})")
+_FAILED_RE = linear.compile(
     r"(Prefill bootstrap|Prefill transfer|Decode handshake|Decode transfer) failed for request")
 _FAILED_EVENT = {"Prefill bootstrap": "bootstrap_failed", "Prefill transfer": "kv_send_failed",
                  "Decode handshake": "handshake_failed", "Decode transfer": "transfer_failed"}
-_TIMEOUT_RE = re.compile(
+_TIMEOUT_RE = linear.compile(
     r"Request (-?\d{1,40}) timed out after [\d.]+s in KVPoll\.(Bootstrapping|WaitingForInput)")
-_ABORT_Q_RE = re.compile(r"Abort (bootstrap|inflight|prealloc|transfer|running) queue request\."
+_ABORT_Q_RE = linear.compile(r"Abort (bootstrap|inflight|prealloc|transfer|running) queue request\."
                          r"|Abort (running|queued) request\.")
-_JSON_EVENT_RE = re.compile(r'"(request\.received|request\.finished)"')
-_JSON_RID_RE = re.compile(r'"rid":\s*"([\w.:-]{1,200})"')
-_ROUTER_RE = re.compile(r"(started|finished) processing request")
-_ROUTER_ID_RE = re.compile(r"""request_id[=:]\s*"?([\w.:-]{1,200})"?""")
-_FINISH_TYPE_RE = re.compile(r"'finish_reason': \{'type': '(\w+)'")
+_JSON_EVENT_RE = linear.compile(r'"(request\.received|request\.finished)"')
+_JSON_RID_RE = linear.compile(r'"rid":\s*"([\w.:-]{1,200})"')
+_ROUTER_RE = linear.compile(r"(started|finished) processing request")
+_ROUTER_ID_RE = linear.compile(r"""request_id[=:]\s*"?([\w.:-]{1,200})"?""")
+_FINISH_TYPE_RE = linear.compile(r"'finish_reason': \{'type': '(\w+)'")
 _ROUTER_SOURCES = ("smg", "sglang_router", "model_gateway")
 
 
@@ -131,10 +132,10 @@ def _ids(kind: str, line: str) -> tuple[str | None, int | None]:
         return (m.group(1) if m else None), None
     if kind in ("bootstrap_timeout", "waiting_timeout"):
         t = _TIMEOUT_RE.search(line)
-        return None, (int(t.group(1)) if t else None)
+        return None, (to_int(t.group(1)) if t else None)
     rid_m = _RID_RE.search(line) or _JSON_RID_RE.search(line)
     rid = rid_m.group(1) if rid_m else None
     if rid in ("None", "none", "null"):
         rid = None
     room_m = _ROOM_RE.search(line)
-    return rid, (int(room_m.group(1)) if room_m else None)
+    return rid, (to_int(room_m.group(1)) if room_m else None)

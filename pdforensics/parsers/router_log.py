@@ -9,15 +9,16 @@ A log is a grep target: lines that match nothing are skipped, so this never rais
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-STAMP = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)")
-REQUEST_ID = re.compile(r'request_id="([^"]{1,80})"')
-TRANSITION = re.compile(r"[Cc]ircuit breaker state transition: (\w+) -> (\w+)(?:.*?worker_url=(\S+))?")
-WORKER_ERROR = re.compile(r"(Prefill|Decode) server returned error status (?:\w+_url=(\S+) )?status=(\d{3})")
-NO_WORKERS = re.compile(r"No (?:available )?(prefill|decode) workers")
+from pdforensics import linear
+
+ANSI = linear.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+STAMP = linear.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)")
+REQUEST_ID = linear.compile(r'request_id="([^"]{1,80})"')
+TRANSITION = linear.compile(r"[Cc]ircuit breaker state transition: (\w+) -> (\w+)(?:.*?worker_url=(\S+))?")
+WORKER_ERROR = linear.compile(r"(Prefill|Decode) server returned error status (?:\w+_url=(\S+) )?status=(\d{3})")
+NO_WORKERS = linear.compile(r"No (?:available )?(prefill|decode) workers")
 MAX_TRANSITIONS = 500
 
 

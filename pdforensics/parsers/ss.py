@@ -8,16 +8,16 @@ old iproute2's ``:::22`` and ``127.0.0.53%lo:53``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
 
 _STATES = {"LISTEN", "ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT",
            "CLOSE-WAIT", "LAST-ACK", "CLOSING", "CLOSED", "UNCONN", "UNKNOWN"}
 _NETIDS = {"tcp", "udp", "raw", "u_str", "u_dgr", "u_seq", "sctp", "mptcp"}
-_USER_RE = re.compile(r'\("((?:[^"\\]|\\.)*)",pid=(\d+),fd=(\d+)\)')
+_USER_RE = linear.compile(r'\("((?:[^"\\]|\\.)*)",pid=(\d+),fd=(\d+)\)')
 
 
 @dataclass(frozen=True)

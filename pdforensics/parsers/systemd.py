@@ -9,20 +9,35 @@ common abbreviations, or ``@epoch`` from ``--timestamp=unix``).
 from __future__ import annotations
 
 import calendar
-import re
 import shlex
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+
+_KEY = linear.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 _ZONES = {"UTC": 0, "GMT": 0, "Z": 0, "CET": 3600, "CEST": 7200, "EET": 7200, "EEST": 10800,
           "EST": -18000, "EDT": -14400, "CST": -21600, "CDT": -18000, "MST": -25200,
           "MDT": -21600, "PST": -28800, "PDT": -25200, "JST": 32400, "KST": 32400}
-_TS_RE = re.compile(
+_TS_RE = linear.compile(
     r"^(?:[A-Z][a-z]{2} )?(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?"
     r"(?: ([A-Za-z]{1,5}|[+-]\d\d:?\d\d))?$"
 )
-_EXEC_FIELD_RE = re.compile(r"\s;\s(?=[a-z_]+(?:\[\])?=)")
+_EXEC_FIELD_SEP = linear.compile(r"\s;\s")
+_EXEC_FIELD_KEY = linear.compile(r"[a-z_]+(?:\[\])?=")
+
+
+def _exec_fields(text: str) -> list[str]:
+    """`{ path=... ; argv[]=a ; b ; ignore_errors=no }` -> its fields: a ` ; ` starts a field
+    only where a `key=` follows it (an argv word may be a lone `;`)."""
+    parts, start = [], 0
+    for m in _EXEC_FIELD_SEP.finditer(text):
+        if m.start() >= start and _EXEC_FIELD_KEY.match(text[m.end():m.end() + 64]):
+            parts.append(text[start:m.start()])
+            start = m.end()
+    parts.append(text[start:])
+    return parts
 
 
 @dataclass(frozen=True)
@@ -131,7 +146,7 @@ def parse_exec(value: str) -> tuple[ExecCommand, ...]:
         end = len(value) if end < 0 else end
         body = value[start + 2:end]
         fields: list[tuple[str, str]] = []
-        for part in _EXEC_FIELD_RE.split(" " + body.strip() + " "):
+        for part in _exec_fields(" " + body.strip() + " "):
             key, sep, val = part.strip().partition("=")
             if sep:
                 fields.append((key, val.strip()))
@@ -172,7 +187,7 @@ def parse_systemctl_show(text: str) -> UnitState:
                 break  # a blank line separates units
             continue
         key, sep, value = line.partition("=")
-        if not sep or not key or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", key):
+        if not sep or not key or not _KEY.fullmatch(key):
             bad.append((lineno, line))
             continue
         props.append((key, value))

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
+from pdforensics.hostnum import to_int
 from pdforensics.parsers.frames import Frame, ProcessDump, ThreadStack
 
 #: "Traceback (most recent call last):" anywhere in a line (after a log prefix or a "| " gutter)
-HEAD = re.compile(r"Traceback \(most recent call last\):\s*$")
+HEAD = linear.compile(r"Traceback \(most recent call last\):\s*$")
 #: pytest-timeout: "~~~~~ Stack of Thread-4 (139924397356608) ~~~~~"
-STACK_OF = re.compile(r"^~+ Stack of (?P<name>.+?) \((?P<tid>\d+)\) ~+\s*$")
+STACK_OF = linear.compile(r"^~+ Stack of (?P<name>.+?) \((?P<tid>\d+)\) ~+\s*$")
 #: '  File "x.py", line 3, in f' (a "|" gutter in exception groups)
-FRAME = re.compile(r"^[\s|]*File \"(?P<file>[^\"]*)\", line (?P<line>\d+), in (?P<func>.+?)\s*$")
+FRAME = linear.compile(r"^[\s|]*File \"(?P<file>[^\"]*)\", line (?P<line>\d+), in (?P<func>.+?)\s*$")
 #: a source line, caret line or gutter under a frame (indented further than "  File")
-CODE = re.compile(r"^(?:\s{4,}|[\s|]*[\^~]+\s*$|\s*\|)")
+CODE = linear.compile(r"^(?:\s{4,}|[\s|]*[\^~]+\s*$|\s*\|)")
 #: the lines between the tracebacks of one chain
-CHAIN = re.compile(r"^\s*(?:During handling of the above exception|The above exception was the "
+CHAIN = linear.compile(r"^\s*(?:During handling of the above exception|The above exception was the "
                    r"direct cause)")
 
 
@@ -33,7 +34,7 @@ def parse_traceback_block(lines: Sequence[str], index: int = 0) -> ThreadStack |
             continue
         fm = FRAME.match(line)
         if fm is not None:
-            frames.append(Frame(fm.group("func"), fm.group("file"), int(fm.group("line"))))
+            frames.append(Frame(fm.group("func"), fm.group("file"), to_int(fm.group("line"))))
     if not frames and name is None:
         return None
     return ThreadStack(tid, name, "", tuple(reversed(frames)))

@@ -7,18 +7,20 @@ on non-empty text that carries none of the fields they look for.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pdforensics import linear
 from pdforensics.catalog.archive import SglangSource as SglangSource  # re-exported: the collector's parser
 from pdforensics.catalog.archive import parse_sglang_source as parse_sglang_source
 from pdforensics.errors import ParseError
 
-_NAME_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$")
-_EGG_RE = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
-_NORM_RE = re.compile(r"[-_.]+")
+_ENV_NAME = linear.compile(r"[A-Z_][A-Z0-9_]*")
+
+_NAME_RE = linear.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$")
+_EGG_RE = linear.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+_NORM_RE = linear.compile(r"[-_.]+")
 
 
 def normalize_name(name: str) -> str:
@@ -113,7 +115,7 @@ class UnameInfo:
     operating_system: str | None
 
 
-_ARCH_RE = re.compile(r"^(x86_64|aarch64|arm64|armv\d\w*|ppc64le|ppc64|s390x|i[3-6]86|riscv64)$")
+_ARCH_RE = linear.compile(r"^(x86_64|aarch64|arm64|armv\d\w*|ppc64le|ppc64|s390x|i[3-6]86|riscv64)$")
 
 
 def parse_uname(text: str) -> UnameInfo | None:
@@ -148,10 +150,10 @@ class NvidiaVersions:
 
 
 _NV_PATTERNS = {
-    "smi": re.compile(r"NVIDIA-SMI(?: version)?\s*:?\s*([0-9][\w.]*)"),
-    "driver": re.compile(r"(?:Driver Version|DRIVER version)\s*:\s*([0-9][\w.]*)"),
-    "cuda": re.compile(r"CUDA (?:Version|Driver Version)\s*:\s*([0-9][\w.]*)"),
-    "nvml": re.compile(r"NVML version\s*:\s*([0-9][\w.]*)"),
+    "smi": linear.compile(r"NVIDIA-SMI(?: version)?\s*:?\s*([0-9][\w.]*)"),
+    "driver": linear.compile(r"(?:Driver Version|DRIVER version)\s*:\s*([0-9][\w.]*)"),
+    "cuda": linear.compile(r"CUDA (?:Version|Driver Version)\s*:\s*([0-9][\w.]*)"),
+    "nvml": linear.compile(r"NVML version\s*:\s*([0-9][\w.]*)"),
 }
 
 
@@ -176,7 +178,7 @@ def parse_os_release(text: str) -> tuple[tuple[str, str], ...]:
     for raw in text.split("\n"):
         line = raw.strip()
         key, sep, value = line.partition("=")
-        if not sep or line.startswith("#") or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", key):
+        if not sep or line.startswith("#") or not _ENV_NAME.fullmatch(key):
             continue
         try:
             words = shlex.split(value)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 import urllib.error
 import urllib.parse
@@ -11,9 +10,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.errors import ConfigError
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_DURATION = linear.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 

@@ -11,11 +11,11 @@ CREDENTIAL, AUTH, COOKIE, SESSION or PRIVATE as a word (`--api-key`, `HF_TOKEN`,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pdforensics import linear
 from pdforensics.errors import ConfigError
 from pdforensics.redact.detectors import is_secret_name
 
@@ -44,8 +44,8 @@ EXTRA_FLAGS = frozenset({
     "--log-dir", "--host", "--port", "--model-path", "--service-discovery", "--mini-lb",
 })
 # a name holding any of these words is never kept, whatever an allowlist says
-_NEVER = re.compile(r"(?:^|[_\-])[A-Z]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(?:$|[_\-])|"
-                    r"SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_NEVER = linear.compile(r"(?:^|[_\-])[A-Z]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(?:$|[_\-])|"
+                    r"SECRET|PASSWORD|PASSWD|CREDENTIAL", linear.I)
 
 
 def never_kept(name: str) -> bool:

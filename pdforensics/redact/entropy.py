@@ -9,14 +9,17 @@ by the redactor to decide which hashed env values to hunt in other output. Hex s
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 
+from pdforensics import linear
+
 MIN_LEN = 24
 MIN_BITS = 4.2
-_TOKEN = re.compile(rb"(?<![A-Za-z0-9+/=_\-.])[A-Za-z0-9+/_\-]{%d,}={0,2}(?![A-Za-z0-9+/=_\-])" % MIN_LEN)
-_HEX = re.compile(rb"[0-9a-fA-F\-]+")
+# a maximal run of token characters; the token is its head up to a `.`, with `=` only at its end
+_RUN = linear.compile(rb"[A-Za-z0-9+/_\-.=]{%d,}" % MIN_LEN)
+_TOKEN = linear.compile(rb"[A-Za-z0-9+/_\-]{%d,}={0,2}" % MIN_LEN)
+_HEX = linear.compile(rb"[0-9a-fA-F\-]+")
 
 
 def entropy(value: bytes) -> float:
@@ -37,9 +40,28 @@ def looks_random(value: bytes) -> bool:
     return entropy(v) >= MIN_BITS
 
 
+# request and trace ids are random by design and no secret: an OpenAI-style id (`chatcmpl-...`),
+# or a token right after an id's name (`request_id="..."`, `rid=`, `X-Request-Id: `, `"id": "`)
+ID_PREFIXES = (b"chatcmpl-", b"cmpl-", b"req-", b"req_", b"resp_", b"resp-", b"msg_", b"run_", b"call_",
+               b"toolu_", b"file-", b"batch_", b"gen-", b"trace-", b"span-")
+_ID_NAME = linear.compile(
+    rb"(?:^|[^A-Za-z0-9])(?:request|req|trace|span|correlation|x-request)?[_\-]?(?:id|rid)"
+    rb"[\"']?[ \t]*[:=][ \t]*[\"']?$",
+    linear.I)
+
+
+def is_id(data: bytes, start: int, token: bytes) -> bool:
+    """The token is a request/trace id (by its prefix, or by the name just before it)."""
+    return token.startswith(ID_PREFIXES) or _ID_NAME.search(data[max(0, start - 32):start]) is not None
+
+
 def random_tokens(data: bytes) -> Iterator[tuple[int, int]]:
-    """Spans of random-looking tokens in data (not a `base64,` data URI, not a CSP/SRI hash)."""
-    for m in _TOKEN.finditer(data):
-        if (looks_random(m.group()) and data[max(0, m.start() - 7):m.start()] != b"base64,"
-                and not m.group().startswith((b"sha256-", b"sha384-", b"sha512-"))):
-            yield m.span()
+    """Spans of random-looking tokens in data (not a `base64,` data URI, not a CSP/SRI hash,
+    not a request id)."""
+    for m in _RUN.finditer(data):
+        head = m.group().split(b".", 1)[0]
+        if (_TOKEN.fullmatch(head) is not None and looks_random(head)
+                and data[max(0, m.start() - 7):m.start()] != b"base64,"
+                and not head.startswith((b"sha256-", b"sha384-", b"sha512-"))
+                and not is_id(data, m.start(), head)):
+            yield m.start(), m.start() + len(head)

@@ -4,7 +4,7 @@ Values become `<redacted:` + 10 hex of HMAC-SHA256(key, value) + `>`: the same v
 gives the same marker under one key, so diffs can still tell "changed" from "same". The key
 lives in the user's config dir (or PDFORENSICS_REDACT_KEY) and never enters a bundle.
 
-The detectors (DETECTORS) are shared with `verify --secrets` (secrets_scan.py): what the
+The detectors (detectors.find_secrets) are shared with `verify --secrets` (secrets_scan.py): what the
 redactor would change, the scanner reports.
 """
 
@@ -15,21 +15,20 @@ import hmac
 import os
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from pdforensics import linear
 from pdforensics.redact.allow import DEFAULT, Allowlist, never_kept
 from pdforensics.redact.detectors import (
-    ANY_NEEDLE,
-    DETECTORS,
     EMPTY_VALUES,
+    KINDS,
     MARKER,
-    Detector,
     Hit,
-    detector_hits,
     find_secrets,
     is_clear,
     is_plain_number,
@@ -37,13 +36,15 @@ from pdforensics.redact.detectors import (
 )
 from pdforensics.redact.entropy import looks_random
 
-__all__ = ["DETECTORS", "EMPTY_VALUES", "MARKER", "Allowlist", "Detector", "Hit", "NoRedactor", "Redactor",
+__all__ = ["EMPTY_VALUES", "KINDS", "MARKER", "Allowlist", "Hit", "NoRedactor", "Redactor",
            "find_secrets", "is_secret_name", "load_key"]
 
 # collectors.logs.LOG_BYTES: a log_file result this long is a tail that began mid-line
 LOG_TAIL_BYTES = 8 << 20
 # Learned values shorter than this are not hunted everywhere (they would hit ordinary text).
 MIN_LEARNED = 6
+MAX_LEARNED = 4096  # values hunted everywhere (one RE2 alternation)
+MIN_LEARNED_HIT = 8  # values a detector found: one more token hunted everywhere
 _is_clear = is_clear
 
 
@@ -52,6 +53,13 @@ def _harmless_number(name: str, value: bytes) -> bool:
     4096`, a typo no catalog knows): kept readable, since the diff that finds such a change is
     the point of the capture and such a value hides no secret."""
     return is_plain_number(value) and not never_kept(name) and not is_secret_name(name)
+
+
+def _worth_learning(value: bytes) -> bool:
+    """A redacted value hunted in every other output of the capture: long enough not to hit
+    ordinary text, one token (no spaces), not a number."""
+    return (len(value) >= MIN_LEARNED_HIT and not any(c in value for c in b" \t\r\n\x00")
+            and not is_plain_number(value) and MARKER.search(value) is None)
 
 
 def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes]) -> bytes:
@@ -70,6 +78,9 @@ def _replace_spans(data: bytes, hits: list[Hit], marker: Callable[[bytes], bytes
         pos = e
     out.append(data[pos:])
     return b"".join(out)
+
+
+_TOKEN_RUN = linear.compile(rb"[A-Za-z0-9_\-.+/~=]{6,512}")
 
 
 # -- the key ----------------------------------------------------------------------------------
@@ -112,26 +123,41 @@ class Redactor:
         self._lock = threading.Lock()
         # text() of short strings, for the learned values of the moment: a capture's parsed
         # JSON repeats the same few thousand strings (stack frames, paths) tens of thousands of times
-        self._longest_first: tuple[bytes, ...] = ()
+        self._learned: linear.Pattern[bytes] | None = None  # every learned value, longest first
         self._memo: dict[bytes, bytes] = {}
+        self._markers: dict[bytes, bytes] = {}
+        # what was redacted, by (source, kind): counts only, never a value (verify --explain)
+        self._tally: Counter[tuple[str, str]] = Counter()
+        # keyed digests of values learned by earlier captures of a store (never the values):
+        # a token of one of these lengths whose marker is known is replaced too
+        self._digests: dict[int, frozenset[bytes]] = {}
+        self._where = threading.local()
 
     def marker(self, value: bytes) -> bytes:
+        done = self._markers.get(value)
+        if done is not None:
+            return done
         digest = hmac.new(self.key, value, hashlib.sha256).hexdigest()[:10]
-        return b"<redacted:" + digest.encode() + b">"
+        marker = b"<redacted:" + digest.encode() + b">"
+        if len(self._markers) < MEMO_MAX_ENTRIES:
+            self._markers[value] = marker
+        return marker
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records: on, which key (so markers compare across bundles), and
         the allowlist (with the operator's --keep-env names)."""
         key_id = hashlib.sha256(b"pdforensics-key-id\0" + self.key).hexdigest()[:12]
-        return {"enabled": True, "key_id": key_id, **self.allow.describe()}
+        return {"enabled": True, "key_id": key_id, **self.allow.describe(), "redacted": self.tally()}
 
     def learn(self, values: Iterable[bytes]) -> None:
         """Remember secret values (from environ) so they are scrubbed from every output."""
         with self._lock:
             before = len(self._values)
-            self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v))
+            self._values.update(v for v in values if len(v) >= MIN_LEARNED and not _is_clear(v)
+                                and len(self._values) < MAX_LEARNED)
             if len(self._values) != before:
-                self._longest_first = tuple(sorted(self._values, key=len, reverse=True))
+                longest_first = sorted(self._values, key=len, reverse=True)
+                self._learned = linear.compile(b"|".join(linear.escape(v) for v in longest_first), remember=False)
                 self._memo = {}  # what was scrubbed without the new values is scrubbed again
 
     def environ(self, data: bytes) -> bytes:
@@ -148,14 +174,18 @@ class Redactor:
                                                  and not any(c in value for c in b" \t\n")):
                     learned.append(value)
                 entry = name + b"=" + self.marker(value)
+                self._count("env-not-allowlisted")
             out.append(entry)
         self.learn(learned)
         return self.text(b"\0".join(out))
 
     def cmdline(self, data: bytes) -> bytes:
         """Redact a NUL-separated argv (/proc/PID/cmdline): the value of every flag that is not
-        on the allowlist becomes a marker; positional words are left to the detectors."""
+        on the allowlist becomes a marker; positional words are left to the detectors. Values
+        of credential flags (`--api-key V`) and random-looking ones are learned, so the same
+        value in a log of the capture is scrubbed too."""
         args = data.split(b"\0")
+        learned: list[bytes] = []
         i = 0
         while i < len(args):
             arg = args[i]
@@ -163,26 +193,36 @@ class Redactor:
                 flag, sep, value = arg.partition(b"=")
                 name = flag.decode("utf-8", "replace")
                 keep = self.allow.keeps_flag(name)
-                if sep:
-                    if not keep and not _is_clear(value) and not _harmless_number(name, value):
-                        args[i] = flag + b"=" + self.marker(value)
-                elif i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]:
+                at = i
+                if not sep:
+                    if not (i + 1 < len(args) and args[i + 1][:1] != b"-" and args[i + 1]):
+                        i += 1
+                        continue
                     i += 1
-                    if not keep and not _is_clear(args[i]) and not _harmless_number(name, args[i]):
-                        args[i] = self.marker(args[i])
+                    at, value = i, args[i]
+                if not keep and not _is_clear(value) and not _harmless_number(name, value):
+                    if is_secret_name(name) or looks_random(value):
+                        learned.append(value)
+                    args[at] = flag + b"=" + self.marker(value) if sep else self.marker(value)
+                    self._count("flag-not-allowlisted")
             i += 1
+        self.learn(learned)
         return self.text(b"\0".join(args))
 
     def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
         """A command's stdout, by source: environ and cmdline by allowlist, a log tail from its
         first whole line, anything else through the detectors."""
-        if environ:
-            return self.environ(data)
-        if source == "cmdline":
-            return self.cmdline(data)
-        if source == "log_file":
-            return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
-        return self.text(data)
+        self._where.source = source
+        try:
+            if environ:
+                return self.environ(data)
+            if source == "cmdline":
+                return self.cmdline(data)
+            if source == "log_file":
+                return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
+            return self.text(data)
+        finally:
+            self._where.source = None
 
     def log_window(self, data: bytes, cut: bool) -> bytes:
         """A log tail: when it was cut (`cut`), it starts at the next line boundary, so a secret
@@ -195,7 +235,7 @@ class Redactor:
     def text(self, data: bytes) -> bytes:
         """Scrub any output: learned values first, then every detector in turn."""
         with self._lock:
-            values, memo = self._longest_first, self._memo
+            values, memo = self._learned, self._memo
         remember = len(data) <= MEMO_MAX_BYTES
         if remember and (done := memo.get(data)) is not None:
             return done
@@ -204,19 +244,63 @@ class Redactor:
             memo[data] = clean
         return clean
 
-    def _text(self, data: bytes, values: tuple[bytes, ...]) -> bytes:
-        for value in values:
-            if value in data:
-                data = data.replace(value, self.marker(value))
-        lowered = data.lower()
-        if not ANY_NEEDLE.search(lowered):
-            return data
-        for det in DETECTORS:
-            hits = detector_hits(det, data, lowered)
-            if hits:
-                data = _replace_spans(data, hits, self.marker)
-                lowered = data.lower()
+    def _text(self, data: bytes, values: linear.Pattern[bytes] | None) -> bytes:
+        if values is not None:  # one linear pass for every learned value
+            data, n = values.subn(lambda m: self.marker(m.group()), data)
+            if n:
+                self._count("learned-value", n)
+        if self._digests:
+            data = self._known_digests(data)
+        hits = list(find_secrets(data))
+        if hits:
+            for h in hits:
+                self._count(h.kind)
+            self.learn(v for v in (data[h.start:h.end] for h in hits) if _worth_learning(v))
+            data = _replace_spans(data, hits, self.marker)
         return data
+
+    def remember(self, markers: Iterable[tuple[int, str]]) -> None:
+        """(length, marker) of values an earlier capture learned (LearnedStore): a token of that
+        length whose marker matches is replaced in this capture too, without the value on disk."""
+        by_len: dict[int, set[bytes]] = {}
+        for length, marker in markers:
+            if MIN_LEARNED <= length <= 512 and MARKER.fullmatch(marker.encode()):
+                by_len.setdefault(length, set()).add(marker.encode())
+        with self._lock:
+            self._digests = {n: frozenset(ms) for n, ms in by_len.items()}
+            self._memo = {}
+
+    def learned_markers(self) -> list[tuple[int, str]]:
+        """(length, marker) of every value learned so far: what a store keeps for later captures."""
+        with self._lock:
+            values = list(self._values)
+        return sorted({(len(v), self.marker(v).decode()) for v in values if len(v) <= 512})
+
+    def _known_digests(self, data: bytes) -> bytes:
+        def swap(m: linear.Match[bytes]) -> bytes:
+            token = m.group()
+            for part in (token, *token.split(b"=", 1)):
+                known = self._digests.get(len(part))
+                if known and self.marker(part) in known:
+                    self._count("learned-value (earlier capture)")
+                    return token.replace(part, self.marker(part))
+            return token
+
+        return _TOKEN_RUN.sub(swap, data)
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        source = getattr(self._where, "source", None) or "manifest and derived text"
+        with self._lock:
+            self._tally[(source, kind)] += n
+
+    def tally(self) -> list[dict[str, Any]]:
+        """What was redacted, by source and kind, with counts (never values), for the manifest."""
+        with self._lock:
+            items = sorted(self._tally.items())
+            learned = len(self._values)
+        return [{"source": s, "kind": k, "count": n} for (s, k), n in items] + (
+            [{"source": "(capture)", "kind": "values learned and hunted everywhere", "count": learned}]
+            if learned else [])
 
     def string(self, text: str) -> str:
         return self.text(text.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")

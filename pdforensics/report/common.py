@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import traceback
 import urllib.parse
 from collections.abc import Callable
@@ -10,7 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.views.loaded import Fetch, ServiceView
+
+_UNSAFE_NAME = linear.compile(r"[^A-Za-z0-9_.-]")
 
 #: Section ids, in page order (anchors of the links in findings).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -119,7 +121,7 @@ def fetch_state(f: Fetch | None) -> tuple[str, str]:
 
 def anchor(text: str) -> str:
     """An element id from arbitrary text (host names come from config files)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+    return _UNSAFE_NAME.sub("_", text)
 
 
 def service_id(s: ServiceView) -> str:

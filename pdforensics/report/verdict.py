@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.analysis.findings import SEVERITY_ORDER, Analysis, Evidence, Finding
+from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.report.common import SECTIONS, dur, href, utc
 from pdforensics.views.loaded import LoadedCapture
 
@@ -45,6 +46,19 @@ class FindingView:
 
 
 @dataclass(frozen=True)
+class DiagnosisView:
+    """The reading, first on the page: each claim and chain step links to its evidence."""
+
+    headline: str
+    confidence: str
+    facts: tuple[tuple[str, str], ...]  # (stage, ...), (side, ...), (suspect, ...), ...
+    claims: tuple[tuple[str, tuple[EvidenceView, ...]], ...]
+    chain: tuple[tuple[EvidenceView, EvidenceView, str], ...]
+    decide: tuple[str, ...]
+    next_checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class VerdictView:
     verdict: str
     cluster: str
@@ -60,6 +74,7 @@ class VerdictView:
     hosts: int
     services: int
     parse_errors: tuple[str, ...]
+    diagnosis: DiagnosisView | None = None
 
 
 def _evidence(item: Evidence | str, prefix: str) -> EvidenceView:
@@ -80,6 +95,31 @@ def _section_for(f: Finding, evidence: tuple[EvidenceView, ...]) -> str:
         if needle in hay:
             return sid
     return "topology"
+
+
+def _clue_view(c: Clue, prefix: str) -> EvidenceView:
+    path, _, line = c.where().rpartition(":") if c.line is not None else (c.source, "", "")
+    link = href(prefix, path) if path.startswith("raw/") else None
+    who = " ".join(x for x in (c.host, c.role, c.rank) if x)
+    return EvidenceView(text=f"{c.key}: {c.text}", where=f"{who} {c.where()}".strip(),
+                        href=link)
+
+
+def diagnosis_of(analysis: Analysis | None, prefix: str = "") -> DiagnosisView | None:
+    """The diagnosis as the banner shows it (None without one)."""
+    d = analysis.diagnosis if analysis is not None else None
+    if d is None:
+        return None
+    from pdforensics.analysis.pdpath.render import WEDGE_WORDS, value_or_open
+
+    facts = (("stage", value_or_open(d.stage)), ("side", value_or_open(d.side)), ("suspect", value_or_open(d.suspect)),
+             ("wedge", WEDGE_WORDS[d.wedge]), ("root cause", value_or_open(d.root_cause)))
+    claims = tuple((c.text, tuple(_clue_view(d.clues[i], prefix) for i in c.clues[:3]))
+                   for c in d.claims)
+    chain = tuple((_clue_view(d.clues[x.cause], prefix), _clue_view(d.clues[x.consequence], prefix),
+                   x.why) for x in d.chain[:8])
+    return DiagnosisView(d.headline, d.confidence, facts, claims, chain, d.decide,
+                         d.next_checks)
 
 
 def findings_of(analysis: Analysis | None, prefix: str = "") -> tuple[FindingView, ...]:
@@ -110,6 +150,6 @@ def build_verdict(capture: LoadedCapture, analysis: Analysis | None, note: str |
         skipped=tuple(f"{s.rule}: {s.reason}" for s in analysis.skipped) if analysis else (),
         analysis_note=note if analysis is None else None,
         hosts=len(capture.hosts), services=sum(1 for _ in capture.services()),
-        parse_errors=capture.parse_errors,
+        parse_errors=capture.parse_errors, diagnosis=diagnosis_of(analysis, prefix),
     )
     return view, missing

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.model import ProcessInfo, Role, ServiceSpec
 from pdforensics.parsers.proc import PsRow, PsTable
@@ -16,9 +16,9 @@ ROUTER_MODULES = ("sglang_router.launch_router", "sglang_router.launch_server", 
 #: smg sets its process title, which replaces its whole command line (flags included)
 ROUTER_TITLES = ("smg::router",)
 ROUTER_BINARIES = ("sgl-model-gateway", "smg", "sglang-router", "sgl-router")
-TITLE = re.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
+TITLE = linear.compile(r"^sglang::(\w+?)(?:_((?:DP\d+_)?(?:PP\d+_)?TP\d+(?:_EP\d+)?))?(?:\s|$)")
 #: A child started by multiprocessing's spawn (SGLang spawns its ranks): its python command line.
-SPAWN_CHILD = re.compile(r"from multiprocessing\.spawn import spawn_main|--multiprocessing-fork")
+SPAWN_CHILD = linear.compile(r"from multiprocessing\.spawn import spawn_main|--multiprocessing-fork")
 RESOURCE_TRACKER = "multiprocessing.resource_tracker"
 FORKSERVER = "multiprocessing.forkserver"  # its children are the server's workers
 DEFAULT_SERVER_PORT = 30000

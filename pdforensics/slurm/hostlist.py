@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.errors import ParseError
 
 #: more names than this from one list is not a real allocation: refuse instead of looping
 MAX_HOSTS = 65_536
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = linear.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def expand_hostlist(text: str) -> tuple[str, ...]:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.errors import ParseError
 from pdforensics.slurm.hostlist import expand_hostlist
 
 #: keys scontrol prints alone on their line, whose values may hold spaces
 _WHOLE_LINE = frozenset({"Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment",
                          "AdminComment", "SystemComment", "Reason", "Container", "ContainerID"})
-_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z_][A-Za-z0-9_/:]*)=")
+_KEY = linear.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_/:]*)=")
 _NULL = ("", "(null)", "N/A", "None")
 
 

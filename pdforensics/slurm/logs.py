@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterable
 
+from pdforensics import linear
 from pdforensics.model import HostSpec, SlurmTarget
 from pdforensics.sglang.discovery import Discovery
 from pdforensics.slurm.job import SlurmJob
 
-_WORKER = re.compile(r"^(?P<node>.+)_(?P<role>prefill|decode|router|agg|frontend)_w(?P<index>\d+)"
+_WORKER = linear.compile(r"^(?P<node>.+)_(?P<role>prefill|decode|router|agg|frontend)_w(?P<index>\d+)"
                      r"\.(?P<ext>log|err|out)$")
 #: SGLang logs to stderr: prefer the file that holds it
 _EXT_RANK = {"err": 0, "log": 1, "out": 2}

@@ -178,6 +178,22 @@ class Index:
         self.conn.close()
 
 
+def _private(store: Path) -> None:
+    """The store and its bundles/ directory, owner-only whatever the umask (bundles hold host text)."""
+    (store / BUNDLES).mkdir(mode=0o700, parents=True, exist_ok=True)
+    for d in (store, store / BUNDLES):
+        if d.stat().st_mode & 0o077:
+            d.chmod(0o700)
+
+
+def _private_files(store: Path) -> None:
+    """The index and SQLite's journal files, owner-only (they hold hosts, verdicts, titles)."""
+    for name in (INDEX, INDEX + "-journal", INDEX + "-wal", INDEX + "-shm"):
+        p = store / name
+        if p.exists() and p.stat().st_mode & 0o077:
+            p.chmod(0o600)
+
+
 @contextmanager
 def open_index(store: str | Path, create: bool = True) -> Iterator[Index]:
     """Open the store directory and its index; create them unless `create` is False."""
@@ -188,8 +204,9 @@ def open_index(store: str | Path, create: bool = True) -> Iterator[Index]:
                              f"{rebuild_hint(store)}")
         raise StoreError(f"no store at {store} (take a snapshot first, or give --store DIR)")
     try:
-        (store / BUNDLES).mkdir(parents=True, exist_ok=True)
+        _private(store)
         conn = sqlite3.connect(str(store / INDEX), timeout=30.0)
+        _private_files(store)
         conn.row_factory = sqlite3.Row
         conn.executescript(SCHEMA)
     except (OSError, sqlite3.Error) as exc:

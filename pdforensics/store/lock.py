@@ -25,9 +25,10 @@ def store_lock(store: Path) -> Iterator[None]:
 
     The kernel drops an flock when its holder dies, so a crashed run never leaves it stuck.
     """
-    store.mkdir(parents=True, exist_ok=True)
+    store.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = store / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

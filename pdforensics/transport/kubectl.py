@@ -5,12 +5,12 @@ concurrency per node and overall."""
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from pdforensics import linear
 from pdforensics.errors import TransportError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import remote_argv
@@ -22,7 +22,7 @@ PER_NODE_EXECS = 6
 TOTAL_EXECS = 24
 #: sources that run in the debug container when one was asked for (py-spy needs ptrace)
 DEBUG_SOURCES = frozenset({"pyspy"})
-_KUBECTL_FAILED = re.compile(r"^(error: |Error from server|Unable to connect|error dialing)", re.M)
+_KUBECTL_FAILED = linear.compile(r"^(error: |Error from server|Unable to connect|error dialing)", linear.M)
 
 
 def kubectl_binary() -> str:

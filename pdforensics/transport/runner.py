@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 import shlex
 import threading
@@ -32,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 import paramiko
 
+from pdforensics import linear
 from pdforensics.model import CommandResult
 from pdforensics.transport.base import STDERR_CAP, local_wait_s, remote_argv
 from pdforensics.transport.file_read import file_result, finish_window, not_regular
@@ -44,7 +44,7 @@ START_TIMEOUT_S = 20.0  # the login shell's rc, on a loaded host, before the hel
 SESSION_LIMIT_S = 3600  # the runner's own remote `timeout`: it also ends when stdin closes
 MAX_BANNER = 64 * 1024  # what a login shell may print before the hello frame
 MAX_FRAME = 1 << 20  # the runner sends at most 64 KiB a frame; more is a broken session
-_FRAME = re.compile(rb"(\d{1,12}) ([a-z]) (\d{1,9})\n")
+_FRAME = linear.compile(rb"(\d{1,12}) ([a-z]) (\d{1,9})\n")
 SIGNALLED = "ended without an exit status (killed by a signal on the host?)"
 
 

@@ -4,10 +4,10 @@ No agent, no SSH: the engine the operators already run. Same contract as the SSH
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
+from pdforensics import linear
 from pdforensics.errors import TransportError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport.base import remote_argv
@@ -18,8 +18,9 @@ from pdforensics.transport.local import LocalTransport, ThroughLocalClient
 SRUN_SLACK_S = 3.0
 #: srun's own errors (job gone or expired, node down or not in the job, step limit, container
 #: not found) are every `srun: error:` line except the report of a task's own exit
-_SRUN_ERROR = re.compile(r"^srun: error: (?!\S+: tasks? [\d,-]+: )")
-_WAITING = re.compile(r"srun: (Job \S+ step creation temporarily disabled|Job \S+ step creation still "
+_SRUN_ERROR = linear.compile(r"^srun: error: ")
+_TASK_EXIT = linear.compile(r"\S+: tasks? [\d,-]+: ")  # a task's own exit status: not srun's error
+_WAITING = linear.compile(r"srun: (Job \S+ step creation temporarily disabled|Job \S+ step creation still "
                       r"disabled|Step created for .*|.*retrying)")
 
 
@@ -67,7 +68,8 @@ def _classify(result: CommandResult) -> CommandResult:
     """A step srun could not start is an error with srun's reason, not the command's output."""
     if result.ok or result.stdout:
         return result
-    start = next((ln for ln in result.stderr.splitlines() if _SRUN_ERROR.match(ln)), None)
+    start = next((ln for ln in result.stderr.splitlines()
+                  if _SRUN_ERROR.match(ln) and not _TASK_EXIT.match(ln[13:])), None)
     if start is None and result.timed_out and _WAITING.search(result.stderr):
         start = next(ln for ln in result.stderr.splitlines() if _WAITING.search(ln))
         start += " (no step started before the timeout)"

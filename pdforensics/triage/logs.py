@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import re
-
+from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
 
-_COMPOSE = re.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
+_COMPOSE = linear.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # journald short-iso / short: "<time> <host> <identifier>[pid]: "
-_JOURNAL = re.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) \S+ "
+_JOURNAL = linear.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) \S+ "
                       r"([^\s:\[]+)(?:\[\d+\])?: ")
-_SGLANG = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_SGLANG = linear.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 # other log line shapes: SGLang's short "[04:40:55 TP0]", glog "E0521 16:22:21.694042",
 # a "[Gloo]"-style tag, Python logging levels, a raised exception's last line
-_OTHER = re.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
+_OTHER = linear.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
                     r"\[[A-Za-z][\w.-]{1,30}\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
                     r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")
 _ROLES = (("prefill", "prefill"), ("decode", "decode"), ("router", "router"),
           ("gateway", "router"), ("lb", "router"), ("unified", "unified"))
+_ROLE_WORDS = tuple((linear.compile(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)"), word, role) for word, role in _ROLES)
 
 
 def _stamped(line: str) -> bool:
@@ -37,8 +37,8 @@ def looks_like_log(text: str, has_hits: bool) -> bool:
 def role_of(name: str) -> str | None:
     """``decode-1`` -> decode; ``sglang-router`` -> router; None when the name says nothing."""
     low = name.lower()
-    for word, role in _ROLES:
-        if re.search(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)", low) or (len(word) > 3 and word in low):
+    for pattern, word, role in _ROLE_WORDS:
+        if pattern.search(low) or (len(word) > 3 and word in low):
             return role
     return None
 

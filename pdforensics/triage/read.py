@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
 from pdforensics.errors import ParseError
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
@@ -20,15 +20,15 @@ from pdforensics.triage.unwrap import unwrap
 #: the kinds `triage` detects (the sidecar ``kind`` of tests/data/field)
 KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info")
 
-_THREAD_LINE = re.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", re.M)
+_THREAD_LINE = linear.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
 # what py-spy itself prints first when it fails (never an arbitrary log line)
-_PYSPY_FIRST = re.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
-                          r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", re.I)
+_PYSPY_FIRST = linear.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
+                          r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", linear.I)
 # the py-spy command line an operator pasted above its output, or py-spy's own log lines
-_PYSPY_CMD = re.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
-                        r"(?:dump|record|top|--)|\bpy_spy::", re.I)
+_PYSPY_CMD = linear.compile(r"(?:^|[\s>$#/\\`(])(?:sudo\s+(?:-\S+\s+)*)?py-spy(?:\.exe)?\s+"
+                        r"(?:dump|record|top|--)|\bpy_spy::", linear.I)
 # /server_info (and the old /get_server_info) carry these; /model_info carries none of them
-_JSON_LIST = re.compile(r"\[\s*(?:\{|\])")
+_JSON_LIST = linear.compile(r"\[\s*(?:\{|\])")
 _SERVER_INFO_KEYS = frozenset({"internal_states", "server_args", "disaggregation_mode",
                                "tp_size", "dp_size", "max_total_num_tokens"})
 
@@ -94,6 +94,22 @@ class Artifact:
 
 def looks_like_server_info(obj: object) -> bool:
     return isinstance(obj, dict) and bool(_SERVER_INFO_KEYS.intersection(obj))
+
+
+def unreadable_json(text: str) -> str:
+    """Why a JSON document does not read, in words: nested too deeply, cut short, or malformed."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        return ("the JSON is nested too deeply to read (deeper than Python's parser goes: a crafted or "
+                "broken document, not one cut short)")
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            return "the JSON is cut short (a timeout or a byte cap?)"
+        return f"the JSON is malformed ({exc.msg} at character {exc.pos})"
+    except ValueError as exc:
+        return f"the JSON is malformed ({exc})"
+    return f"the JSON is a {type(obj).__name__}, not an object"
 
 
 def _json(text: str) -> tuple[str | None, Any]:
@@ -215,8 +231,7 @@ def _read(path: str, kind: str, text: str, size: int) -> Artifact:
         u = unwrap(text)
         _, obj = _json(u.text)
         if not isinstance(obj, dict):
-            return Artifact(path, kind, "the JSON is cut short (a timeout or a byte cap?)",
-                            size=size)
+            return Artifact(path, kind, unreadable_json(u.text), size=size)
         return Artifact(path, kind, server_info=obj, taken_at=u.taken_at, size=size)
     return Artifact(path, "log", log_text=text, log_hits=scan_log_signatures(text), size=size)
 

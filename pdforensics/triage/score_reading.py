@@ -13,15 +13,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Diagnosis
 
 READING_KEYS = ("stage", "side", "suspect", "causes", "consequences", "root_cause", "wedge",
                 "control")
-_WS = re.compile(r"\s+")
+_WS = linear.compile(r"\s+")
 
 
 def _norm(s: str) -> str:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
+from pdforensics import linear
 from pdforensics.parsers.prometheus import MetricsSnapshot, parse_metrics
 from pdforensics.triage.unwrap import unwrap, wrapper_line
 
-_META = re.compile(r"^# (?:HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*)")
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(\{[^\n]*\})?[ \t]+"
+_META = linear.compile(r"^# (?:HELP|TYPE|UNIT) ([a-zA-Z_:][a-zA-Z0-9_:]*)")
+_SAMPLE = linear.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(\{[^\n]*\})?[ \t]+"
                      r"([-+]?(?:[0-9][0-9_.eE+-]*|\.[0-9]+|[Nn]a[Nn]|[Ii]nf)|[-+][Ii]nf)"
                      r"(?:[ \t]+[-+]?[0-9.eE+-]+)?[ \t]*(?:#.*)?$")
 

@@ -9,23 +9,24 @@ what they say about time (the HTTP ``Date`` header, a `date` line) and the HTTP 
 from __future__ import annotations
 
 import calendar
-import re
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-_CURL_V = re.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
-_CURL_METER = re.compile(r"^\s*(?:% Total\s|Dload\s|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s)")
-_PROMPT = re.compile(r"^(?:\S*[$#]|>>>) (?:curl|wget|http|date|sleep|echo|cat|kubectl|docker)\b")
-_STATUS = re.compile(r"^(?:< )?HTTP/\d(?:\.\d)? ([1-9]\d\d)\b")
-_HEADER = re.compile(r"^(?:< )?([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
+from pdforensics import linear
+
+_CURL_V = linear.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
+_CURL_METER = linear.compile(r"^\s*(?:% Total\s|Dload\s|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s)")
+_PROMPT = linear.compile(r"^(?:\S*[$#]|>>>) (?:curl|wget|http|date|sleep|echo|cat|kubectl|docker)\b")
+_STATUS = linear.compile(r"^(?:< )?HTTP/\d(?:\.\d)? ([1-9]\d\d)\b")
+_HEADER = linear.compile(r"^(?:< )?([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
 _MONTHS = {m: i for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 # `date`: "Thu Dec  3 08:55:55 UTC 2026"; ISO 8601; `date +%s`
-_DATE_CMD = re.compile(r"^[A-Z][a-z]{2},? +([A-Z][a-z]{2}) +(\d{1,2}),? +(\d\d):(\d\d):(\d\d)"
+_DATE_CMD = linear.compile(r"^[A-Z][a-z]{2},? +([A-Z][a-z]{2}) +(\d{1,2}),? +(\d\d):(\d\d):(\d\d)"
                        r"(?: +([A-Z]{2,5}|[+-]\d{4}))? +(\d{4})$")
-_DATE_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+_DATE_ISO = linear.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
                        r"(Z|[+-]\d\d:?\d\d| ?UTC)?$")
-_DATE_EPOCH = re.compile(r"^(1\d{9})(?:\.\d+)?$")
+_DATE_EPOCH = linear.compile(r"^(1\d{9})(?:\.\d+)?$")
 
 
 @dataclass(frozen=True)

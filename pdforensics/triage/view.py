@@ -8,12 +8,12 @@ synthetic result keeps the file it came from as its path, so evidence points to 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pdforensics import linear
 from pdforensics.analysis.stacks import rank_from_title
 from pdforensics.bundle.ondisk import Bundle, ResultEntry
 from pdforensics.model import ProcessInfo
@@ -261,7 +261,7 @@ def _role(role: str) -> Any:
     return role if role in ("router", *_SERVER_ROLES) else None
 
 
-_MODE = re.compile(r"--disaggregation-mode[ =](prefill|decode)")
+_MODE = linear.compile(r"--disaggregation-mode[ =](prefill|decode)")
 
 
 def _dump_role(d: ProcessDump | None) -> str | None:

@@ -30,6 +30,8 @@ class DecodeError(ValueError):
 def to_jsonable(obj: Any) -> Any:
     """Frozen dataclasses (and tuples of them) -> plain JSON values."""
     t = type(obj)
+    if t is int and obj.bit_length() > 1024:  # json.dumps raises past 4300 digits: a host's number
+        return f"<integer of {obj.bit_length()} bits>"
     if t in _SCALARS:
         return obj
     if t is float:

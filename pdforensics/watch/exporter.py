@@ -59,7 +59,7 @@ class WatchMetrics:
         if n:
             self.failures.labels(source).inc(n)
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
         """Serve /metrics on a background thread; port 0 picks a free one (see .port)."""
         self._server, _thread = start_http_server(port, addr=addr, registry=self.registry)
 

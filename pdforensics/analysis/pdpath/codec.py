@@ -26,6 +26,7 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
                     for c in doc["clues"]]
     doc["claims"] = [{"text": c["text"], "clues": list(c["clues"])} for c in doc["claims"]]
     doc["decide"], doc["next_checks"] = list(d.decide), list(d.next_checks)
+    doc["notes"] = list(d.notes)
     doc["chain"] = [dict(x) for x in doc["chain"]]
     return doc
 
@@ -70,4 +71,4 @@ def diagnosis_from_json(doc: dict[str, Any], where: str) -> Diagnosis:
         chain=tuple(Link(idx(x["cause"]), idx(x["consequence"]), x.get("why") or "")
                     for x in doc.get("chain") or ()),
         decide=tuple(doc.get("decide") or ()), next_checks=tuple(doc.get("next_checks") or ()),
-        clues=clues)
+        clues=clues, notes=tuple(doc.get("notes") or ()))

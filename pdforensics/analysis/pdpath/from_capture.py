@@ -14,6 +14,9 @@ from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.parsers.frames import ThreadStack
 from pdforensics.views.loaded import LoadedCapture, ServiceView
 
+#: manifest sources holding a host's own log text (not a service's)
+HOST_LOGS = frozenset({"kernel_log", "kernel_journal"})
+
 
 def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
     if svc.log_entry is not None and svc.log_entry.path:
@@ -43,5 +46,13 @@ def capture_sources(cap: LoadedCapture,
     out: list[Source] = []
     for svc in cap.services():
         out.extend(_service_sources(cap, svc))
+    for e in cap.bundle.results:  # host-level logs (the kernel's: Xid, OOM killer, AER)
+        if e.source in HOST_LOGS and e.path:
+            try:
+                text = cap.bundle.text(e)
+            except Exception:
+                continue
+            if text:
+                out.append(Source(e.path, "log", e.host, None, text=text))
     out.extend(Source(path, "goroutines", goroutines=gs) for path, gs in clients if gs)
     return out

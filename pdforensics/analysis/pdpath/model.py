@@ -129,6 +129,7 @@ class Diagnosis:
     decide: tuple[str, ...]
     next_checks: tuple[str, ...]
     clues: tuple[Clue, ...]
+    notes: tuple[str, ...] = ()  # what could not be read (a reader that failed on a source)
 
     def labelled(self, label: Label) -> tuple[Clue, ...]:
         return tuple(c for c in self.clues if c.label == label)

@@ -29,9 +29,10 @@ def link_chain(clues: Sequence[Clue], p: int | None) -> list[Link]:
         return []
     c = clues[p]
     out = []
+    linked: set[tuple[str, int | None]] = set()
     for i, x in enumerate(clues):
-        if x.label != "consequence" or i == p:
-            continue
+        if x.label != "consequence" or i == p or (x.source, x.line) in linked:
+            continue  # one link per consequence line (a line matches several keys)
         if set(c.rids) & set(x.rids):
             why = "same rid"
         elif set(c.rooms) & set(x.rooms):
@@ -42,6 +43,7 @@ def link_chain(clues: Sequence[Clue], p: int | None) -> list[Link]:
             why = "after it" + (" in the same file" if x.source == c.source else "")
         else:
             continue
+        linked.add((x.source, x.line))
         out.append(Link(p, i, why))
     return out
 
@@ -63,6 +65,9 @@ def checks_for(clues: Sequence[Clue], p: int | None, side: str, stage: str) -> l
     out = []
     if side in _NEXT:
         out.append(_NEXT[side])
+    elif p is not None:
+        out.append("the side is not established: read each candidate's log and stacks around "
+                   "the first cause, on the same rid, bootstrap room or rank")
     if p is not None and clues[p].rooms:
         rooms = ", ".join(str(r) for r in clues[p].rooms[:5])
         out.append(f"find bootstrap room(s) {rooms} in the other side's log")

@@ -20,10 +20,10 @@ does (sglang 0.5.23 source; the table's ``where`` names file, line and sink of e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Side, Stage
 
 
@@ -96,7 +96,7 @@ NOISE_KEYS = frozenset({"PYTHON_TRACEBACK"})
 _DECODE_FIELDS = ("#transfer-req", "#host-receive-req")
 _PREFILL_FIELDS = ("#bootstrap-req", "#inflight-req", "#optimistic-req", "#transferring-req",
                    "#unbootstrapped-req")
-_MODE = re.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
+_MODE = linear.compile(r"""disaggregation[-_]mode['"]?\s*[=:]?\s*['"]?(prefill|decode)\b""")
 
 
 def role_of_line(line: str) -> str | None:
@@ -125,7 +125,7 @@ def batch_role(line: str) -> str | None:
     return role_of_line(line) if "batch" in line.lower() else None
 
 
-_ADDR = re.compile(r"host='([^']{1,200})', port=(\d{1,5})|bootstrap_addr[:=]\s*'?([\w.\-\[\]:]{1,200}:\d{1,5})")
+_ADDR = linear.compile(r"host='([^']{1,200})', port=(\d{1,5})|bootstrap_addr[:=]\s*'?([\w.\-\[\]:]{1,200}:\d{1,5})")
 
 
 def bootstrap_suspect(line: str) -> str | None:

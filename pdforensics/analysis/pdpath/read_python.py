@@ -4,9 +4,9 @@ its frames run through (analysis/pdpath/place.py FRAME_STAGES)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.read_sglang import ids
@@ -14,13 +14,13 @@ from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
-_EXC_LINE = re.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
+_EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
                        r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
-_FRAME = re.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
-_FATAL = re.compile(r"^Fatal Python error: (.{1,300})$")
-_CURRENT = re.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16})")
+_FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
+_FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
+_CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16})")
 _NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
-_CARET = re.compile(r"^\s*[\^~]{3,}\s*$")
+_CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 _MAX_TEXT = 500
 
 

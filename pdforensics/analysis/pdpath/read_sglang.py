@@ -6,9 +6,9 @@ launcher's SIGQUIT, a bare ``Killed``, "from another rank").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Label, Stage
 from pdforensics.analysis.pdpath.place import (
     KEY_PLACE,
@@ -28,9 +28,9 @@ from pdforensics.parsers.journal import (
 )
 from pdforensics.parsers.requests import parse_request_lines
 
-_ROOM = re.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
-_RID = re.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
-_RUNNING = re.compile(r"#(?:running|queue)-req: (\d{1,9})")
+_ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
+_RID = linear.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
+_RUNNING = linear.compile(r"#(?:running|queue)-req: (\d{1,9})")
 _MAX_TEXT = 500
 _NOT_LOGS = ("metrics", "server_info", "load", "goroutines")
 
@@ -110,7 +110,7 @@ _CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...
     ("WARMUP", "progress", "warmup", "startup", False, 1,
      "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
 )
-_KILLED = re.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
+_KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
 #: what only an SGLang server prints: its endpoints, its process titles, its source paths
 _SGLANG_MARKS = ("/health_generate", "/generate http", "/v1/loads", "/get_model_info",
                  "/model_info", "sglang::", "sglang/srt/", "server_args=serverargs",

@@ -9,15 +9,15 @@ A detokenizer (or tokenizer) waiting in its zmq receive holds no request either.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Stage
 from pdforensics.analysis.pdpath.place import frames_role
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
 
-_MODE = re.compile(r"--disaggregation-mode[ =](prefill|decode)")
+_MODE = linear.compile(r"--disaggregation-mode[ =](prefill|decode)")
 _FORWARD = ("run_batch", "forward_batch_generation", "ModelRunner.forward", "_forward_raw")
 _IDLE = ("maybe_sleep_on_idle", "IdleSleeper.maybe_sleep")
 _WAIT_FOR_WORK = ("DetokenizerManager.event_loop", "TokenizerManager.handle_loop")

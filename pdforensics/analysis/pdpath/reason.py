@@ -140,6 +140,8 @@ def diagnose(clues_in: Sequence[Clue]) -> Diagnosis:
         confidence = "high" if c.strength >= 3 and not rivals else (
             "medium" if c.strength >= 2 and not rivals else "low")
         claims.append(Claim(f"upstream cause: {c.key} ({c.why})", (p,)))
+        claims.extend(Claim(f"as strong, on another side: {clues[r].key} ({clues[r].why})", (r,))
+                      for r in rivals[:2])
     wedge = _wedge(clues, p)
     head = headline_of(clues, p, stage, side, suspect, wedge)
     return Diagnosis(stage=stage, side=side, suspect=suspect, wedge=wedge,

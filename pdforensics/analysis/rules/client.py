@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.metrics_view import fmt, short, work_in_flight
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.frames import ThreadStack
 
-_HTTP_WAIT = re.compile(r"net/http\.\(\*persistConn\)\.roundTrip|net/http\.\(\*Transport\)\."
+_HTTP_WAIT = linear.compile(r"net/http\.\(\*persistConn\)\.roundTrip|net/http\.\(\*Transport\)\."
                         r"roundTrip|net/http\.\(\*Client\)\.(?:do|Do)|net/http\.send$")
 
 

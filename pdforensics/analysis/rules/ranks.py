@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
 from pdforensics.analysis.rules.context import Context
 from pdforensics.analysis.rules.rank_judgement import (
@@ -28,6 +28,8 @@ from pdforensics.analysis.stacks_classify import (
 from pdforensics.parsers.frames import Frame, ThreadStack
 from pdforensics.views.loaded import ProcessView, ServiceView
 
+_DIGITS = linear.compile(r"\d{1,9}")
+
 #: Classes whose stuck stack explains frozen queues (so it sorts before them).
 CAUSE_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC})
 
@@ -36,7 +38,7 @@ def rank_order(label: str | None) -> tuple[int, ...]:
     """``DP1_TP3`` -> (1, 3); unknown ranks last."""
     if not label:
         return (10**9,)
-    return tuple(int(n) for n in re.findall(r"\d+", label)) or (10**9,)
+    return tuple(int(n) for n in _DIGITS.findall(label)) or (10**9,)
 
 
 def main_threads(p: ProcessView) -> list[tuple[float, ThreadStack, str]]:

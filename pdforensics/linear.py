@@ -1,0 +1,142 @@
+"""Regular expressions whose time is linear in the text: every pattern that reads host, client
+or bundle text is compiled here, never by `re` directly.
+
+Python's `re` backtracks. `(.*?)\\s*$` on a 40 KB frame line, six chained `.*?` on a 1.5 KB log
+line, or a token shape that needs a `.` after a long run take seconds to minutes, and hold the
+GIL while they do, so a capture's deadline thread stops with them. `compile()` builds the
+pattern on RE2 (google-re2), which matches in time linear in the text whatever the pattern.
+
+The syntax is RE2's, the common part of RE2 and `re`: no lookaround (`(?=`, `(?!`, `(?<=`,
+`(?<!`), no backreference (`\\1`), no possessive or atomic group, `\\z` rather than `\\Z`.
+`\\d`, `\\w`, `\\s` and `\\b` are ASCII; `$` without MULTILINE matches only at the very end (use
+`\\n?$` or strip the line). Bytes patterns match bytes (Latin-1: `\\xff` is the byte 0xff,
+`.` any byte); str patterns match code points. Flags: IGNORECASE, MULTILINE, DOTALL.
+docs/linear-regex.md is the guide to writing one; tests/security/test_linear.py walks the
+package and feeds every pattern compiled here adversarial text, timed per KB.
+
+Without google-re2 (a platform it has no wheel for), the same pattern is compiled by `re`:
+everything still works, without the guarantee (`ENGINE` says which).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, AnyStr, cast
+
+try:  # google-re2: a declared dependency; its absence is a degraded mode, not an error
+    import re2 as _re2  # type: ignore[import-untyped,unused-ignore]
+except ImportError:  # pragma: no cover - exercised only where the wheel is missing
+    _re2 = None
+
+ENGINE = "re2" if _re2 is not None else "re"
+I = IGNORECASE = re.IGNORECASE  # noqa: E741 - re's own short names
+M = MULTILINE = re.MULTILINE
+S = DOTALL = re.DOTALL
+_SUPPORTED = IGNORECASE | MULTILINE | DOTALL
+Match = re.Match
+Pattern = re.Pattern
+error = re.error
+
+# every pattern compiled here, by (source, flags): the linearity test walks it
+_COMPILED: dict[tuple[str | bytes, int], Any] = {}
+_LOCK = threading.Lock()
+_MAX_CACHED = 4096  # patterns built at run time from data (rare) stop being remembered
+
+
+def compile(pattern: AnyStr, flags: int = 0, remember: bool = True) -> re.Pattern[AnyStr]:  # noqa: A001
+    """The pattern on RE2 (linear time); typed as `re.Pattern`, whose API it shares.
+
+    A pattern RE2 cannot compile (lookaround, backreference) raises `error` at import time,
+    so a pattern that could backtrack never ships. `remember=False`: a pattern built from
+    data (an alternation of literal values) is neither cached nor listed for the test."""
+    key = (pattern, flags)
+    if not remember:
+        return cast("re.Pattern[AnyStr]", _build(pattern, flags))
+    done = _COMPILED.get(key)
+    if done is not None:
+        return cast("re.Pattern[AnyStr]", done)
+    if flags & ~_SUPPORTED:
+        raise error(f"linear.compile: unsupported flags {flags:#x} (only I, M, S): {pattern!r}")
+    compiled = _build(pattern, flags)
+    with _LOCK:
+        if len(_COMPILED) < _MAX_CACHED:
+            _COMPILED[key] = compiled
+    return cast("re.Pattern[AnyStr]", compiled)
+
+
+def _build(pattern: str | bytes, flags: int) -> Any:
+    if _re2 is None:
+        return re.compile(pattern, flags)
+    inline = "".join(c for f, c in ((IGNORECASE, "i"), (MULTILINE, "m"), (DOTALL, "s")) if flags & f)
+    options = _re2.Options()
+    options.log_errors = False
+    if isinstance(pattern, bytes):
+        options.encoding = _re2.Options.Encoding.LATIN1
+        source: str | bytes = (b"(?%s)" % inline.encode() if inline else b"") + pattern
+    else:
+        source = (f"(?{inline})" if inline else "") + pattern
+    try:
+        compiled = _re2.compile(source, options)
+    except _re2.error as exc:
+        raise error(f"linear.compile: not an RE2 pattern ({exc}): {pattern!r}") from None
+    return _StrPattern(compiled) if isinstance(pattern, str) else compiled
+
+
+def _encodable(text: Any) -> Any:
+    """str text RE2 can take: a lone surrogate (host bytes decoded with surrogateescape) becomes
+    `?`, one code point for one, so every position and span stays the same."""
+    if type(text) is str and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class _StrPattern:
+    """An RE2 pattern over str whose text may hold lone surrogates (re accepts them, RE2's
+    UTF-8 encoder does not)."""
+
+    __slots__ = ("_p",)
+
+    def __init__(self, p: Any) -> None:
+        self._p = p
+
+    def search(self, text: Any, *a: Any) -> Any:
+        return self._p.search(_encodable(text), *a)
+
+    def match(self, text: Any, *a: Any) -> Any:
+        return self._p.match(_encodable(text), *a)
+
+    def fullmatch(self, text: Any, *a: Any) -> Any:
+        return self._p.fullmatch(_encodable(text), *a)
+
+    def finditer(self, text: Any, *a: Any) -> Any:
+        return self._p.finditer(_encodable(text), *a)
+
+    def findall(self, text: Any, *a: Any) -> Any:
+        return self._p.findall(_encodable(text), *a)
+
+    def split(self, text: Any, *a: Any) -> Any:
+        return self._p.split(_encodable(text), *a)
+
+    def sub(self, repl: Any, text: Any, *a: Any) -> Any:
+        return self._p.sub(repl, _encodable(text), *a)
+
+    def subn(self, repl: Any, text: Any, *a: Any) -> Any:
+        return self._p.subn(repl, _encodable(text), *a)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._p, name)
+
+
+def escape(text: AnyStr) -> AnyStr:
+    """`text` as a literal in a pattern (re.escape's output is valid RE2 syntax)."""
+    return re.escape(text)
+
+
+def compiled_patterns() -> list[Any]:
+    """Every pattern compiled so far (for the linearity test)."""
+    with _LOCK:
+        return list(_COMPILED.values())

@@ -1,0 +1,114 @@
+"""The reasoning pass on real field artifacts (tests/data/field): cause vs consequence, the
+side and the suspect, "not established" where the evidence does not decide, controls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.reason import diagnose
+from pdforensics.triage.run import triage_paths
+
+FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
+
+
+def _d(rel: str):  # type: ignore[no-untyped-def]
+    a = triage_paths([str(FIELD / rel)]).analysis
+    assert a is not None and a.diagnosis is not None
+    return a.diagnosis
+
+
+def test_a_refused_bootstrap_is_the_cause_and_the_handshake_failure_its_consequence() -> None:
+    d = _d("sglang_log/sglang-7381-bootstrap-refused-decode-handshake-failed.log")
+    assert (d.stage, d.side, d.suspect) == ("prefill_bootstrap", "prefill", "10.0.0.1:8998")
+    causes = [c for c in d.causes]
+    assert [c.line for c in causes] == [1] and "Connection refused" in causes[0].text
+    # every key read on the report line (the handshake failure and the reason it quotes) follows
+    assert {c.line for c in d.consequences} == {2}
+    assert d.chain and d.clues[d.chain[0].cause].key == "BOOTSTRAP_INFO_FAILED"
+    assert d.root_cause == "not_established" and d.wedge is False
+
+
+def test_an_abort_is_a_consequence_that_still_places_the_failure_it_ends() -> None:
+    d = _d("sglang_log/mooncake-885-prefill-transfer-aborted-by-abortreq.log")
+    assert d.causes == () and d.consequences[0].key == "ABORTED_BY_ABORTREQ"
+    assert (d.stage, d.side, d.wedge) == ("kv_send", "prefill", False)
+    assert "not in the evidence" in d.claims[0].text
+
+
+def test_every_rank_timing_out_together_names_no_rank_and_killed_is_a_consequence() -> None:
+    d = _d("sglang_log/sglang-3752-all-tp-watchdog-same-second-killed.log")
+    assert d.suspect is None and d.wedge is True and d.side == "not_established"
+    killed = [c for c in d.clues if c.key == "PROCESS_KILLED"]
+    assert killed and all(c.label == "consequence" for c in killed)
+
+
+def test_the_scheduler_envelope_is_the_consequence_of_the_exception_it_wraps() -> None:
+    d = _d("sglang_log/sglang-6413-bootstrap-info-none-decode-scheduler-crash.log")
+    assert d.causes[0].text.startswith("TypeError: cannot unpack")
+    assert d.causes[0].rank == "TP3" and d.suspect == "TP3"  # the envelope's rank
+    assert any(c.key == "SCHEDULER_EXCEPTION" for c in d.consequences)
+    assert (d.stage, d.side) == ("prefill_bootstrap", "decode")
+
+
+def test_a_cut_traceback_keeps_its_envelope_as_the_cause_and_names_the_rank() -> None:
+    d = _d("sglang_log/sglang-32893-sigquit-before-tp1-traceback.log")
+    assert d.suspect == "TP1" and d.causes[0].key == "SCHEDULER_EXCEPTION"
+    assert any(c.key == "LAUNCHER_SIGQUIT" for c in d.consequences)
+
+
+@pytest.mark.parametrize("rel, stage, side", [
+    ("sglang_log/gen-sglang0523-decode-startup-and-batches-control.log", "not_applicable", "decode"),
+    ("sglang_log/sglang-3909-decode-batches-throughput-slow-decline-control.log", "decode_forward",
+     "decode"),
+    ("sglang_log/nixl-503-sglang-prefill-warmup-control.log", "startup", "not_established"),
+    ("sglang_log/sglang-4759-spec-prefill-decode-batches-queue-control.log", "not_applicable",
+     "not_established"),
+    ("pyspy/gen-sglang0523-decode-scheduler-busy-pyspy-control.txt", "decode_forward", "decode"),
+    ("pyspy/gen-sglang0523-prefill-scheduler-idle-pyspy-control.txt", "not_applicable", "prefill"),
+    ("metrics/gen-sglang0523-prefill-metrics-idle-control.prom", "not_applicable", "prefill"),
+])
+def test_controls_are_read_where_the_work_is_and_never_as_a_wedge(rel: str, stage: str,
+                                                                  side: str) -> None:
+    d = _d(rel)
+    assert (d.stage, d.side, d.wedge) == (stage, side, False)
+    assert d.causes == () and d.root_cause == "not_established"
+
+
+def test_go_clients_waiting_for_a_pooled_connection_are_victims_on_the_client_side() -> None:
+    d = _d("go/golang-38584-getconn-select-1469-minutes.txt")
+    assert (d.stage, d.side, d.suspect, d.wedge) == ("not_applicable", "client", "goroutine 27",
+                                                     True)
+    assert "pooled connection" in d.consequences[0].text and "1469 minutes" in d.consequences[0].text
+
+
+def test_a_faulthandler_crash_names_the_current_thread() -> None:
+    d = _d("faulthandler/gen-py311-segv-current-thread-plus-idle.txt")
+    assert d.causes[0].text == "Fatal Python error: Segmentation fault"
+    assert d.suspect == "Current thread 0x00007f17e17c3b80" and d.wedge is False
+
+
+def test_equal_causes_on_two_sides_leave_the_side_open_and_say_what_decides() -> None:
+    a = Clue("X", "cause", "x failed", "a.log", 1, 10.0, side="prefill", strength=2)
+    b = Clue("Y", "cause", "y failed", "b.log", 1, 11.0, side="decode", strength=2)
+    d = diagnose([a, b])
+    assert d.side == "not_established" and d.decide and "upstream" in d.decide[0]
+    assert d.causes[0].key == "X"  # the earlier one still heads the evidence
+
+
+def test_a_weak_report_after_a_stronger_cause_with_the_same_room_is_its_consequence() -> None:
+    up = Clue("LOST_PREFILL_CONNECTION", "cause", "lost", "decode.log", 3, 10.0,
+              side="prefill", strength=3, rooms=(7,))
+    rep = Clue("DECODE_TRANSFER_FAILED", "cause", "failed room 7", "other.log", 9, 12.0,
+               strength=1, rooms=(7,))
+    d = diagnose([rep, up])
+    assert [c.key for c in d.causes] == ["LOST_PREFILL_CONNECTION"]
+    assert d.consequences[0].key == "DECODE_TRANSFER_FAILED" and "follows" in d.consequences[0].why
+    assert d.chain[0].why == "same bootstrap room"
+
+
+def test_no_evidence_is_no_reading() -> None:
+    d = diagnose([])
+    assert (d.stage, d.side, d.wedge, d.suspect) == ("not_applicable", "not_established", None, None)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from dataclasses import replace
 
 from pdforensics import linear
 from pdforensics.analysis.stacks_classify import (
+    BUSY,
+    CLASS_MEANING,
+    COLLECTIVE,
     IDLE_CLASSES,
+    PEER_WAIT,
     SUSPECT_CLASSES,
+    blocked_frame,
     classify_stack,
     noise_reason,
 )
@@ -27,6 +32,7 @@ from pdforensics.analysis.stacks_model import (
 )
 from pdforensics.analysis.stacks_tree import find_outliers
 from pdforensics.parsers.frames import Frame, ThreadStack
+from pdforensics.parsers.logtime import read_stamp
 from pdforensics.parsers.pyspy import classify_pyspy_error
 
 __all__ = [
@@ -54,18 +60,6 @@ def process_kind(command: str, dump_kind: str = "pyspy") -> str:
     return "go" if dump_kind == "goroutines" else "python"
 
 
-def _parse_ts(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        dt = datetime.fromisoformat(ts.replace(",", ".").replace(" ", "T"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
-
-
 class _Proc:
     """One process identity with its dumps in time order."""
 
@@ -86,12 +80,18 @@ def _member(p: _Proc, t: ThreadStack) -> Member:
     return Member(p.host, p.pid, p.rank, t.thread_id, t.name, p.role, p.kind, p.source)
 
 
+def _fn(f: Frame) -> str:
+    """A frame's function for bucketing: a native frame's bare address (``0x7f..`` in
+    libc.so.6) differs per process and per run, its library does not."""
+    return "<native>" if f.function.startswith("0x") else f.function
+
+
 def _level_key(t: ThreadStack, level: Level) -> tuple[object, ...]:
     if level == "exact":
-        return tuple((f.function, f.file, f.line) for f in t.frames)
+        return tuple((_fn(f), f.file, f.line) for f in t.frames)
     if level == "any_line":
-        return tuple((f.function, f.file) for f in t.frames)
-    return tuple(f.function for f in t.frames)
+        return tuple((_fn(f), f.file) for f in t.frames)
+    return tuple(_fn(f) for f in t.frames)
 
 
 _Item = tuple[Member, ThreadStack, str, int]  # member, thread, class, id of its exact key
@@ -127,7 +127,23 @@ def _buckets(items: Sequence[_Item], exact_keys: Sequence[tuple[object, ...]],
             min(waits) if waits else None, max(waits) if waits else None,
         ))
     out.sort(key=lambda b: (-b.count, [str(f) for f in b.frames[:3]]))
-    return tuple(out)
+    return _waited_on(out)
+
+
+_FORWARD = ("run_batch", "forward_batch_generation", "ModelRunner.forward", "forward_extend",
+            "forward_decode", "_forward_raw")
+
+
+def _waited_on(buckets: list[Bucket]) -> tuple[Bucket, ...]:
+    """When one thread is busy in a forward while others wait in a collective or for a peer,
+    the busy one is what they wait on: it is the suspect, the waiters are not."""
+    busy = [i for i, b in enumerate(buckets) if b.leaf_class == BUSY
+            and any(any(k in f.function for k in _FORWARD) for f in b.frames)]
+    waiting = [i for i, b in enumerate(buckets) if b.leaf_class in (COLLECTIVE, PEER_WAIT)]
+    if not busy or not waiting:
+        return tuple(buckets)
+    return tuple(replace(b, suspect=True) if i in busy else
+                 replace(b, suspect=False) if i in waiting else b for i, b in enumerate(buckets))
 
 
 def _slot(t: ThreadStack) -> str:
@@ -212,7 +228,7 @@ def _group(dumps: Sequence[LabelledDump]) -> tuple[list[_Proc], list[DumpError]]
         if p is None:
             p = procs[key] = _Proc(key, ld)
         p.dumps.append(ld)
-        p.times.append(ld.taken_at if ld.taken_at is not None else _parse_ts(d.timestamp))
+        p.times.append(ld.taken_at if ld.taken_at is not None else read_stamp(d.timestamp))
     for proc in procs.values():
         if all(t is not None for t in proc.times) and len(proc.times) > 1:
             order = sorted(range(len(proc.times)), key=lambda i: proc.times[i] or 0.0)
@@ -282,7 +298,16 @@ def analyze_stacks(dumps: Sequence[LabelledDump]) -> StackReport:
         long_waits=long_waits,
         long_waits_unfiltered=kept,
         long_wait_noise=_noise_buckets(noise_items, exact_keys),
+        crashes=tuple(_crash(d) for d in dumps if d.dump.crash),
     )
+
+
+def _crash(d: LabelledDump) -> str:
+    """A faulthandler crash: what killed the process, and the thread that was running."""
+    cur = next((t for t in d.dump.threads if t.current), None)
+    where = (f" in the current thread {cur.thread_id} at {blocked_frame(cur)}" if cur is not None
+             else "")
+    return f"{d.host or d.source}: Fatal Python error: {d.dump.crash}{where}"
 
 
 def _noise_buckets(items: Sequence[_Item], exact_keys: Sequence[tuple[object, ...]]
@@ -331,6 +356,7 @@ def stacks_json(report: StackReport) -> dict[str, object]:
         "dumps": report.dumps,
         "noise_filtered": report.noise_filtered,
         "noise_by_reason": dict(report.noise_by_reason),
+        "crashes": list(report.crashes),
         "long_waits": report.long_waits,
         "long_waits_unfiltered": report.long_waits_unfiltered,
         "long_wait_noise": [_bucket_json(b) for b in report.long_wait_noise],
@@ -369,6 +395,18 @@ def _compress(members: Sequence[Member], limit: int = 6) -> str:
     return ", ".join(labels[:limit]) + more
 
 
+def _wait_text(b: Bucket) -> str:
+    """How long a bucket's goroutines wait: a range, "< 1 min" (Go prints no minutes under
+    one), or "duration unknown" (a debug=1 dump carries no wait time)."""
+    if b.wait_min is None:
+        go = any(f.file.endswith((".go", ".s")) for f in b.frames)
+        return ", wait duration unknown (the dump prints none)" if go and not any(b.states) else ""
+    if b.wait_max == 0:
+        return ", waiting < 1 min"
+    return (f", waiting {b.wait_min} min" if b.wait_min == b.wait_max
+            else f", waiting {b.wait_min}~{b.wait_max} min")
+
+
 def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: int = 12) -> str:
     """Terminal summary: largest buckets, outliers, stuck threads, failures."""
     noise = ", ".join(f"{k} {v}" for k, v in report.noise_by_reason)
@@ -376,6 +414,7 @@ def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: i
     lines = [f"{read} threads in {report.processes} processes from {report.dumps} dumps; "
              f"{report.noise_filtered} filtered as noise" + (f" ({noise})" if noise else "")
              + f", {report.threads} analysed"]
+    lines.extend(f"CRASHED: {c}" for c in report.crashes)
     if report.long_waits:
         lines.append(f"{report.long_waits} goroutines have waited >= 1 minute"
                      + (f", {report.long_waits_unfiltered} of them filtered as noise (shown below)"
@@ -393,10 +432,11 @@ def format_stacks_text(report: StackReport, max_buckets: int = 15, max_frames: i
     lines.append("")
     lines.append("Buckets (identical stacks, exact lines):")
     for b in report.buckets[:max_buckets]:
-        wait = f", waiting {b.wait_min}~{b.wait_max} min" if b.wait_min is not None else ""
         flag = " SUSPECT" if b.suspect else ""
-        lines.append(f"  {b.count} x [{','.join(b.states) or '-'}] {b.leaf_class}{flag}{wait}: "
-                     f"{_compress(b.members)}")
+        lines.append(f"  {b.count} x [{','.join(b.states) or '-'}] {b.leaf_class}{flag}"
+                     f"{_wait_text(b)}: {_compress(b.members)}")
+        if b.leaf_class in CLASS_MEANING:
+            lines.append(f"      ({CLASS_MEANING[b.leaf_class]})")
         for f in b.frames[:max_frames]:
             lines.append(f"      {f}")
         if len(b.frames) > max_frames:

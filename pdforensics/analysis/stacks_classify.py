@@ -24,6 +24,24 @@ OTHER = "other"
 IDLE_CLASSES = frozenset({QUEUE_WAIT, IDLE_LOOP, SLEEP})
 #: Classes that make a thread a suspect even when py-spy calls it idle.
 SUSPECT_CLASSES = frozenset({COLLECTIVE, CUDA_SYNC, KV_TRANSFER, SHUTDOWN})
+#: a rank waiting for one peer's message (a pipeline stage's recv/send, the request broadcast
+#: from rank 0): the peer it waits for is the one to read, not this rank
+PEER_WAIT = "peer_wait"
+_PEER_FN = linear.compile(r"RecvWork|SendWork|waitRecv|waitSend|recv_object_list|"
+                          r"send_object_list|broadcast_pyobj|point_to_point_pyobj|"
+                          r"_recv_requests_from|recv_tensor_dict|send_tensor_dict|\birecv\b|"
+                          r"\bisend\b|^(?:.*\.)?recv_pyobj_from")
+#: a Go HTTP client waiting for a connection from its pool (net/http Transport.getConn): every
+#: connection to that host is busy (MaxConnsPerHost), the request is not sent yet
+POOL_WAIT = "pool_wait"
+#: what a class means, for the terminal (the Go wait classes people confuse)
+CLASS_MEANING = {
+    POOL_WAIT: "waits for a pooled connection: every connection to the host is busy, the "
+               "request is not sent yet",
+    IO_WAIT: "waits on I/O (a reply to a request sent, a socket, a file)",
+    PEER_WAIT: "waits for one peer rank's message (pipeline recv/send, request broadcast): "
+               "read the peer",
+}
 
 _COLLECTIVE_FN = linear.compile(
     r"all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_?to_?all|nccl|gloo|"
@@ -68,6 +86,8 @@ def _frame_class(f: Frame) -> str | None:
     fn, file = f.function, f.file
     if _KV_FILE.search(file) or _KV_FN.search(fn) and "disaggregation" in file:
         return KV_TRANSFER
+    if _PEER_FN.search(fn):
+        return PEER_WAIT
     if _COLLECTIVE_FN.search(fn) or _COLLECTIVE_FILE.search(file):
         return COLLECTIVE
     if _CUDA_FN.search(fn):
@@ -93,6 +113,9 @@ def classify_stack(thread: ThreadStack) -> tuple[str, Frame | None]:
         if c is not None:
             return c, f
     if thread.goroutine:
+        for f in frames:
+            if "Transport).getConn" in f.function or "Transport).queueForIdleConn" in f.function:
+                return POOL_WAIT, f
         # A client blocked in an HTTP round trip parks in "select": it waits on a server, not for work.
         for f in frames:
             if _IO_FN.search(f.function):
@@ -145,7 +168,11 @@ _TIMER_FILE = _NOISE_RULES[-1][2]
 
 
 def noise_reason(thread: ThreadStack) -> str | None:
-    """Why a thread is noise (the watchdog running py-spy, tqdm, pydevd, ...), else None."""
+    """Why a thread is noise (the watchdog running py-spy, tqdm, pydevd, the Go runtime's own
+    goroutines, ...), else None."""
+    if thread.goroutine and (thread.thread_id == "0" or (thread.frames and all(
+            f.function.startswith(("runtime.", "?")) for f in thread.frames))):
+        return "go runtime"  # goroutine 0 (the scheduler's g0), GC, finalizers, scavenger
     timer_named = thread.name is not None and thread.name.startswith("Timer")
     for f in thread.frames:
         reason = _frame_noise(f.function, f.file)
@@ -173,6 +200,13 @@ def blocked_in(frames: Sequence[Frame]) -> Frame | None:
     """blocked_frame over a bucket's frames (innermost first); the innermost when every
     frame is plumbing, None for no frames."""
     for f in frames:
-        if not (f.function.startswith("0x") or _PLUMBING_FILE.search(f.file)):
+        if not (f.function.startswith("0x") or _PLUMBING_FILE.search(f.file) or _go_park(f)):
             return f
     return frames[0] if frames else None
+
+
+def _go_park(f: Frame) -> bool:
+    """The Go runtime's own parking frames (gopark, selectgo, ...) or an unnamed one: where
+    every goroutine waits, never what it waits for."""
+    return f.file.endswith((".go", ".s")) and (f.function.startswith("runtime.")
+                                               or f.function == "?")

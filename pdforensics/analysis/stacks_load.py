@@ -17,7 +17,7 @@ from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
-from pdforensics.parsers.stackscan import scan_text
+from pdforensics.parsers.stackscan import INTERLEAVED_LINES, interleaved_lines, scan_text
 from pdforensics.parsers.tracebacks import parse_tracebacks
 
 # No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
@@ -61,6 +61,12 @@ def sniff_format(text: str) -> str | None:
 
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:
     """Parse text in the given format, or find every dump in it (any format, any log prefix)."""
+    mixed = interleaved_lines(text[:2_000_000])
+    if mixed >= INTERLEAVED_LINES:
+        first = next((ln for ln in text.splitlines() if ln.strip()), "")
+        raise ParseError(f"two or more dumps are interleaved within lines ({mixed} lines mix "
+                         "them: they were written to one terminal at once), so their threads "
+                         "cannot be told apart; capture each process to its own file", first, 1)
     if fmt is not None:
         try:
             return _parse_as(text, fmt)

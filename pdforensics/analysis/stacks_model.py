@@ -132,3 +132,4 @@ class StackReport:
     long_waits: int = 0  # goroutines waiting >= 1 minute (Go prints the minutes)
     long_waits_unfiltered: int = 0  # of those, the ones a noise rule filtered (still shown)
     long_wait_noise: tuple[Bucket, ...] = ()  # their buckets, so a long wait is never hidden
+    crashes: tuple[str, ...] = ()  # "SOURCE: Fatal Python error: X in the current thread T at F"

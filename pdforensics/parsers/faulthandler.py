@@ -14,6 +14,7 @@ _HEAD = linear.compile(
 _STACK = linear.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
 _FRAME = linear.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
 _OTHER = linear.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
+_FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 #: lines that open a faulthandler dump (for finding dumps inside logs)
 START = linear.compile(r"^(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!)")
 HEAD = _HEAD
@@ -31,6 +32,7 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
     frames: list[Frame] = []
     cache: dict[tuple[str, str, str], Frame] = {}
     seen_header = False
+    crash: str | None = None
 
     def close() -> None:
         if cur is not None:
@@ -48,7 +50,11 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
             else:
                 cur = ("?", None, True)
             continue
+        if cur is None and not seen_header and _FRAME.match(line):
+            cur = ("?", "(thread header not in the text)", False)  # pasted from mid-thread
         if cur is None:
+            fatal = _FATAL.match(line)
+            crash = crash or (fatal.group(1).strip() if fatal else None)
             continue  # "Fatal Python error: ..." and other preamble
         fm = _FRAME.match(line)
         if fm is not None:
@@ -65,7 +71,7 @@ def parse_faulthandler(text: str) -> ProcessDump | None:
         close()
         cur = None  # the block ended: trailer such as "Extension modules: ..."
     close()
-    if not seen_header:
+    if not seen_header and not threads:
         first = next(ln for ln in text.splitlines() if ln.strip())
         raise ParseError("no faulthandler thread header", first, 1)
-    return ProcessDump("faulthandler", tuple(threads))
+    return ProcessDump("faulthandler", tuple(threads), crash=crash)

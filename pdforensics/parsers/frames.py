@@ -69,6 +69,7 @@ class ProcessDump:
     service: str | None = None  # docker-compose service prefix
     error: str | None = None  # py-spy failure text instead of a dump
     truncated: bool = False  # the text ended mid-line (a byte cap or a killed py-spy): the cut line dropped
+    crash: str | None = None  # faulthandler's "Fatal Python error: X": the current thread crashed
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,12 +82,13 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
 
     def close() -> None:
         nonlocal gid, frames
+        cut = Frame(pending) if pending is not None and pending_created else None  # "created by F" last
         if gid == "?":  # keep only real frames: text before a header is often "SIGQUIT: quit"
             frames = [f for f in frames if f.line is not None]
             gid = gid if frames else None
         if gid is not None:
-            out.append(ThreadStack(gid, None, state, tuple(frames), minutes, created, created_in,
-                                   origin, 1, False, locked, True))
+            out.append(ThreadStack(gid, None, state, tuple(frames), minutes, created or cut,
+                                   created_in, origin, 1, False, locked, True))
         gid = None
 
     for lineno, raw in enumerate(lines, 1):
@@ -142,10 +143,20 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
             frames.append(Frame(pending))  # a function line with no file line (rare)
         pending, pending_created = _strip_args(line.strip()), False
     close()
-    if not seen:  # frames with no goroutine header at all are not a goroutine dump
+    if not seen:
+        _headerless(lines, out)
+    return tuple(out)
+
+
+def _headerless(lines: list[str], out: list[ThreadStack]) -> None:
+    """Frames with no goroutine header at all: a dump pasted from the middle of one goroutine,
+    read when its frames are Go's own (a function line and its .go file line) and no header
+    hides under a prefix; else ParseError."""
+    headed = any("goroutine " in ln and "]:" in ln for ln in lines)
+    if headed or not any(f.file.endswith((".go", ".s")) and f.function != "?"
+                         for g in out for f in g.frames):
         first = next(ln for ln in lines if ln.strip())
         raise ParseError("no goroutine header found", first, 1)
-    return tuple(out)
 
 
 def _parse_debug1(lines: list[str]) -> tuple[ThreadStack, ...]:

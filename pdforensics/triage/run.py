@@ -8,6 +8,9 @@ from typing import Any
 
 from pdforensics.analysis.engine import analysis_json, analyze_context, format_analysis_text
 from pdforensics.analysis.findings import Analysis
+from pdforensics.analysis.pdpath.codec import diagnosis_json
+from pdforensics.analysis.pdpath.diagnose import diagnose_evidence
+from pdforensics.analysis.pdpath.model import Diagnosis
 from pdforensics.analysis.rules.context import ClientDump, Context
 from pdforensics.errors import ExitStatus
 from pdforensics.triage.read import Artifact, read_path
@@ -22,6 +25,7 @@ class TriageResult:
     artifacts: tuple[Artifact, ...]
     notes: tuple[str, ...]
     analysis: Analysis | None  # None when no file could be read
+    diagnosis: Diagnosis | None = None  # the reading, even of files no rule could read
 
     @property
     def exit_code(self) -> int:
@@ -33,13 +37,15 @@ class TriageResult:
 def triage_artifacts(artifacts: Sequence[Artifact]) -> TriageResult:
     """Analyse what was read: goroutine dumps go beside the rest as client dumps."""
     arts = tuple(artifacts)
+    sources = triage_sources(arts)
     if not any(a.usable for a in arts):
-        return TriageResult(arts, (), None)
+        text = any(a.text.strip() or a.data for a in arts)
+        return TriageResult(arts, (), None, diagnose_evidence(sources) if text else None)
     capture, notes = build_capture(arts)
     clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
                     if a.usable and a.kind == "goroutines")
-    analysis = analyze_context(Context(capture, clients), triage_sources(arts))
-    return TriageResult(arts, notes, analysis)
+    analysis = analyze_context(Context(capture, clients), sources)
+    return TriageResult(arts, notes, analysis, analysis.diagnosis)
 
 
 def triage_paths(paths: Sequence[str]) -> TriageResult:
@@ -74,7 +80,8 @@ def triage_json(r: TriageResult) -> dict[str, Any]:
     }
     if r.analysis is None:
         doc.update({"verdict": None, "findings": [], "summary": "no file could be read",
-                    "missing": [], "skipped": []})
+                    "missing": [], "skipped": [],
+                    "diagnosis": diagnosis_json(r.diagnosis) if r.diagnosis else None})
         return doc
     doc.update(analysis_json(r.analysis))
     return doc
@@ -89,6 +96,12 @@ def format_triage_text(r: TriageResult) -> str:
     lines.extend(f"  note: {n}" for n in r.notes)
     lines.append("")
     if r.analysis is None:
-        lines.append("No file could be read: nothing to analyse.")
+        lines.append("No file could be read by the rules: nothing to analyse.")
+        if r.diagnosis is not None and r.diagnosis.clues:
+            from pdforensics.analysis.pdpath.render import diagnosis_text
+            from pdforensics.terminal import field
+
+            lines.append("")
+            lines.extend(diagnosis_text(r.diagnosis, field))
         return "\n".join(lines) + "\n"
     return "\n".join(lines) + "\n" + format_analysis_text(r.analysis)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.analysis.findings import Analysis
+from pdforensics.analysis.pdpath.model import Diagnosis
 from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_classify import blocked_frame, blocked_in
 from pdforensics.analysis.stacks_model import LabelledDump, StackReport
@@ -157,10 +158,11 @@ def _check_reading(art: Artifact, expect: dict[str, Any]) -> list[Miss]:
 
 
 def _check_analysis(art: Artifact, expect: dict[str, Any]
-                    ) -> tuple[list[Miss], Analysis | None]:
+                    ) -> tuple[list[Miss], Analysis | None, Diagnosis | None]:
     from pdforensics.triage.run import triage_artifacts
 
-    a = triage_artifacts([art]).analysis
+    result = triage_artifacts([art])
+    a = result.analysis
     verdict = a.verdict if a is not None else None
     keys = {f.key for f in a.findings} if a is not None else set()
     crit = sorted({f.key for f in a.findings if f.severity == "critical"}) if a else []
@@ -174,8 +176,9 @@ def _check_analysis(art: Artifact, expect: dict[str, Any]
     if expect.get("no_critical") and crit:
         misses.append(Miss("no_critical", [], crit))
     if isinstance(expect.get("reading"), dict):
-        misses.extend(Miss(k, e, g) for k, e, g in check_reading(expect["reading"], a))
-    return misses, a
+        misses.extend(Miss(k, e, g) for k, e, g in check_reading(expect["reading"], a,
+                                                                 result.diagnosis))
+    return misses, a, result.diagnosis
 
 
 def score_artifact(meta: Path) -> Score:
@@ -191,19 +194,22 @@ def score_artifact(meta: Path) -> Score:
     misses: list[Miss] = []
     if side.get("kind") and side["kind"] not in art.kinds:
         misses.append(Miss("kind", side["kind"], sorted(art.kinds)))
-    if not art.usable:
-        misses.append(Miss("read", "no error", art.error))
     expect = dict(side.get("expect") or {})
+    if "read_error" in expect:  # the right reading is a refusal that says why
+        if art.usable or str(expect["read_error"]) not in (art.error or ""):
+            misses.append(Miss("read_error", expect["read_error"], art.error))
+    elif not art.usable:
+        misses.append(Miss("read", "no error", art.error))
     misses.extend(_check_reading(art, expect))
     got = expect.get("reading")
     reading: dict[str, Any] = got if isinstance(got, dict) else {}
     control = bool(reading.get("control"))
     alarm = invented = False
     if any(k in expect for k in _ANALYSIS_KEYS):
-        found, analysis = _check_analysis(art, expect)
+        found, analysis, diagnosis = _check_analysis(art, expect)
         misses.extend(found)
         alarm = control and bool(control_alarms(analysis))
-        invented = invented_root_cause(reading, analysis)
+        invented = invented_root_cause(reading, diagnosis)
     return Score(meta, path, family, empty, parsed, tuple(misses), control, alarm, invented)
 
 

@@ -33,10 +33,11 @@ def _found(needle: str, clues: tuple[Clue, ...]) -> bool:
     return any(n in _norm(c.text) for c in clues)
 
 
-def check_reading(reading: dict[str, Any], analysis: Analysis | None
-                  ) -> list[tuple[str, object, object]]:
-    """(key, expected, got) for every ``reading`` key the analysis does not meet."""
-    d: Diagnosis | None = analysis.diagnosis if analysis is not None else None
+def check_reading(reading: dict[str, Any], analysis: Analysis | None,
+                  diagnosis: Diagnosis | None = None) -> list[tuple[str, object, object]]:
+    """(key, expected, got) for every ``reading`` key the analysis (or, where no rule could
+    read the file, the diagnosis alone) does not meet."""
+    d = analysis.diagnosis if analysis is not None else diagnosis
     misses: list[tuple[str, object, object]] = []
     if d is None:
         return [(f"reading.{k}", v, None) for k, v in reading.items() if k in READING_KEYS
@@ -80,9 +81,9 @@ def control_alarms(analysis: Analysis | None) -> list[str]:
     return out
 
 
-def invented_root_cause(reading: dict[str, Any], analysis: Analysis | None) -> bool:
+def invented_root_cause(reading: dict[str, Any], diagnosis: Diagnosis | None) -> bool:
     """The thread left the root cause open (or the case is a control) and the tool named one."""
-    if analysis is None or analysis.diagnosis is None:
+    if diagnosis is None:
         return False
     open_ = reading.get("root_cause") == NOT_ESTABLISHED or bool(reading.get("control"))
-    return open_ and analysis.diagnosis.root_cause != NOT_ESTABLISHED
+    return open_ and diagnosis.root_cause != NOT_ESTABLISHED

@@ -16,6 +16,7 @@ from pdforensics.analysis.stacks import analyze_stacks
 from pdforensics.analysis.stacks_classify import blocked_frame
 from pdforensics.analysis.stacks_load import load_stack_file
 from pdforensics.cli import main
+from pdforensics.errors import PdforensicsError
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error
 from tests.support.field import Case, cases, params
 
@@ -36,6 +37,10 @@ def test_the_corpus_is_there() -> None:
 @pytest.mark.parametrize("case", params(CASES, *READING_KEYS))
 def test_reading(case: Case) -> None:
     path, expect = case.path, case.expect
+    if "read_error" in expect:  # the right reading is a refusal that says why
+        with pytest.raises(PdforensicsError, match=str(expect["read_error"])):
+            load_stack_file(str(path))
+        return
     dumps = load_stack_file(str(path))
     threads = [t for d in dumps for t in d.dump.threads]
     if "threads" in expect:
@@ -49,8 +54,8 @@ def test_reading(case: Case) -> None:
         report = analyze_stacks(dumps)
         assert report.long_waits == expect["long_waits"]
     if "pyspy_error" in expect:
-        causes = [f.reason for d in dumps if d.dump.error is not None
-                  and (f := classify_pyspy_error(d.dump.error, 1)) is not None]
+        causes = [failure.reason for d in dumps if d.dump.error is not None
+                  and (failure := classify_pyspy_error(d.dump.error, 1)) is not None]
         assert expect["pyspy_error"] in causes and "unknown" not in causes
 
 
@@ -58,6 +63,9 @@ def test_reading(case: Case) -> None:
 def test_stacks_command(case: Case) -> None:
     path = case.path
     res = CliRunner().invoke(main, ["stacks", str(path)])
+    if "read_error" in case.expect:
+        assert res.exit_code == 1 and str(case.expect["read_error"]) in res.output
+        return
     if case.meta["kind"] == "pyspy_error":
         assert res.exit_code == 1 and "fix:" in res.output and str(path) in res.output
     else:

@@ -14,9 +14,9 @@ Which stage and side each key means (the rule docs, docs/rules.md):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
+from pdforensics import linear
 from pdforensics.analysis.findings import Evidence, Finding
 from pdforensics.analysis.pdpath.model import Clue
 
@@ -41,7 +41,7 @@ FINDING_PLACE: dict[str, tuple[str | None, str | None, int]] = {
     "GPU_IDLE_WITH_WORK": (None, "role", 1),
 }
 _ROLES = ("prefill", "decode", "router")
-_RANK = re.compile(r"rank (\S{1,40}) sits in")
+_RANK = linear.compile(r"rank (\S{1,40}) sits in")
 
 
 def _role(f: Finding) -> str | None:

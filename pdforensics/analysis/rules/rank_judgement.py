@@ -15,6 +15,7 @@ from pdforensics.analysis.stacks_classify import (
     IO_WAIT,
     KV_TRANSFER,
     LOCK_WAIT,
+    PEER_WAIT,
     SHUTDOWN,
 )
 from pdforensics.parsers.frames import Frame, ThreadStack
@@ -148,6 +149,10 @@ def next_step_for(cls: str, frame: Frame | None, role: str | None, one_rank: boo
                 "its host on a multi-node group, a dead or restarted process), then its GPU "
                 "(Xid, nvidia-smi) and log; NCCL_DEBUG=INFO and py-spy dump --native show "
                 "which NCCL call waits.")
+    if cls == PEER_WAIT:
+        return (f"{who.capitalize()} wait{v} for one peer's message ({fn}): read the peer it "
+                "waits for (rank 0 for the request broadcast, the previous pipeline stage for a "
+                "recv): its stack, its log, its GPU.")
     if cls == KV_TRANSFER:
         partner = "the decode side" if role == "prefill" else "the prefill side"
         return (f"{who.capitalize()} poll{v} a KV transfer ({fn}) that never completes: look at "

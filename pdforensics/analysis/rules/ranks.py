@@ -22,6 +22,7 @@ from pdforensics.analysis.stacks_classify import (
     COLLECTIVE,
     CUDA_SYNC,
     IDLE_CLASSES,
+    PEER_WAIT,
     SUSPECT_CLASSES,
     classify_stack,
 )
@@ -119,7 +120,7 @@ def _outlier(ctx: Context, svc: ServiceView,
     p, h = hist[r]
     t = h[-1][1]
     cls, deciding = classify_stack(t)
-    if cls not in SUSPECT_CLASSES:
+    if cls not in SUSPECT_CLASSES and cls != PEER_WAIT:  # a rank waiting for a peer is out of step
         return
     persist = history_persistence(h)
     if len(h) >= 2 and persist.dumps < 2:

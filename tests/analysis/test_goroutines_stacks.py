@@ -15,12 +15,16 @@ from pdforensics.cli import main
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-@pytest.mark.parametrize("name, waits", [
-    ("go_sigquit.txt", (2, 4)), ("go_pprof_debug2.txt", (2, 4)), ("go_pprof_debug1.txt", (None, None)),
+@pytest.mark.parametrize("name, waits, runtime", [
+    ("go_sigquit.txt", (2, 4), 7), ("go_pprof_debug2.txt", (2, 4), 0),
+    ("go_pprof_debug1.txt", (None, None), 0),
 ])
-def test_blocked_clients_form_one_bucket(name: str, waits: tuple[int | None, int | None]) -> None:
+def test_blocked_clients_form_one_bucket(name: str, waits: tuple[int | None, int | None],
+                                         runtime: int) -> None:
     report = analyze_stacks(load_stack_files([str(DATA / name)]))
-    assert report.noise_by_reason == (("go keep-alive loop", 60),)
+    # the runtime's own goroutines (goroutine 0, GC, finalizers: SIGQUIT shows them) are noise
+    assert report.noise_by_reason == (("go keep-alive loop", 60),) + (
+        (("go runtime", runtime),) if runtime else ())
     top = report.buckets[0]
     assert top.count == 30 and top.leaf_class == IO_WAIT and IO_WAIT not in IDLE_CLASSES
     assert "main.callBackend" in [f.function for f in top.frames]

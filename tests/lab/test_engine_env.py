@@ -5,6 +5,7 @@ missing. The build itself runs in the real_sglang tier (tests/real_sglang/)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def test_changed_pins_mean_a_rebuild_and_a_missing_python_is_named(tmp_path: Pat
 
 def test_missing_system_libraries_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_env, "missing_system_libs", lambda: ["libibverbs1", "librdmacm1"])
-    monkeypatch.setattr(engine_env.os, "geteuid", lambda: 1000)  # not root: no apt-get for us
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # not root: no apt-get for us
     with pytest.raises(PdforensicsError) as err:
         ensure_engine_env(tmp_path, lambda _line: None)
     assert str(err.value) == ("the engine lab needs Debian's libibverbs1 librdmacm1 (Mooncake loads them): "

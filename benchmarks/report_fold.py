@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "report"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.report
 
-from report_cdp import Browser  # noqa: E402
+from tests.report.report_cdp import Browser  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 800
 MEASURE = """(() => {

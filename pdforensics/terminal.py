@@ -87,7 +87,7 @@ def install() -> None:
             setattr(sys, name, SafeStream(stream))
 
 
-def write_control(stream: TextIO, sequence: str) -> None:
+def write_control(stream: TextIO | SafeStream, sequence: str) -> None:
     """The tool's own control sequence (e.g. CR + erase line), written past the filter."""
     raw = stream.raw if isinstance(stream, SafeStream) else stream
     raw.write(sequence)

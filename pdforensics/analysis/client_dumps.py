@@ -16,6 +16,7 @@ from pdforensics.parsers.goroutines import parse_goroutines
 if TYPE_CHECKING:
     from pdforensics.analysis.rules.context import ClientDump
     from pdforensics.bundle.ondisk import BundleWriter
+    from pdforensics.capture.deadline import Deadline
     from pdforensics.views.loaded import LoadedCapture
 
 #: the host and source a recorded client dump has in the manifest
@@ -23,7 +24,7 @@ CLIENT_HOST = "client"
 CLIENT_SOURCE = "client_dump"
 
 
-def client_dump_sidecars(paths: Sequence[str | Path]) -> list[Callable[[BundleWriter, float], None]]:
+def client_dump_sidecars(paths: Sequence[str | Path]) -> list[Callable[[BundleWriter, Deadline], None]]:
     """One capture sidecar per file: it copies the file into the bundle (redacted like any
     other text) under raw/client/, recorded in the manifest with its original name."""
     files = [(i, Path(p).name, Path(p).read_bytes())  # read now: a missing file fails early
@@ -31,7 +32,7 @@ def client_dump_sidecars(paths: Sequence[str | Path]) -> list[Callable[[BundleWr
     return [partial(_record, i=i, name=name, data=data) for i, name, data in files]
 
 
-def _record(writer: BundleWriter, _deadline: float, *, i: int, name: str, data: bytes) -> None:
+def _record(writer: BundleWriter, _deadline: Deadline, *, i: int, name: str, data: bytes) -> None:
     writer.add(CommandResult(host=CLIENT_HOST, source=CLIENT_SOURCE, argv=("client-dump", name),
                              exit_status=0, stdout=data, stderr="", duration_s=0.0,
                              started_at=time.time()),

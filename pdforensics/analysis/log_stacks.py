@@ -8,29 +8,13 @@ line's, so a wedge that happened an hour before the capture still has stacks.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
-from pdforensics import linear
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.parsers.frames import ProcessDump
+from pdforensics.parsers.logtime import read_stamp
 from pdforensics.views.hostclock import to_capture_clock
 from pdforensics.views.loaded import LoadedCapture, ProcessView, ServiceView
-
-_STAMP = linear.compile(r"^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:[.,](\d+))?$")
-
-
-def log_time(stamp: str | None) -> float | None:
-    """Epoch seconds of a log prefix's time (SGLang prints the host's local time, read here
-    in this machine's zone); None when there is none or it does not read as a time."""
-    m = _STAMP.match(stamp or "")
-    if m is None:
-        return None
-    try:
-        t = time.mktime(time.strptime(f"{m.group(1)} {m.group(2)}", "%Y-%m-%d %H:%M:%S"))
-    except (ValueError, OverflowError):
-        return None
-    return t + (float(f"0.{m.group(3)}") if m.group(3) else 0.0)
 
 
 def owner(svc: ServiceView, d: ProcessDump) -> ProcessView | None:
@@ -54,6 +38,6 @@ def log_dumps(capture: LoadedCapture, offsets: dict[str, float] | None = None
             yield LabelledDump(
                 d, host=svc.host, role=svc.role,
                 rank=(p.info.rank if p is not None else None) or d.rank,
-                taken_at=to_capture_clock(log_time(d.timestamp), offsets.get(svc.host)),
+                taken_at=to_capture_clock(read_stamp(d.timestamp), offsets.get(svc.host)),
                 source=f"log:{svc.log_source or 'log'}",
                 kind="scheduler" if p is not None and p.info.kind == "scheduler" else None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
 
 from pdforensics import linear
 from pdforensics.analysis.stacks_classify import (
@@ -33,6 +32,7 @@ from pdforensics.analysis.stacks_model import (
 )
 from pdforensics.analysis.stacks_tree import find_outliers
 from pdforensics.parsers.frames import Frame, ThreadStack
+from pdforensics.parsers.logtime import read_stamp
 from pdforensics.parsers.pyspy import classify_pyspy_error
 
 __all__ = [
@@ -58,18 +58,6 @@ def process_kind(command: str, dump_kind: str = "pyspy") -> str:
     if m is not None:
         return m.group(1)
     return "go" if dump_kind == "goroutines" else "python"
-
-
-def _parse_ts(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        dt = datetime.fromisoformat(ts.replace(",", ".").replace(" ", "T"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
 
 
 class _Proc:
@@ -240,7 +228,7 @@ def _group(dumps: Sequence[LabelledDump]) -> tuple[list[_Proc], list[DumpError]]
         if p is None:
             p = procs[key] = _Proc(key, ld)
         p.dumps.append(ld)
-        p.times.append(ld.taken_at if ld.taken_at is not None else _parse_ts(d.timestamp))
+        p.times.append(ld.taken_at if ld.taken_at is not None else read_stamp(d.timestamp))
     for proc in procs.values():
         if all(t is not None for t in proc.times) and len(proc.times) > 1:
             order = sorted(range(len(proc.times)), key=lambda i: proc.times[i] or 0.0)

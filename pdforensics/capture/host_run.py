@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pdforensics.bundle.ondisk import BundleClosed, BundleWriter
+from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.file_reads import FileReads
+from pdforensics.capture.job_queue import DUMP_QUIET_S, JobQueue
 from pdforensics.capture.planner import HostPlanner, target_json
-from pdforensics.collectors.base import CHEAP, DISCOVERY, SLOW, STACKS, Job
+from pdforensics.collectors.base import CHEAP, DISCOVERY, STACKS, Job
 from pdforensics.errors import PdforensicsError
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.transport import open_transport
@@ -25,17 +27,7 @@ if TYPE_CHECKING:
 # A stock sshd allows 10 sessions per connection, and a closed session lingers there until
 # its process exits: stay well under it.
 DEFAULT_CHANNELS = 6
-# Channels kept free of slow, hang-prone calls so the cheap evidence never queues behind them.
-RESERVED_FOR_CHEAP = 2
-# While a py-spy dump has its process stopped (a few ms), the host starts no other command, not
-# even another dump, so the dump does not wait for a core behind our own work or another py-spy;
-# a dump still running after this long (a thread in D state) no longer holds the host back.
-DUMP_QUIET_S = 0.3
-# Reads whose timeout says nothing about the cluster (a /proc file, the process table): on a
-# timeout with no output they run once more, time permitting.
-RETRIED_SOURCES = frozenset({"ps", "ss_listen", "cmdline", "environ", "cgroup"})
-# Margin kept between a job's own timeout and the global deadline (kill grace + transfer).
-DEADLINE_MARGIN_S = 4.0
+__all__ = ["DEFAULT_CHANNELS", "DUMP_QUIET_S", "HostRun", "Progress", "held_back"]
 
 Progress = Callable[[str, str], None]
 
@@ -44,7 +36,7 @@ class HostRun:
     """Drives one host: connect, then run planned jobs on up to N concurrent channels."""
 
     def __init__(self, host: HostSpec, options: CaptureOptions, writer: BundleWriter,
-                 deadline: float, stop: threading.Event, progress: Progress | None,
+                 deadline: Deadline, stop: threading.Event, progress: Progress | None,
                  parser: BackgroundParser):
         self.host = host
         self.options = options
@@ -66,14 +58,10 @@ class HostRun:
         self._said_found = False  # "found N services" is said once per host
         self.banner = b""  # what the login shell prints before each command (runner up: cut by the transport)
         self._runner_said = False
-        self._pending: list[Job] = []
-        self._inflight = 0
-        self._slow_inflight = 0
-        self._dumps_since: dict[str, float] = {}  # job key -> when its py-spy dump started
-        self._environ_inflight = 0  # environ reads running: text sources wait (redact.py learns from them)
+        self.queue = JobQueue(options.channels, lambda: self.planner.discovered)
+        self._cond = self.queue.cond  # also guards jobs_run, the held results, _environ_empty
         self._held: list[tuple[Job, CommandResult, str | None]] = []  # first dumps done before environ
         self._environ_empty = False  # an environ read came back with nothing (its secrets unknown)
-        self._cond = threading.Condition()
         self.thread = threading.Thread(target=self._main, name=f"host-{host.name}", daemon=True)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -87,15 +75,13 @@ class HostRun:
             self._cond.notify_all()
 
     def not_run(self) -> list[Job]:
-        with self._cond:
-            return list(self._pending)
+        return self.queue.pending()
 
     def _main(self) -> None:
         t0 = time.time()
         try:
             self.transport = open_transport(self.host, self.options.accept_new_host_keys)
-            budget = min(self.options.connect_timeout_s, self.deadline - time.monotonic() - 1)
-            self.transport.connect(max(1.0, budget))
+            self.transport.connect(self.deadline.connect_timeout(self.options.connect_timeout_s))
             self.reachable = True
             if (probe := getattr(self.transport, "connect_result", None)) is not None:
                 self.writer.add(probe, key="connect")  # a kubectl exec probe: its argv is kept
@@ -112,7 +98,7 @@ class HostRun:
                 started_at=t0, error=self.error), key="connect")
             self._say("unreachable: " + self.error)
             return
-        self._pending = self.planner.initial_jobs()
+        self.queue.add(self.planner.initial_jobs())
         workers = [threading.Thread(target=self._worker, daemon=True,
                                     name=f"{self.host.name}-ch{i}")
                    for i in range(max(1, self.options.channels))]
@@ -122,15 +108,15 @@ class HostRun:
             w.join()
         self.write_held()
         self._runner_note()
-        self._say(f"done: {self.jobs_run} results" +
-                  (f", {len(self._pending)} not run" if self._pending else ""))
+        left = len(self.queue.pending())
+        self._say(f"done: {self.jobs_run} results" + (f", {left} not run" if left else ""))
 
     def _probe_banner(self) -> None:
         from pdforensics.transport.ssh import SshTransport
 
         if isinstance(self.transport, SshTransport):
             runner = self._runner()
-            if runner is not None and runner.up(self.deadline - 1.0):
+            if runner is not None and runner.up(self.deadline.start_by()):
                 # what the login shell printed before the runner; the transport cuts it from
                 # any command that falls back to its own channel
                 shown = runner.banner
@@ -158,64 +144,14 @@ class HostRun:
             self.planner.notes.append(f"commands: {runner.refused}; each command ran in its own "
                                       "exec channel instead (one login shell each)")
 
-    # -- scheduling -----------------------------------------------------------------------
-    def _next_job(self) -> Job | None:
-        """Block until a job may start; None when the host is finished or time is up."""
-        with self._cond:
-            while True:
-                if self.stop.is_set() or time.monotonic() >= self.deadline - 1.0:
-                    self._cond.notify_all()
-                    return None
-                if not self._pending and self._inflight == 0:
-                    self._cond.notify_all()
-                    return None
-                now = time.time()
-                job = self._pick(now)
-                if job is not None:
-                    self._pending.remove(job)
-                    self._inflight += 1
-                    if job.priority >= SLOW:
-                        self._slow_inflight += 1
-                    if job.priority == STACKS:
-                        self._dumps_since[job.key] = time.monotonic()
-                    self._environ_inflight += job.source.redact_environ
-                    return job
-                waits = [j.not_before - now for j in self._pending if j.not_before > now]
-                quiet = self._quiet_until() - time.monotonic()
-                waits += [quiet] if quiet > 0 else []
-                self._cond.wait(timeout=min([0.5, *waits]) if waits else 0.5)
-
-    def _quiet_until(self) -> float:
-        """Until when a py-spy dump under way keeps the host's other commands from starting."""
-        return max(self._dumps_since.values(), default=0.0) + DUMP_QUIET_S
-
-    def _pick(self, now: float) -> Job | None:
-        if time.monotonic() < self._quiet_until():
-            return None  # not even another dump: one process stopped at a time, py-spy on a core
-        ready = [j for j in self._pending if j.not_before <= now]
-        if not self.planner.discovered:
-            # slow, hang-prone calls wait for discovery so cheap evidence goes first
-            ready = [j for j in ready if j.priority < SLOW]
-        if self._slow_inflight >= max(1, self.options.channels - RESERVED_FOR_CHEAP):
-            ready = [j for j in ready if j.priority < SLOW]
-        if self._environ_busy():
-            # secrets learned from this host's environ must be known before its logs, stacks and
-            # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL.
-            # A first py-spy dump may run meanwhile (it sets when the capture can end): its
-            # output waits in memory until the environ reads are done (see _finish)
-            ready = [j for j in ready if j.priority <= CHEAP or _first_dump(j)]
-        if not ready:
-            return None
-        return min(ready, key=_order)
-
+    # -- running jobs ---------------------------------------------------------------------
     def _worker(self) -> None:
         assert self.transport is not None
         while True:
-            job = self._next_job()
+            job = self.queue.take(self.deadline, self.stop)
             if job is None:
                 return
-            remaining = self.deadline - time.monotonic() - DEADLINE_MARGIN_S
-            timeout = max(1.0, min(job.source.timeout_s, remaining))
+            timeout = self.deadline.job_timeout(job.source.timeout_s)
             if timeout < job.source.timeout_s:
                 job = _with_timeout(self.host, job, timeout)
             result = self._fetch(job, timeout) if job.url else None
@@ -257,15 +193,11 @@ class HostRun:
         self.parser.submit(entry)
         return result
 
-    def _environ_busy(self) -> bool:
-        """Are environ reads of this host running or waiting (call with self._cond held)?"""
-        return bool(self._environ_inflight) or any(j.source.redact_environ for j in self._pending)
-
     def _release_held(self, ended: bool = False) -> list[tuple[Job, CommandResult, str | None]]:
         """The held results that may be written now: all once environ is done, each held back
         (no output) when environ never finished, or came back empty as the capture stopped."""
         with self._cond:
-            if not self._held or (self._environ_busy() and not ended):
+            if not self._held or (self.queue.environ_busy() and not ended):
                 return []
             held, self._held = self._held, []
             unknown = ended or (self._environ_empty and self.stop.is_set())
@@ -282,16 +214,14 @@ class HostRun:
     def _finish(self, job: Job, result: CommandResult, read: str | None, hold: bool = True) -> None:
         """Keep a job's result (or put it back for its one retry) and plan what follows."""
         if job.priority == STACKS:
-            with self._cond:  # the dump is over: the host's other jobs may start
-                self._dumps_since.pop(job.key, None)
-                self._cond.notify_all()
+            self.queue.dump_done(job)  # the dump is over: the host's other jobs may start
         if result.error == "connection lost":
             self.lost = True
         if self._retry(job, result):
             return
         if hold and job.priority > CHEAP:
             with self._cond:
-                if self._environ_busy():  # written once environ is read: still counts as running
+                if self.queue.environ_busy():  # written once environ is read: still counts as running
                     self._held.append((job, result, read))
                     return
         result = self._record(job, result, read)
@@ -306,13 +236,8 @@ class HostRun:
             self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
         with self._cond:
             self.jobs_run += 1
-            self._inflight -= 1
-            self._environ_inflight -= job.source.redact_environ
             self._environ_empty |= job.source.redact_environ and not result.stdout
-            if job.priority >= SLOW:
-                self._slow_inflight -= 1
-            self._pending.extend(follow)
-            self._cond.notify_all()
+            self.queue.release(job, follow)
         self._tick(job)
         for held in self._release_held():
             self._finish(*held, hold=False)
@@ -321,31 +246,18 @@ class HostRun:
         """Run the command of file reads for them and every ready job of their source at once
         (see batch_reads); each job taken from the queue counts as running until finished."""
         assert self.transport is not None
-        with self._cond:
-            now = time.time()
-            more = [j for j in self._pending if j.source.name == due[0].source.name
-                    and j.read is not None and j.not_before <= now]
-            for j in more:
-                self._pending.remove(j)
-                self._inflight += 1
-                self._environ_inflight += j.source.redact_environ
-                self._slow_inflight += j.priority >= SLOW
+        more = self.queue.take_ready(lambda j: j.source is due[0].source and j.read is not None)
         return self.files.run_batch(self.transport, [*due, *more], timeout, self.banner)
 
     # -- the capture's finally (request_log.restore_all) ----------------------------------
     def pending_keys(self) -> set[str]:
-        with self._cond:
-            return {j.key for j in self._pending}
+        return {j.key for j in self.queue.pending()}
 
     def take_pending(self, wanted: Callable[[Job], bool]) -> list[Job]:
-        with self._cond:
-            taken = [j for j in self._pending if wanted(j)]
-            self._pending = [j for j in self._pending if not wanted(j)]
-            return taken
+        return self.queue.take_pending(wanted)
 
     def add_pending(self, jobs: list[Job]) -> None:
-        with self._cond:
-            self._pending.extend(jobs)
+        self.queue.add(jobs)
 
     def run_now(self, job: Job) -> None:
         """Run one job on the calling thread, after the stop (a restore that must happen)."""
@@ -373,18 +285,13 @@ class HostRun:
         """Run a cheap read once more when it timed out with nothing: on a loaded host the
         session start (the login shell's rc files) can eat the whole timeout of a /proc read.
         The first attempt is kept as a planner note; True when the job went back in the queue."""
-        if (job.source.name not in RETRIED_SOURCES or not result.timed_out or result.stdout
-                or job.key in self._retried
-                or self.deadline - time.monotonic() < job.source.timeout_s + DEADLINE_MARGIN_S + 4):
+        if (not job.source.retried or not result.timed_out or result.stdout
+                or job.key in self._retried or not self.deadline.allows_retry(job.source.timeout_s)):
             return False
         self._retried.add(job.key)
         self.planner.notes.append(f"{job.key}: timed out after {result.duration_s:.1f} s with no output; "
                                   "retried once")
-        with self._cond:
-            self._inflight -= 1
-            self._environ_inflight -= job.source.redact_environ
-            self._pending.append(job)
-            self._cond.notify_all()
+        self.queue.release(job, again=True)  # its slots go with it: the retry takes them anew
         return True
 
     def _tick(self, job: Job) -> None:
@@ -392,28 +299,14 @@ class HostRun:
         tick = getattr(self.progress, "tick", None)
         if tick is not None:
             with self._cond:
-                planned = self.jobs_run + self._inflight + len(self._pending)
-                phases = [j.priority for j in self._pending] + [job.priority]
+                pending = self.queue.pending()
+                planned = self.jobs_run + self.queue.running + len(pending)
+                phases = [j.priority for j in pending] + [job.priority]
             tick(self.host.name, job.source.name, min(phases), self.jobs_run, planned)
 
     def _say(self, text: str) -> None:
         if self.progress is not None:
             self.progress(self.host.name, text)
-
-
-def _order(job: Job) -> tuple[int, int, float]:
-    """Which ready job goes first: by priority, except that a process's first py-spy dump goes
-    right after discovery, ahead of the cheap reads: the last dump cannot start before
-    STUCK_SPAN_S after it, so it sets when the capture can end. It is as hang-prone as the other
-    slow calls, so it still counts against their channels (RESERVED_FOR_CHEAP stay free)."""
-    if _first_dump(job):
-        return CHEAP, 0, job.not_before
-    return job.priority, 1, job.not_before
-
-
-def _first_dump(job: Job) -> bool:
-    """A process's first py-spy dump (the one that sets when the capture can end)."""
-    return job.priority == STACKS and job.target.sample == 1
 
 
 def held_back(result: CommandResult) -> CommandResult:

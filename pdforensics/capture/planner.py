@@ -12,20 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.capture.request_log import RequestLogPlan
-from pdforensics.collectors import (
-    clock,
-    doctor,
-    gpu,
-    http,
-    logs,
-    proc,
-    pyspy,
-    router,
-    sockets,
-    systemd,
-    versions,
-)
-from pdforensics.collectors.base import Job, Source, Target
+from pdforensics.collectors import SOURCES, proc, sockets
+from pdforensics.collectors.base import Job, Repeat, Runs, Source, Switch, Target
 from pdforensics.model import CommandResult, HostSpec
 from pdforensics.parsers.proc import parse_cgroup_unit, parse_ps
 from pdforensics.parsers.ss import SocketTable
@@ -49,6 +37,16 @@ class PlanOptions:
     probes: bool = True  # /health_generate on every server (--no-probes)
     doctor: bool = False  # doctor's host probes (collectors/doctor.py)
     request_log_s: float = 0.0  # --request-log: request logging on for this long (request_log.py)
+
+    def on(self, switch: Switch | None) -> bool:
+        """Whether a source behind this switch is planned (None: always)."""
+        return switch is None or bool(getattr(self, switch.value))
+
+
+#: the planner's own inputs: discovery runs first and plans the rest
+DISCOVERY_SOURCES = (proc.PS, sockets.SS_LISTEN)
+#: what discovery found before it ran (the host-wide sources see no services yet)
+NOTHING_FOUND = Discovery(processes=(), services=())
 
 
 def local_py_spy(host: HostSpec) -> HostSpec:
@@ -88,25 +86,38 @@ class HostPlanner:
         self._ps_text: str | None = None
         self._listen_text: str | None = None
         self._units_planned: set[str] = set()
+        self._once: set[tuple[str, str]] = set()  # (source, its once_per key) planned already
         self._first_dump_at: dict[int, float] = {}  # pid -> when its first py-spy dump started
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
         self.request_log = RequestLogPlan(self.host, options.request_log_s, make_job)
 
     def initial_jobs(self) -> list[Job]:
-        jobs = [make_job(self.host, proc.PS, Target()),
-                make_job(self.host, sockets.SS_LISTEN, Target()),
-                make_job(self.host, clock.CLOCK, Target())]
-        if self.options.versions:
-            jobs.append(make_job(self.host, versions.UNAME, Target()))
-        if self.options.gpu:
-            for src in (gpu.NVIDIA_SMI_QUERY, gpu.NVIDIA_SMI_APPS, gpu.NVIDIA_SMI,
-                        gpu.NVIDIA_SMI_NVLINK, gpu.NVIDIA_SMI_REMAP, logs.KERNEL_LOG):
-                jobs.append(make_job(self.host, src, Target()))
-            if self.host.is_local:
-                jobs.append(make_job(self.host, gpu.NVML, Target()))
-        if self.options.doctor:
-            jobs += [make_job(self.host, src, Target()) for src in doctor.PROBES]
+        """Discovery's reads first, then every host-wide source the options turn on."""
+        jobs = [make_job(self.host, src, Target()) for src in DISCOVERY_SOURCES]
+        return jobs + self._jobs(Runs.PER_HOST, Target(), NOTHING_FOUND, skip=DISCOVERY_SOURCES)
+
+    def _jobs(self, runs: Runs | tuple[Runs, ...], target: Target, d: Discovery, now: float = 0.0,
+              skip: tuple[Source, ...] = ()) -> list[Job]:
+        """A job per source that runs this way (registry order) and the options turn on, where
+        its `only` holds and its `once_per` key is new; a repeated source starts at sample 1."""
+        wanted = runs if isinstance(runs, tuple) else (runs,)
+        jobs = []
+        for src in SOURCES:
+            if src.runs not in wanted or src in skip or not self.options.on(src.switch):
+                continue
+            if src.only is not None and not src.only(self.host, d, target):
+                continue
+            if src.once_per is not None:
+                key = (src.name, src.once_per(target))
+                if key in self._once:
+                    continue
+                self._once.add(key)
+            if src.repeats is None:
+                jobs.append(make_job(self.host, src, target))
+            else:  # sample n+1 is planned when sample n ends (see on_result)
+                jobs.append(make_job(self.host, src, dataclasses.replace(target, sample=1),
+                                     not_before=now if src.repeats is Repeat.DUMPS else 0.0))
         return jobs
 
     @property
@@ -130,19 +141,19 @@ class HostPlanner:
             return self.request_log.hold(follow)
 
     def _on_result(self, job: Job, result: CommandResult) -> list[Job]:
-        name = job.source.name
-        if name == "ps":
+        src = job.source
+        if src is proc.PS:
             self._ps_text = result.stdout.decode("utf-8", "replace")
             if not result.ok:
                 self.tools_failed.append("ps")
                 self.notes.append(f"ps failed: {_failure(result)}: the process table is unknown, "
                                   "so no declared service is judged absent")
-        elif name == "ss_listen":
+        elif src is sockets.SS_LISTEN:
             self._listen_text = result.stdout.decode("utf-8", "replace") if result.ok else ""
             if not result.ok:
                 self.tools_failed.append("ss")
                 self.notes.append(f"ss failed: {_failure(result)}: listening sockets are unknown")
-        elif name == "cgroup" and result.ok and job.target.process is not None:
+        elif src is proc.CGROUP and result.ok and job.target.process is not None:
             unit = parse_cgroup_unit(result.stdout.decode("utf-8", "replace"))
             svc = self._service_of(job.target.process.pid)
             if unit and svc is not None:
@@ -150,28 +161,34 @@ class HostPlanner:
             if svc is not None:
                 self.notes.append(f"{svc.label}: not run by a systemd unit; restart times come "
                                   "from process start times (/proc)")
-        elif name in ("metrics", "router_metrics") and job.target.sample is not None \
-                and job.target.sample < self.options.samples:
-            nxt = Target(service=job.target.service, sample=job.target.sample + 1)
-            return [make_job(self.host, job.source, nxt,
-                             not_before=result.started_at + self.options.interval_s)]
-        elif name == "pyspy" and job.target.sample is not None and job.target.process is not None \
-                and job.target.sample < max(1, self.options.stack_dumps):
-            n = job.target.sample  # dump n+1 keeps its slot, n x the spacing after discovery
-            at = (self.discovered_at or result.started_at) + n * self.dump_spacing_s
-            pid = job.target.process.pid
-            if n == 1:
-                self._first_dump_at[pid] = result.started_at
-            if n + 1 == self.options.stack_dumps:  # the last one: span >= STUCK_SPAN_S from the first
-                at = max(at, self._first_dump_at.get(pid, result.started_at) + STUCK_SPAN_S)
-            return [make_job(self.host, job.source, Target(process=job.target.process, sample=n + 1),
-                             not_before=at)]
-        elif name in ("server_info", "model_info") and _http_status(result) == 404:
-            alt = http.GET_SERVER_INFO if name == "server_info" else http.GET_MODEL_INFO
-            return [make_job(self.host, alt, job.target)]
+        elif src.repeats is not None and job.target.sample is not None:
+            return self._next_sample(job, result)
+        elif src.fallback is not None and _http_status(result) == 404:
+            return [make_job(self.host, src.fallback, job.target)]
         if self.discovery is None and self._ps_text is not None and self._listen_text is not None:
             return self._plan_after_discovery()
         return []
+
+    def _next_sample(self, job: Job, result: CommandResult) -> list[Job]:
+        """/metrics sample n+1 `interval` after sample n began; py-spy dump n+1 in its slot."""
+        n = job.target.sample
+        assert n is not None
+        if job.source.repeats is Repeat.SAMPLES:
+            if n >= self.options.samples:
+                return []
+            return [make_job(self.host, job.source, dataclasses.replace(job.target, sample=n + 1),
+                             not_before=result.started_at + self.options.interval_s)]
+        if job.target.process is None or n >= max(1, self.options.stack_dumps):
+            return []
+        # dump n+1 keeps its slot, n x the spacing after discovery
+        at = (self.discovered_at or result.started_at) + n * self.dump_spacing_s
+        pid = job.target.process.pid
+        if n == 1:
+            self._first_dump_at[pid] = result.started_at
+        if n + 1 == self.options.stack_dumps:  # the last one: span >= STUCK_SPAN_S from the first
+            at = max(at, self._first_dump_at.get(pid, result.started_at) + STUCK_SPAN_S)
+        return [make_job(self.host, job.source, Target(process=job.target.process, sample=n + 1),
+                         not_before=at)]
 
     def discovery_json(self) -> dict[str, Any]:
         d = self.discovery
@@ -206,68 +223,29 @@ class HostPlanner:
                 else "no SGLang process found on the host"))
         if not d.services and "ps" not in self.tools_failed:
             self.notes.append("no SGLang server or router process found")
-        o = self.options
-        jobs: list[Job] = [make_job(self.host, sockets.SS_ESTABLISHED, Target())]
-        interpreters: set[str] = set()
+        jobs = self._jobs(Runs.PER_HOST_DISCOVERED, Target(), d)
         for svc in d.services:
-            jobs += self._endpoint_jobs(svc, now)
-            if svc.unit:
-                jobs += self._unit_jobs(svc.unit, svc)
-            elif svc.root_pid is not None:
-                root = next(p for p in d.processes if p.pid == svc.root_pid)
-                jobs.append(make_job(self.host, proc.CGROUP, Target(process=root)))
-            if o.logs and svc.log_file:
-                jobs.append(make_job(self.host, logs.LOG_FILE, Target(service=svc)))
-                if svc.kind == "router":
-                    jobs.append(make_job(self.host, router.ROUTER_LOG, Target(service=svc)))
+            jobs += self._service_jobs(svc, d)
         for p in d.processes:
-            jobs.append(make_job(self.host, proc.CMDLINE, Target(process=p)))
-            jobs.append(make_job(self.host, proc.ENVIRON, Target(process=p)))
-            if o.versions and p.kind == "server":
-                python = p.args.split()[0] if p.args else ""
-                if python not in interpreters:
-                    interpreters.add(python)
-                    jobs.append(make_job(self.host, versions.PIP_FREEZE, Target(process=p)))
-                    if o.sglang_source:
-                        jobs.append(make_job(self.host, versions.SGLANG_SOURCE, Target(process=p)))
-            if o.stacks and p.kind in pyspy.DUMPED_KINDS and _is_python(p.args, p.kind):
-                # dump n+1 is planned when dump n ends (see on_result): two py-spy runs on one
-                # process at once fail ("Failed to suspend process"), as a late dump 1 did
-                jobs.append(make_job(self.host, pyspy.PYSPY_DUMP, Target(process=p, sample=1),
-                                     not_before=now))
+            jobs += self._jobs(Runs.PER_PROCESS, Target(process=p), d, now)
         return jobs
 
-    def _endpoint_jobs(self, svc: Service, now: float) -> list[Job]:
-        t = Target(service=svc)
-        jobs = [make_job(self.host, http.HEALTH, t)]
-        if svc.kind == "router":
-            jobs += [make_job(self.host, http.WORKERS, t), make_job(self.host, http.GET_LOADS, t)]
-            metrics = http.ROUTER_METRICS if svc.metrics_port else None
-        else:
-            jobs += [make_job(self.host, http.MODEL_INFO, t), make_job(self.host, http.LOADS, t),
-                     make_job(self.host, http.SERVER_INFO, t)]
-            if self.options.probes:
-                jobs.append(make_job(self.host, http.HEALTH_GENERATE, t))
-            metrics = http.METRICS
-            if not svc.metrics_enabled:
-                self.notes.append(f"{svc.label}: started without --enable-metrics; "
-                                  "/metrics will be empty")
-        if metrics is not None:  # sample 1 now; each next one `interval` after the last began
-            jobs.append(make_job(self.host, metrics, Target(service=svc, sample=1)))
+    def _service_jobs(self, svc: Service, d: Discovery) -> list[Job]:
+        """A service's endpoint and log sources, then those of its systemd unit."""
+        mine = (Runs.PER_SERVICE, Runs.PER_ROUTER if svc.kind == "router" else Runs.PER_SERVER)
+        if svc.kind != "router" and not svc.metrics_enabled:
+            self.notes.append(f"{svc.label}: started without --enable-metrics; "
+                              "/metrics will be empty")
+        jobs = self._jobs(mine, Target(service=svc), d)
+        if svc.unit:
+            jobs += self._unit_jobs(svc.unit, svc)
         return jobs
 
     def _unit_jobs(self, unit: str, svc: Service) -> list[Job]:
         if unit in self._units_planned:
             return []
         self._units_planned.add(unit)
-        t = Target(service=svc, unit=unit)
-        jobs = [make_job(self.host, systemd.SYSTEMCTL_SHOW, t),
-                make_job(self.host, systemd.UNIT_FILE, t)]
-        if self.options.logs and not svc.log_file:
-            jobs.append(make_job(self.host, logs.JOURNAL, t))
-            if svc.kind == "router":
-                jobs.append(make_job(self.host, router.ROUTER_JOURNAL, t))
-        return jobs
+        return self._jobs(Runs.PER_UNIT, Target(service=svc, unit=unit), self.discovery or NOTHING_FOUND)
 
     def _service_of(self, pid: int) -> Service | None:
         if self.discovery is None:
@@ -288,13 +266,6 @@ def _listen_addresses(table: SocketTable) -> dict[int, str]:
     """Listening port -> the loopback/host address it is bound to (not for `*` or 0.0.0.0)."""
     return {r.local.port: r.local.addr for r in table.rows if r.local.port is not None
             and r.local.addr not in ("*", "0.0.0.0", "::", "[::]")}
-
-
-def _is_python(args: str, kind: str) -> bool:
-    if kind in ("scheduler", "detokenizer", "tokenizer", "server"):
-        return True  # SGLang's own processes are Python (titles hide the interpreter)
-    first = args.split()[0].rsplit("/", 1)[-1] if args.split() else ""
-    return "python" in first
 
 
 def _http_status(result: CommandResult) -> int | None:

@@ -27,8 +27,16 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
+from pdforensics.capture.deadline import (
+    REQUEST_LOG_RESERVE_S,
+    REQUEST_LOG_SLACK_S,
+    RESTORE_WAIT_S,
+    Deadline,
+    window_fits,
+)
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.collectors.base import Job, Source, Target
+from pdforensics.collectors.http import GET_SERVER_INFO, SERVER_INFO
 from pdforensics.collectors.logs import JOURNAL, LOG_FILE
 from pdforensics.collectors.request_log import (
     LEVEL_ON,
@@ -41,12 +49,10 @@ from pdforensics.errors import ConfigError, ParseError
 from pdforensics.model import CommandResult, HostSpec, ProcessInfo
 from pdforensics.sglang.discovery import Service
 
+#: what the window leaves of the deadline (capture/deadline.py owns it): the restore, the log reads
+RESERVE_S = REQUEST_LOG_RESERVE_S
 #: the longest window --request-log may ask for
 MAX_WINDOW_S = 120.0
-#: seconds of the deadline kept after the window: the restore (7 s at most), then the log reads
-RESERVE_S = 16.0
-#: how long the capture's finally waits for a switch-on or restore already in flight
-FINISH_WAIT_S = 8.0
 _HELD_SOURCES = (LOG_FILE.name, JOURNAL.name)
 MakeJob = Callable[[HostSpec, Source, Target, float], Job]
 _ENDED = ("restored", "restore_failed", "not_on", "already_on")
@@ -58,9 +64,10 @@ def check_window(seconds: float | None, deadline_s: float) -> None:
         return
     if seconds > MAX_WINDOW_S:
         raise ConfigError(f"--request-log {seconds:g}s is over the cap of {MAX_WINDOW_S:g}s")
-    if seconds + RESERVE_S + 4 > deadline_s:
+    if not window_fits(seconds, deadline_s):
         raise ConfigError(f"--request-log {seconds:g}s does not fit in --deadline {deadline_s:g}s: "
-                          f"the window, the restore and the log reads need SECONDS + {RESERVE_S + 4:g}s; "
+                          f"the window, the restore and the log reads need SECONDS + "
+                          f"{RESERVE_S + REQUEST_LOG_SLACK_S:g}s; "
                           "raise --deadline or shorten the window")
 
 
@@ -97,7 +104,7 @@ class RequestLogPlan:
         self.host = host
         self._make_job = make_job  # planner.make_job (passed in: the planner imports this module)
         self.seconds = min(max(0.0, seconds), MAX_WINDOW_S)
-        self.deadline: float | None = None  # monotonic end of the capture (set by HostRun)
+        self.deadline: Deadline | None = None  # the capture's (set by HostRun)
         self._switches: dict[str, _Switch] = {}
         self._lock = threading.RLock()  # the planner's channels and the capture's finally
 
@@ -136,10 +143,10 @@ class RequestLogPlan:
         name = job.source.name
         if sw is None:
             return []
-        if name in ("server_info", "get_server_info") and sw.state == "reading":
+        if job.source in (SERVER_INFO, GET_SERVER_INFO) and sw.state == "reading":
             status = _status(result)
-            if name == "server_info" and status == 404:
-                return []  # the planner asks /get_server_info next
+            if job.source.fallback is not None and status == 404:
+                return []  # the planner asks the old name next
             return self._read(sw, job, result, status)
         if name == REQUEST_LOG_ON.name and sw.state == "switching":
             status = _status(result)
@@ -167,7 +174,7 @@ class RequestLogPlan:
         sw.previous = previous
         if previous.log_requests:
             return self._end(sw, "already_on", "the server logs requests already")
-        left = (self.deadline - time.monotonic() - RESERVE_S) if self.deadline is not None else self.seconds
+        left = self.deadline.window_left() if self.deadline is not None else self.seconds
         sw.window_s = round(min(self.seconds, left), 1)
         if sw.window_s < 1.0:
             return self._end(sw, "not_on", "no time left within --deadline for the window")
@@ -323,13 +330,13 @@ def restore_all(runs: Sequence[_Run]) -> int | None:
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=FINISH_WAIT_S + 10)
+            t.join(timeout=RESTORE_WAIT_S + 10)
     return caught[0] if caught else None
 
 
 def _restore_host(run: _Run) -> None:
     plan: RequestLogPlan = run.planner.request_log
-    end = time.monotonic() + FINISH_WAIT_S
+    end = time.monotonic() + RESTORE_WAIT_S
     while plan.in_flight(run.pending_keys()) and time.monotonic() < end:
         time.sleep(0.1)
     for job in run.take_pending(plan.is_restore):

@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter, ResultEntry
+from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.capture.planner import PlanOptions, target_json
 from pdforensics.capture.request_log import restore_all
@@ -22,8 +23,8 @@ from pdforensics.redact.redactor import Redactor
 from pdforensics.views.readings import BackgroundParser
 
 # Extra evidence gathered beside the hosts (e.g. Prometheus history): called on its own
-# thread with the writer and the monotonic deadline; adds results only through the writer.
-Sidecar = Callable[[BundleWriter, float], None]
+# thread with the writer and the capture's deadline; adds results only through the writer.
+Sidecar = Callable[[BundleWriter, Deadline], None]
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
     """Capture every host of the cluster into a new bundle, within the deadline."""
     started = time.time()
     t0 = time.monotonic()
-    deadline = t0 + options.deadline_s
+    deadline = Deadline(t0 + options.deadline_s, options.deadline_s)
     writer = BundleWriter(options.out_dir, cluster.name, redactor or Redactor(), started)
     stop = threading.Event()
     parser = BackgroundParser(writer)
@@ -116,7 +117,7 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
             for run in runs:
                 run.start()
             for run in runs:
-                while run.thread.is_alive() and time.monotonic() < deadline + 1.0:
+                while run.thread.is_alive() and time.monotonic() < deadline.wait_until():
                     run.thread.join(timeout=0.2)
         except KeyboardInterrupt:
             interrupted = signal.SIGINT
@@ -131,7 +132,7 @@ def run_capture(cluster: ClusterSpec, options: CaptureOptions,
     for run in runs:
         run.thread.join(timeout=2.0)
     for t in side:
-        t.join(timeout=max(0.5, deadline - time.monotonic()))
+        t.join(timeout=max(0.5, deadline.left()))
     return _finalise(cluster, options, writer, runs, started, t0, interrupted, extra_manifest,
                      parser)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
@@ -32,29 +31,24 @@ def analyze(bundle: str, as_json: bool, fmt: str, client_dumps: tuple[str, ...],
     Exit 0, or 4 when the verdict reaches --fail-on; 1 on an unreadable bundle.
     """
     from pdforensics.analysis.engine import analysis_json, format_analysis_text
-    from pdforensics.analysis.engine import analyze as run_rules
     from pdforensics.analysis.summary_md import facts_of, markdown_summary
-    from pdforensics.capture.recover import refuse_unfinished
-    from pdforensics.views.loaded import load_capture
+    from pdforensics.app.bundles import analyze_bundle
 
-    refuse_unfinished(bundle)
-    capture = load_capture(bundle)
-    result = run_rules(capture, [Path(c) for c in client_dumps])
+    done = analyze_bundle(bundle, client_dumps, with_requests)
+    result = done.analysis
     if as_json or fmt == "json":
         doc = analysis_json(result)
-        if with_requests:
+        if done.requests is not None:
             from pdforensics.analysis.requests_report import requests_json
-            from pdforensics.analysis.requests_track import track_requests
-            doc["requests"] = requests_json(track_requests(capture))
+            doc["requests"] = requests_json(done.requests)
         click.echo(json.dumps(doc, indent=1))
     elif fmt == "markdown":
-        click.echo(markdown_summary(result, facts_of(capture)), nl=False)
+        click.echo(markdown_summary(result, facts_of(done.capture)), nl=False)
     else:
         click.echo(format_analysis_text(result))
-        if with_requests:
+        if done.requests is not None:
             from pdforensics.analysis.requests_report import format_requests_text
-            from pdforensics.analysis.requests_track import track_requests
-            click.echo(format_requests_text(track_requests(capture)), nl=False)
+            click.echo(format_requests_text(done.requests), nl=False)
     if fails(result.verdict, fail_on):
         sys.exit(ExitStatus.VERDICT)
 

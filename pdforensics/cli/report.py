@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
-
 import click
 
 from pdforensics.cli.errors import handles_errors
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 
 
 @click.command("report")
@@ -28,11 +20,6 @@ def report(bundle: str, out: str | None, baseline: str | None) -> None:
     The verdict is re-derived from the bundle's files. Links to raw evidence are relative,
     so keep the report next to (or inside) its bundle.
     """
-    from pdforensics.capture.recover import refuse_unfinished
-    from pdforensics.report import write_report
-    from pdforensics.report.baseline import changes_since
+    from pdforensics.app.bundles import render_report
 
-    refuse_unfinished(bundle)
-    since = changes_since(Path(bundle), Path(baseline) if baseline else None)
-    click.echo(str(write_report(bundle, out, changes=since.changes, baseline=since.baseline,
-                                change_notes=since.notes)))
+    click.echo(str(render_report(bundle, out, baseline)))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from pdforensics.app.store import StoreAt
 from pdforensics.app.targets import Where
 from pdforensics.capture.profiles import Collect
 from pdforensics.cli.errors import handles_errors
@@ -27,40 +26,20 @@ from pdforensics.cli.options import (
     where_options,
 )
 from pdforensics.errors import ExitStatus
-from pdforensics.model import ClusterSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_ENV = "PDFORENSICS_STORE"
 
 
-@dataclass(frozen=True)
-class StoreAt:
-    """Which store and which cluster in it: -c (its `store` and name), --store, --name."""
-
-    cluster_file: str | None = None
-    store: str | None = None
-    cluster_name: str | None = None
-
-    def cluster(self) -> ClusterSpec | None:
-        from pdforensics.config.cluster import load_cluster_file
-
-        configured = configured_cluster_file(self.cluster_file)
-        return load_cluster_file(configured) if configured else None
-
-    def store_dir(self, cluster: ClusterSpec | None) -> Path:
-        from pdforensics.store.paths import store_for
-
-        return store_for(cluster, self.store)
-
-    def name(self, cluster: ClusterSpec | None) -> str | None:
-        return self.cluster_name or (cluster.name if cluster is not None else None)
-
-
 def store_option(fn: F) -> F:
     return click.option("--store", envvar=STORE_ENV, type=click.Path(file_okay=False),
                         help=f"Store directory [${STORE_ENV}, else the cluster file's `store`, "
                              "else the user data dir].")(fn)
+
+
+def _store_at(cluster_file: str | None = None, **given: Any) -> StoreAt:
+    return StoreAt(configured_cluster_file(cluster_file), **given)
 
 
 def store_options(name: bool = True) -> Callable[[F], F]:
@@ -75,7 +54,7 @@ def store_options(name: bool = True) -> Callable[[F], F]:
         fn = click.option("-c", "--cluster", "cluster_file", envvar=CLUSTER_ENV,
                           type=click.Path(dir_okay=False),
                           help=cluster_help("Cluster file (TOML), for the store and cluster name"))(fn)
-        return packs("at", ("cluster_file", "store", "cluster_name"), StoreAt)(fn)
+        return packs("at", ("cluster_file", "store", "cluster_name"), _store_at)(fn)
 
     return deco
 
@@ -149,19 +128,9 @@ def baseline_set(bundle: str, at: StoreAt) -> None:
 
     A bundle outside the store is copied into it first.
     """
-    from pdforensics.store.filing import file_into
-    from pdforensics.store.index import open_index
-    from pdforensics.store.refs import is_bundle, resolve
+    from pdforensics.app.store import set_baseline
 
-    cluster = at.cluster()
-    with open_index(at.store_dir(cluster)) as index:
-        if is_bundle(bundle):
-            snap, _ = file_into(index, Path(bundle), "import")
-        else:
-            found = index.get(Path(resolve(index, bundle, at.name(cluster))).name)
-            assert found is not None
-            snap = found
-        index.set_baseline(snap.cluster, snap.name)
+    snap = set_baseline(at, bundle)
     click.echo(f"baseline of cluster {snap.cluster}: {snap.name} ({snap.verdict or 'no verdict'})")
     if not snap.healthy:
         click.echo(f"note: its verdict is {snap.verdict or 'unknown'}, not HEALTHY", err=True)
@@ -173,14 +142,10 @@ def baseline_set(bundle: str, at: StoreAt) -> None:
 @handles_errors
 def baseline_show(at: StoreAt, out: Output) -> None:
     """Show the baseline and whether it was set or is the newest HEALTHY snapshot."""
+    from pdforensics.app.store import show_baseline
     from pdforensics.cli.store_text import format_baseline_text
-    from pdforensics.store.index import open_index
-    from pdforensics.store.refs import baseline_for, pick_cluster
 
-    cluster = at.cluster()
-    with open_index(at.store_dir(cluster), create=False) as index:
-        name = pick_cluster(index, at.name(cluster))
-        base = baseline_for(index, name)
+    name, base = show_baseline(at)
     if out.as_json:
         doc = {"cluster": name, "baseline": base.snapshot.to_json() if base else None,
                "explicit": base.explicit if base else False}
@@ -194,13 +159,9 @@ def baseline_show(at: StoreAt, out: Output) -> None:
 @handles_errors
 def baseline_clear(at: StoreAt) -> None:
     """Forget the explicit baseline (the newest HEALTHY snapshot is used again)."""
-    from pdforensics.store.index import open_index
-    from pdforensics.store.refs import pick_cluster
+    from pdforensics.app.store import clear_baseline
 
-    cluster = at.cluster()
-    with open_index(at.store_dir(cluster), create=False) as index:
-        name = pick_cluster(index, at.name(cluster))
-        had = index.clear_baseline(name)
+    name, had = clear_baseline(at)
     click.echo(f"cluster {name}: " + ("explicit baseline cleared" if had else "no explicit baseline"))
 
 
@@ -217,25 +178,10 @@ def diff(a: str | None, b: str | None, at: StoreAt, out: Output) -> None:
     A and B are bundle paths, snapshot names, `baseline` or `newest`. No arguments:
     baseline -> newest snapshot. One argument: baseline -> that bundle.
     """
-    from pdforensics.diff import diff_bundles, diff_json, format_diff_text
-    from pdforensics.store.index import open_index
-    from pdforensics.store.refs import bundle_cluster, is_bundle, resolve
+    from pdforensics.app.store import diff_refs
+    from pdforensics.diff import diff_json, format_diff_text
 
-    cluster = at.cluster()
-    if b is None:
-        a, b = "baseline", a or "newest"
-    assert a is not None
-    name = at.name(cluster)
-    if is_bundle(a) and is_bundle(b):
-        pa, pb = resolve(None, a, name), resolve(None, b, name)
-    else:
-        with open_index(at.store_dir(cluster), create=False) as index:
-            pb = resolve(index, b, name)
-            pa = resolve(index, a, name or bundle_cluster(pb))
-    result = diff_bundles(pa, pb)
-    if pa == pb:
-        result = type(result)(**{**result.__dict__,
-                                 "notes": ("A and B are the same bundle", *result.notes)})
+    result = diff_refs(at, a, b)
     if out.as_json:
         click.echo(json.dumps(diff_json(result), indent=1, default=str))
     else:
@@ -255,14 +201,11 @@ def timeline(at: StoreAt, out: Output) -> None:
     snapshot ranks below those that appeared with the incident. The snapshots it names
     are pinned: retention never removes them.
     """
+    from pdforensics.app.store import timeline_of
     from pdforensics.cli.store_text import format_timeline_text
-    from pdforensics.store.index import open_index
-    from pdforensics.store.refs import pick_cluster
-    from pdforensics.store.timeline import build_timeline, timeline_json
+    from pdforensics.store.timeline import timeline_json
 
-    cluster = at.cluster()
-    with open_index(at.store_dir(cluster), create=False) as index:
-        t = build_timeline(index, pick_cluster(index, at.name(cluster)))
+    t = timeline_of(at)
     if out.as_json:
         click.echo(json.dumps(timeline_json(t), indent=1, default=str))
     else:
@@ -284,9 +227,10 @@ def store_reindex(at: StoreAt) -> None:
     The old index is kept beside the new one; baselines and pins it still holds are carried
     over. Exit 1 when no bundle could be indexed.
     """
-    from pdforensics.store.reindex import format_reindex_text, reindex
+    from pdforensics.app.store import reindex_store
+    from pdforensics.store.reindex import format_reindex_text
 
-    outcome = reindex(at.store_dir(at.cluster()))
+    outcome = reindex_store(at)
     click.echo(format_reindex_text(outcome), nl=False)
     if outcome.skipped and not outcome.indexed:
         sys.exit(ExitStatus.ERROR)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics.collectors import (
     clock,
+    doctor,
     gpu,
     http,
     k8s,
@@ -18,6 +19,8 @@ from pdforensics.collectors import (
 )
 from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 
-__all__ = ["REGISTRY", "Job", "Source", "Target", "clock", "gpu", "http", "k8s", "logs", "proc", "pyspy",
-           "request_log", "router",
-           "sockets", "systemd", "versions"]
+#: every source a capture may plan: the registry, and doctor's probes (no parser, no view)
+SOURCES: tuple[Source, ...] = (*REGISTRY.values(), *doctor.PROBES)
+
+__all__ = ["REGISTRY", "SOURCES", "Job", "Source", "Target", "clock", "doctor", "gpu", "http", "k8s", "logs",
+           "proc", "pyspy", "request_log", "router", "sockets", "systemd", "versions"]

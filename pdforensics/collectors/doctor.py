@@ -10,7 +10,7 @@ They are not in the registry (no parser, no view): doctor reads their JSON itsel
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import CHEAP, KIB, SLOW, Source, Target
+from pdforensics.collectors.base import CHEAP, KIB, SLOW, Source, Switch, Target
 from pdforensics.model import HostSpec
 
 TOOLS = ("timeout", "ss", "ps", "curl", "journalctl")
@@ -107,20 +107,21 @@ DOCTOR_HOST = Source(
     name="doctor_host", description="doctor: tools on PATH, ptrace scope, containers, sshd "
     "MaxSessions, clock, py-spy version (JSON, as the login user)", scope="host",
     build=_host_argv, timeout_s=10, max_bytes=64 * KIB, priority=CHEAP, parser=None,
-    sample=None, extension="json")
+    sample=None, extension="json", switch=Switch.DOCTOR)
 
 DOCTOR_ATTACH = Source(
     name="doctor_attach", description="doctor: py-spy dump (and --native) of a throwaway "
     "process it starts and kills, under the capture's privilege (JSON)", scope="host",
     build=_attach_argv, timeout_s=25, max_bytes=64 * KIB, priority=SLOW, parser=None,
-    sample=None, privileged=True, extension="json")
+    sample=None, privileged=True, extension="json", switch=Switch.DOCTOR)
 
 DOCTOR_GPU = Source(
     name="doctor_gpu", description="doctor: driver version and persistence mode per GPU "
     "(nvidia-smi, itself an NVML client)", scope="host",
     build=lambda host, t: (host.nvidia_smi, "--query-gpu=index,driver_version,persistence_mode",
                            "--format=csv,noheader"),
-    timeout_s=15, max_bytes=64 * KIB, priority=SLOW, parser=None, sample=None, privileged=True)
+    timeout_s=15, max_bytes=64 * KIB, priority=SLOW, parser=None, sample=None, privileged=True,
+    switch=Switch.DOCTOR)
 
 PROBES = (DOCTOR_HOST, DOCTOR_ATTACH, DOCTOR_GPU)
 PROBE_NAMES = frozenset(p.name for p in PROBES)

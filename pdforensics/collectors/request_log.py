@@ -10,7 +10,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 
-from pdforensics.collectors.base import DISCOVERY, Source, Target, register
+from pdforensics.collectors.base import DISCOVERY, Runs, Source, Target, register
 from pdforensics.collectors.feeds import Feed, fetch
 from pdforensics.collectors.http import HTTP_TIMEOUT_S, curl, url_for
 from pdforensics.model import HostSpec
@@ -48,7 +48,8 @@ def _source(name: str, description: str, body: str) -> Source:
         name=name, description=description, scope="endpoint", build=_builder(body),
         timeout_s=HTTP_TIMEOUT_S + 2, max_bytes=64 * 1024, priority=DISCOVERY,
         parser="http:parse_http_response", sample="http_health_response.txt",
-        timeout_exits=(124, 137, 28), extension="http", feeds=Feed("service.fetches", fetch)))
+        timeout_exits=(124, 137, 28), extension="http", feeds=Feed("service.fetches", fetch),
+        runs=Runs.FOLLOW_UP))  # capture/request_log.py walks each server through the window
 
 
 # top priority: the window's length is what the user asked for, and the restore is not late

@@ -3,26 +3,23 @@ per-worker failures (its /workers, /get_loads and metrics are in collectors/http
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import MIB, NORMAL, Source, register
+from pdforensics.collectors.base import MIB, Runs, Target
 from pdforensics.collectors.feeds import Feed, first_ok
-from pdforensics.collectors.logs import log_file_of, unit_of
+from pdforensics.collectors.logs import journal_source, log_file_source, no_log_file
+from pdforensics.model import HostSpec
+from pdforensics.sglang.discovery import Discovery
 
 ROUTER_LOG_BYTES = 4 * MIB
 
 
-ROUTER_LOG = register(Source(
-    name="router_log", description="router log file tail: breaker transitions, worker errors",
-    scope="endpoint", build=lambda host, t: ("tail", "-c", str(ROUTER_LOG_BYTES), "--", log_file_of(t)),
-    reads=lambda host, t: log_file_of(t), tail=True,
-    timeout_s=10, max_bytes=ROUTER_LOG_BYTES, priority=NORMAL, parser="router_log:parse_router_log",
-    sample="smg_router_log.txt", privileged=True, feeds=Feed("service.router_log", first_ok),
-))
+def _router_journal(host: HostSpec, d: Discovery, t: Target) -> bool:
+    return t.service is not None and t.service.kind == "router" and no_log_file(host, d, t)
 
-ROUTER_JOURNAL = register(Source(
-    name="router_journal", description="router journald lines: breaker transitions, worker errors",
-    scope="unit",
-    build=lambda host, t: ("journalctl", f"--unit={unit_of(t)}", "--since=-6h", "--no-pager",
-                           "-o", "short-iso", "-n", "50000"),
-    timeout_s=10, max_bytes=ROUTER_LOG_BYTES, priority=NORMAL, parser="router_log:parse_router_log",
-    sample="smg_router_log.txt", privileged=True, feeds=Feed("service.router_log", first_ok),
-))
+
+ROUTER_LOG = log_file_source("router_log", "router log file tail: breaker transitions, worker errors",
+                             ROUTER_LOG_BYTES, "router_log:parse_router_log", "smg_router_log.txt",
+                             Feed("service.router_log", first_ok), runs=Runs.PER_ROUTER)
+
+ROUTER_JOURNAL = journal_source("router_journal", "router journald lines: breaker transitions, worker errors",
+                                50000, ROUTER_LOG_BYTES, "router_log:parse_router_log", "smg_router_log.txt",
+                                Feed("service.router_log", first_ok), only=_router_journal)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import DISCOVERY, MIB, NORMAL, Source, register
+from pdforensics.collectors.base import DISCOVERY, MIB, NORMAL, Runs, Source, register
 from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok
 
 SS_LISTEN = register(Source(
     name="ss_listen", description="listening TCP sockets with owning processes (ss -ltnp)",
     scope="host", build=lambda host, t: ("ss", "-Hltnp"), timeout_s=5, max_bytes=4 * MIB,
     priority=DISCOVERY, parser="ss:parse_listening", sample="ss_listen_H.txt", privileged=True,
-    feeds=Feed(f"{CAPTURE_LEVEL}.discovery"),
+    feeds=Feed(f"{CAPTURE_LEVEL}.discovery"), retried=True,
 ))
 
 SS_ESTABLISHED = register(Source(
@@ -17,4 +17,5 @@ SS_ESTABLISHED = register(Source(
     scope="host", build=lambda host, t: ("ss", "-Htn", "state", "established"),
     timeout_s=5, max_bytes=8 * MIB, priority=NORMAL, parser="ss:parse_established",
     sample="ss_established_H.txt", feeds=Feed("host.established", first_ok),
+    runs=Runs.PER_HOST_DISCOVERED,
 ))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdforensics.collectors.base import MIB, NORMAL, SLOW, Source, Target, register
+from pdforensics.collectors.base import MIB, NORMAL, SLOW, Runs, Source, Switch, Target, register
 from pdforensics.collectors.feeds import CAPTURE_LEVEL, Feed, first_ok_dict, first_ok_line
 from pdforensics.model import HostSpec
 
@@ -57,6 +57,16 @@ def _python(t: Target) -> str:
     return first if "python" in first.rsplit("/", 1)[-1] else "python3"
 
 
+def _is_server(t: Target) -> bool:
+    return t.process is not None and t.process.kind == "server"
+
+
+def _interpreter(t: Target) -> str:
+    """What a server runs as (its argv[0]): its packages are read once per interpreter."""
+    assert t.process is not None
+    return t.process.args.split()[0] if t.process.args.split() else ""
+
+
 def build_freeze(host: HostSpec, t: Target) -> tuple[str, ...]:
     assert t.process is not None
     return ("python3", "-I", "-S", "-c", FREEZE_SCRIPT, _python(t), str(t.process.pid))
@@ -67,13 +77,15 @@ PIP_FREEZE = register(Source(
     scope="process", build=build_freeze,
     timeout_s=15, max_bytes=2 * MIB, priority=SLOW, parser="versions:parse_pip_freeze",
     sample="pip_freeze_sglang_host.txt", privileged=True,  # the service's venv is often not ours to read
-    feeds=Feed("host.packages", first_ok_dict),
+    feeds=Feed("host.packages", first_ok_dict), runs=Runs.PER_PROCESS, switch=Switch.VERSIONS,
+    only=lambda host, d, t: _is_server(t), once_per=_interpreter, config=True,
 ))
 
 UNAME = register(Source(
     name="uname", description="kernel version", scope="host",
     build=lambda host, t: ("uname", "-a"), timeout_s=5, max_bytes=64 * 1024, priority=NORMAL,
     parser="versions:parse_uname", sample="pip_uname_a.txt", feeds=Feed("host.uname", first_ok_line),
+    switch=Switch.VERSIONS, config=True,
 ))
 
 # The catalog-relevant part of the server's own sglang package (flags, env vars, metric
@@ -121,4 +133,6 @@ SGLANG_SOURCE = register(Source(
     timeout_s=20, max_bytes=64 * MIB, priority=SLOW, parser="versions:parse_sglang_source",
     sample="sglang_source_lab.jsonl", privileged=True, extension="jsonl",
     feeds=Feed(f"{CAPTURE_LEVEL}.sglang_source"),  # read by `catalog build --from BUNDLE`
+    runs=Runs.PER_PROCESS, switch=Switch.SGLANG_SOURCE, only=lambda host, d, t: _is_server(t),
+    once_per=_interpreter,
 ))

@@ -14,6 +14,7 @@ from typing import Any
 
 from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
+from pdforensics.collectors import REGISTRY
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
 from pdforensics.parsers.versions import parse_nvidia_smi_version, parse_uname
@@ -27,12 +28,9 @@ VOLATILE_ENV = frozenset({
     "WATCHDOG_PID", "WATCHDOG_USEC", "MONITOR_PID", "TRIGGER_UNIT", "SECONDS", "RANDOM",
 })
 VOLATILE_ENV_PREFIXES = ("PYTEST_", "COLUMNS", "LINES")
-# Sources the diff never reads: load_capture(path, skip_sources=NOT_CONFIG) keeps it fast.
-NOT_CONFIG = frozenset({
-    "metrics", "router_metrics", "log_file", "journal", "pyspy", "kernel_log", "ss_established",
-    "ss_listen", "ps", "nvidia_smi_apps", "nvidia_smi_nvlink", "nvidia_smi_row_remapper",
-    "nvidia_smi_query", "nvml", "health", "model_info", "workers", "cgroup",
-})
+# Sources the diff never reads (those not declared `config`): load_capture(path,
+# skip_sources=NOT_CONFIG) keeps it fast.
+NOT_CONFIG = frozenset(name for name, src in REGISTRY.items() if not src.config)
 # Flags whose value is per-process plumbing, not configuration.
 VOLATILE_FLAGS = frozenset({"--nccl-init-addr", "--dist-init-addr-ephemeral"})
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from pdforensics import linear
 from pdforensics.catalog.cmdline import flag_value, has_flag
 from pdforensics.doctor.inputs import DoctorInput
 from pdforensics.doctor.model import Check, fail, ok, warn
+from pdforensics.parsers.logtime import find_stamp
 from pdforensics.views.loaded import ServiceView
 
-_STAMP = linear.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
 #: a log that starts after its server did (rotated) and reaches back less than this warns
 SHORT_REACH_S = 3600.0
 
@@ -100,11 +99,9 @@ def _log(d: DoctorInput, s: ServiceView) -> Check:
 
 
 def _first_stamp(text: str) -> float | None:
+    """The first log time in the text (parsers/logtime.py: zone-less is UTC)."""
     for line in text.splitlines()[:200]:
-        m = _STAMP.search(line)
-        if m:
-            try:
-                return time.mktime(time.strptime(f"{m.group(1)} {m.group(2)}", "%Y-%m-%d %H:%M:%S"))
-            except ValueError:
-                continue
+        t = find_stamp(line)
+        if t is not None:
+            return t
     return None

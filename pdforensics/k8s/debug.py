@@ -9,6 +9,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from pdforensics.collectors.k8s import K8S_DEBUG
 from pdforensics.model import CommandResult
 from pdforensics.parsers.k8s import parse_pod
 from pdforensics.transport.kubectl import debug_argv, get_pod_argv
@@ -39,7 +40,7 @@ def add_debug_containers(hosts: tuple[PodHost, ...], image: str, deadline_s: flo
     out, results, notes = [], [], []
     for ph in hosts:
         argv = debug_argv(ph.target, image, name, seconds)
-        result = run_kubectl("k8s_debug", argv, DEBUG_TIMEOUT_S, 64 * 1024, host=ph.host.name)
+        result = run_kubectl(K8S_DEBUG.name, argv, DEBUG_TIMEOUT_S, 64 * 1024, host=ph.host.name)
         results.append(result)
         if not result.ok:
             why = (result.stderr.strip().splitlines() or [result.error or "timed out"])[-1]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdforensics.capture.run import Sidecar
+from pdforensics.collectors.k8s import K8S_DEBUG
 from pdforensics.model import ClusterSpec, CommandResult, HostSpec
 from pdforensics.transport.kubectl import PER_NODE_EXECS, TOTAL_EXECS, kubectl_binary
 
@@ -47,7 +48,7 @@ def prepare_k8s(settings: K8sSettings, name: str | None, deadline_s: float,
                   "pattern": p.pod.pattern, "group": p.pod.group.kind if p.pod.group else None,
                   "debug_container": p.target.debug_container} for p in pods],
         "debug": {"asked": settings.debug, "image": settings.debug_image if settings.debug else None,
-                  "argv": [list(r.argv) for r in recorded if r.source == "k8s_debug"],
+                  "argv": [list(r.argv) for r in recorded if r.source == K8S_DEBUG.name],
                   "removable": False,
                   "note": "ephemeral containers cannot be removed from a pod; each runs sleep "
                           "for the deadline and then exits" if settings.debug else None},

@@ -8,31 +8,32 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pdforensics.bundle.ondisk import BundleWriter
+from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.planner import target_json
 from pdforensics.capture.run import Sidecar
-from pdforensics.collectors.base import Source, Target
-from pdforensics.collectors.k8s import K8S_EVENTS, K8S_LOGS, K8S_POD
-from pdforensics.model import CommandResult
+from pdforensics.collectors import REGISTRY
+from pdforensics.collectors.base import Runs, Source, Target
+from pdforensics.collectors.k8s import K8S_POD
+from pdforensics.model import CommandResult, HostSpec
 from pdforensics.sglang.discovery import Service
 
 from .discover import PodHost, run_kubectl
 from .podjson import scrub_pod_json
 
 WORKERS = 4
-MARGIN_S = 3.0
 
 
 def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult] = ()) -> Sidecar:
     """A sidecar that writes the kubectl results taken before the capture (discovery, debug
     containers) and then reads each pod's facts, events and log within the deadline."""
 
-    def run(writer: BundleWriter, deadline: float) -> None:
+    def run(writer: BundleWriter, deadline: Deadline) -> None:
         for i, result in enumerate(recorded):
             data = scrub_pod_json(result.stdout, writer.redactor) if result.source == "k8s_pods" \
                 else result.stdout
             ext = "json" if result.source == "k8s_pods" else "txt"
             writer.add(_with_stdout(result, data), key=f"{result.source}.{i}", extension=ext)
-        jobs = [(ph, src, tgt) for ph in hosts for src, tgt in _sources(ph)]
+        jobs = [(ph, src, tgt) for ph in hosts for src, tgt in pod_sources(ph.host)]
         with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="k8s-facts") as pool:
             for _ in pool.map(lambda j: _one(writer, deadline, *j), jobs):
                 pass
@@ -40,18 +41,22 @@ def pod_facts_sidecar(hosts: Sequence[PodHost], recorded: Sequence[CommandResult
     return run
 
 
-def _sources(ph: PodHost) -> list[tuple[Source, Target]]:
-    out: list[tuple[Source, Target]] = [(K8S_POD, Target()), (K8S_EVENTS, Target())]
-    for spec in ph.host.services:
-        svc = Service(role=spec.role, kind="router" if spec.role == "router" else "server",
-                      port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
-                      metrics_port=spec.metrics_port, unit=None, log_file=None, declared=True)
-        out.append((K8S_LOGS, Target(service=svc)))
+def pod_sources(host: HostSpec) -> list[tuple[Source, Target]]:
+    """The registry's per-pod sources, bound to the pod (host scope) or to each service it
+    declares (endpoint scope)."""
+    services = [Service(role=spec.role, kind="router" if spec.role == "router" else "server",
+                        port=spec.port, address="127.0.0.1", root_pid=None, pids=(),
+                        metrics_port=spec.metrics_port, unit=None, log_file=None, declared=True)
+                for spec in host.services]
+    out: list[tuple[Source, Target]] = []
+    for src in REGISTRY.values():
+        if src.runs is Runs.PER_POD:
+            out += [(src, Target())] if src.scope == "host" else [(src, Target(service=s)) for s in services]
     return out
 
 
-def _one(writer: BundleWriter, deadline: float, ph: PodHost, src: Source, target: Target) -> None:
-    left = deadline - time.monotonic() - MARGIN_S
+def _one(writer: BundleWriter, deadline: Deadline, ph: PodHost, src: Source, target: Target) -> None:
+    left = deadline.sidecar_timeout()
     key = f"{src.name}.{target.label}" if target.label else src.name
     argv = src.build(ph.host, target)
     if left < 1.0:

@@ -2,22 +2,24 @@
 
 A log is a grep target, not a grammar: every line is read, lines that match no signature
 are ignored, so this never raises. Timestamps come from the line's own prefix; a line
-without one (a traceback frame) inherits the previous line's. Timestamps without a zone
-(SGLang's ``[2026-12-02 10:20:28 TP0]``) are read as UTC.
+without one (a traceback frame) inherits the previous line's. Times are read by
+parsers/logtime.py, the one reader (a time without a zone is UTC).
 """
 
 from __future__ import annotations
 
-import calendar
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 from pdforensics import linear
+from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
+
+__all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
+           "scan_log_signatures", "strip_compose_prefix"]
 
 Kind = Literal["cause", "consequence", "noise"]
 ANSI_CODE = linear.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -82,77 +84,12 @@ SIGNATURES: tuple[Signature, ...] = _signatures_from_table()
 _MAX_SAMPLES = 5
 _SAMPLE_CHARS = 500
 
-_MONTHS = {m: i for i, m in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
-_COMPOSE_RE = linear.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
-_ISO_RE = linear.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
-    r"(Z|[+-]\d\d:?\d\d| ?UTC)?"
-)
-_SGLANG_RE = linear.compile(
-    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?((?: [A-Z]{1,3}\d+)*)\]"
-)
-_DMESG_T_RE = linear.compile(
-    r"^\[(?:[A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]"
-)
 _RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
-
-
-def _epoch(parts: Sequence[str | None]) -> float | None:
-    """Epoch of (year, month, day, hour, min, sec, fraction, zone) strings."""
-    return _epoch_of(tuple((list(parts) + [None] * 8)[:8]))
-
-
-@lru_cache(maxsize=4096)
-def _epoch_of(parts: tuple[str | None, ...]) -> float | None:
-    """_epoch, memoised: a log's lines share their seconds."""
-    y, mo, d, h, mi, s, frac, zone = parts
-    try:
-        yi, moi, di, hi, mii, si = (int(x or "") for x in (y, mo, d, h, mi, s))
-    except ValueError:
-        return None
-    if not (1 <= moi <= 12 and 1 <= di <= 31 and hi <= 23 and mii <= 59 and si <= 60
-            and 1970 <= yi <= 9999):
-        return None
-    t = float(calendar.timegm((yi, moi, di, hi, mii, si, 0, 0, 0)))
-    if frac:
-        t += int(frac) / 10 ** len(frac)
-    z = (zone or "").strip()
-    if z and z not in ("Z", "UTC"):
-        sign = 1 if z[0] == "+" else -1
-        digits = z[1:].replace(":", "")
-        t -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
-    return t
-
-
-def strip_compose_prefix(line: str) -> str:
-    """Drop a docker compose ``service-1  | `` prefix when present."""
-    m = _COMPOSE_RE.match(line)
-    return line[m.end():] if m else line
-
-
-def parse_log_timestamp(line: str) -> float | None:
-    """Epoch of the line's leading timestamp (journal short-iso, ISO, SGLang, dmesg -T)."""
-    line = strip_compose_prefix(line)
-    head = line[:80]
-    m = _SGLANG_RE.match(head)
-    if m:
-        return _epoch(m.groups()[:7])
-    m = _ISO_RE.match(head)
-    if m:
-        return _epoch(m.groups())
-    m = _DMESG_T_RE.match(head)
-    if m:
-        mon = _MONTHS.get(m.group(1).lower())
-        if mon is None:
-            return None
-        return _epoch((m.group(6), str(mon), m.group(2), m.group(3), m.group(4), m.group(5)))
-    return None
 
 
 def parse_rank(line: str) -> str | None:
     """The SGLang rank of a line (``TP0``, ``DP1_TP3``) from its ``[... TPn]`` prefix."""
-    m = _SGLANG_RE.search(line[:300])
+    m = SGLANG_PREFIX.search(line[:300])
     if m and m.group(8):
         return "_".join(m.group(8).split())
     m = _RANK_ONLY_RE.search(line[:300])

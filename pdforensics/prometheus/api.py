@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
 from pdforensics import linear
 from pdforensics.errors import ConfigError
+from pdforensics.prometheus.http_get import HttpGot, http_get
 
 _DURATION = linear.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -41,20 +39,8 @@ def prom_duration(seconds: float) -> str:
     return f"{max(1, int(round(seconds)))}s"
 
 
-@dataclass(frozen=True)
-class ApiResponse:
-    """One API call as evidence: the URL, what came back, how it ended."""
-
-    url: str
-    started_at: float
-    duration_s: float
-    status: int | None
-    body: bytes
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.status == 200
+class ApiResponse(HttpGot):
+    """One API call as evidence (transport/http_get.py's record), and its ``data``."""
 
     def data(self) -> Any:
         """The ``data`` member of a successful response, or None."""
@@ -70,18 +56,14 @@ class ApiResponse:
 def api_get(base: str, path: str, params: dict[str, str], timeout_s: float) -> ApiResponse:
     """GET ``base + path?params``; never raises: a failure is data."""
     url = base.rstrip("/") + path + ("?" + urllib.parse.urlencode(params) if params else "")
-    started, t0 = time.time(), time.monotonic()
-    status, body, error = None, b"", None
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            status, body = resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        status, body = exc.code, exc.read()
-        error = f"HTTP {exc.code}: {_api_error(body) or exc.reason}"
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        error = f"cannot reach {base}: {reason}"
-    return ApiResponse(url, started, time.monotonic() - t0, status, body, error)
+
+    def describe(exc: BaseException, body: bytes) -> str:
+        if isinstance(exc, urllib.error.HTTPError):
+            return f"HTTP {exc.code}: {_api_error(body) or exc.reason}"
+        return f"cannot reach {base}: {getattr(exc, 'reason', None) or exc}"
+
+    got = http_get(url, timeout_s, describe, error_body=True)
+    return ApiResponse(got.url, got.started_at, got.duration_s, got.status, got.body, got.error)
 
 
 def _api_error(body: bytes) -> str | None:

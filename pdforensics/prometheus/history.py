@@ -8,13 +8,13 @@ normalised into ``parsed/prometheus/history.json`` (format in docs/watch.md).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter
+from pdforensics.capture.deadline import Deadline
 from pdforensics.model import CommandResult
 from pdforensics.prometheus.api import ApiResponse, prom_duration, query_range
 
@@ -237,7 +237,7 @@ def _result(resp: ApiResponse) -> CommandResult:
 
 
 def collect_history(writer: BundleWriter, url: str, window_s: float, end: float,
-                    deadline: float | None = None, timeout_s: float = 10.0,
+                    deadline: Deadline | None = None, timeout_s: float = 10.0,
                     series: Sequence[SeriesSpec] = SERIES) -> History:
     """Query every series for ``[end - window_s, end]``; add each answer to the bundle
     through the writer and write the normalised history file. Never raises for a
@@ -248,7 +248,7 @@ def collect_history(writer: BundleWriter, url: str, window_s: float, end: float,
     out = []
     for spec in series:
         query = spec.query(rate_w)
-        if deadline is not None and time.monotonic() > deadline - 1.0:
+        if deadline is not None and deadline.closed():
             out.append(HistorySeries(spec.key, spec.title, spec.kind, spec.unit, query, None,
                                      "not run: capture deadline reached", ()))
             continue
@@ -269,10 +269,10 @@ def collect_history(writer: BundleWriter, url: str, window_s: float, end: float,
 
 
 def history_sidecar(url: str, window_s: float, timeout_s: float = 10.0
-                    ) -> Callable[[BundleWriter, float], None]:
+                    ) -> Callable[[BundleWriter, Deadline], None]:
     """A run_capture sidecar pulling the history for the window before the capture."""
 
-    def run(writer: BundleWriter, deadline: float) -> None:
+    def run(writer: BundleWriter, deadline: Deadline) -> None:
         collect_history(writer, url, window_s, writer.started_at, deadline, timeout_s)
 
     return run
@@ -330,7 +330,7 @@ def load_history(bundle: str | Path) -> History | None:
 
 
 def sidecars_for(prometheus: str | None, history: str | float
-                 ) -> list[Callable[[BundleWriter, float], None]]:
+                 ) -> list[Callable[[BundleWriter, Deadline], None]]:
     """`capture --prometheus URL --history 2h` as run_capture sidecars (none without a URL)."""
     if not prometheus:
         return []

@@ -99,6 +99,9 @@ def _node(h: HostView, s: ServiceView) -> NodeView:
     else:
         in_flight = requests_inside(s)
         queues = tuple((label, num(last_value(s, m))) for label, m in QUEUES.get(s.role, ()))
+        ready = s.fetches.get("ready")
+        if ready is not None and ready.answered and ready.status != 404:  # 404: older than /ready
+            queues += (("ready", "yes" if ready.status == 200 else f"no (HTTP {ready.status})"),)
     notes = []
     stuck = _stuck(s)
     if stuck is not None:

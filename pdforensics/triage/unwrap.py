@@ -8,19 +8,17 @@ what they say about time (the HTTP ``Date`` header, a `date` line) and the HTTP 
 
 from __future__ import annotations
 
-import calendar
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from pdforensics import linear
+from pdforensics.parsers.logtime import epoch, month, read_stamp
 
 _CURL_V = linear.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
 _CURL_METER = linear.compile(r"^\s*(?:% Total\s|Dload\s|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s)")
 _PROMPT = linear.compile(r"^(?:\S*[$#]|>>>) (?:curl|wget|http|date|sleep|echo|cat|kubectl|docker)\b")
 _STATUS = linear.compile(r"^(?:< )?HTTP/\d(?:\.\d)? ([1-9]\d\d)\b")
 _HEADER = linear.compile(r"^(?:< )?([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
-_MONTHS = {m: i for i, m in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
 # `date`: "Thu Dec  3 08:55:55 UTC 2026"; ISO 8601; `date +%s`
 _DATE_CMD = linear.compile(r"^[A-Z][a-z]{2},? +([A-Z][a-z]{2}) +(\d{1,2}),? +(\d\d):(\d\d):(\d\d)"
                        r"(?: +([A-Z]{2,5}|[+-]\d{4}))? +(\d{4})$")
@@ -47,31 +45,16 @@ def date_line(line: str) -> float | None:
     m = _DATE_EPOCH.match(s)
     if m:
         return float(s)
-    m = _DATE_ISO.match(s)
-    if m:
-        y, mo, d, h, mi, sec = (int(x) for x in m.groups()[:6])
-        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and sec <= 60):
-            return None
-        t = float(calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0)))
-        if m.group(7):
-            t += int(m.group(7)) / 10 ** len(m.group(7))
-        zone = (m.group(8) or "").strip()
-        if zone and zone not in ("Z", "UTC"):
-            sign = 1 if zone[0] == "+" else -1
-            digits = zone[1:].replace(":", "")
-            t -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
-        return t
+    if _DATE_ISO.match(s):
+        return read_stamp(s)
     m = _DATE_CMD.match(s)
     if m:
-        mon = _MONTHS.get(m.group(1).lower())
-        day, h, mi, sec, year = (int(m.group(i)) for i in (2, 3, 4, 5, 7))
-        if mon is None or not (1 <= day <= 31 and h < 24 and mi < 60 and sec <= 60):
+        mon = month(m.group(1))
+        zone = m.group(6) if (m.group(6) or "")[:1] in ("+", "-") else None
+        if mon is None:
             return None
-        t = float(calendar.timegm((year, mon, day, h, mi, sec, 0, 0, 0)))
-        zone = m.group(6) or ""
-        if zone[:1] in "+-" and zone:
-            t -= (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60)
-        return t  # a zone name other than UTC is read as UTC: better than no time at all
+        # a zone name other than UTC is read as UTC: better than no time at all
+        return epoch((m.group(7), mon, m.group(2), m.group(3), m.group(4), m.group(5), None, zone))
     return None
 
 

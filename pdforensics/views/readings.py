@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import queue
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pdforensics.collectors import REGISTRY
 from pdforensics.errors import BundleError, ParseError
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
 
 # parsed/ files carry this format number; files without it (older versions) are re-parsed
 PARSED_FORMAT = 2
-
-# parsers that read bytes rather than text
-BYTES_PARSERS = {"http:parse_http_response"}
-
 
 @cache
 def resolve(spec: str) -> Callable[[Any], Any]:
@@ -47,9 +44,18 @@ def parse_output(source: str, data: bytes) -> Any:
     if spec is None:
         return None
     fn = resolve(spec)
-    if spec in BYTES_PARSERS:
+    if takes_bytes(spec):
         return fn(data)
     return fn(data.decode("utf-8", "replace"))
+
+
+@cache
+def takes_bytes(spec: str) -> bool:
+    """Whether a parser reads bytes rather than text: its own annotation says so
+    (``def parse(data: bytes)``), so no source has to repeat it."""
+    fn = resolve(spec)
+    first = next(iter(inspect.signature(fn).parameters))
+    return get_type_hints(fn).get(first) is bytes
 
 
 def parser_of(source: str) -> str | None:

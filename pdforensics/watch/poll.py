@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -12,6 +10,7 @@ from dataclasses import dataclass
 from pdforensics.errors import ParseError
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.prometheus import parse_metrics
+from pdforensics.prometheus.http_get import HttpGot, http_get
 from pdforensics.views.loaded import Fetch, MetricSample
 from pdforensics.watch.targets import Endpoint
 
@@ -24,26 +23,29 @@ class Reading:
     """What one GET of one endpoint gave."""
 
     endpoint: Endpoint
-    started_at: float
-    duration_s: float
-    status: int | None
-    body: bytes
-    error: str | None
+    got: HttpGot
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status == 200
+        return self.got.ok
+
+    @property
+    def status(self) -> int | None:
+        return self.got.status
+
+    @property
+    def error(self) -> str | None:
+        return self.got.error
 
     def fetch(self, n: int) -> Fetch:
         """This reading as an analysis Fetch (key ``watch.<source>.p<n>``)."""
-        resp = (HttpResponse(self.status, body=self.body,
-                             headers=(("content-length", str(len(self.body))),))
-                if self.status is not None else None)
+        g = self.got
+        resp = (HttpResponse(g.status, body=g.body, headers=(("content-length", str(len(g.body))),))
+                if g.status is not None else None)
         return Fetch(key=f"watch.{self.endpoint.source}.p{n}", source=self.endpoint.source,
-                     url=self.endpoint.url, started_at=self.started_at,
-                     duration_s=self.duration_s, timed_out="timed out" in (self.error or ""),
-                     error=self.error, exit_status=0 if self.status is not None else None,
-                     response=resp)
+                     url=self.endpoint.url, started_at=g.started_at, duration_s=g.duration_s,
+                     timed_out="timed out" in (g.error or ""), error=g.error,
+                     exit_status=0 if g.status is not None else None, response=resp)
 
     def sample(self, n: int) -> MetricSample:
         """This reading as an analysis MetricSample (snapshot None when unusable)."""
@@ -51,29 +53,25 @@ class Reading:
         snap = None
         if self.ok:
             try:
-                snap = parse_metrics(self.body.decode("utf-8", "replace"))
+                snap = parse_metrics(self.got.body.decode("utf-8", "replace"))
             except ParseError:
                 snap = None
-        return MetricSample(fetch.key, self.started_at, fetch, snap)
+        return MetricSample(fetch.key, self.got.started_at, fetch, snap)
 
 
 def get(endpoint: Endpoint, timeout_s: float) -> Reading:
     """One GET; never raises."""
-    started, t0 = time.time(), time.monotonic()
-    status, body, error = None, b"", None
-    req = urllib.request.Request(endpoint.url, headers={"User-Agent": USER_AGENT})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            status, body = resp.status, resp.read(MAX_BYTES)
-    except urllib.error.HTTPError as exc:
-        status, error = exc.code, f"HTTP {exc.code}"
-        exc.close()
-    except TimeoutError:
-        error = f"timed out after {timeout_s:g}s"
-    except (OSError, ValueError) as exc:
+
+    def describe(exc: BaseException, body: bytes) -> str:
+        if isinstance(exc, urllib.error.HTTPError):
+            return f"HTTP {exc.code}"
+        if isinstance(exc, TimeoutError):
+            return f"timed out after {timeout_s:g}s"
         reason = getattr(exc, "reason", None) or exc
-        error = "timed out" if "timed out" in str(reason) else f"{reason}"
-    return Reading(endpoint, started, time.monotonic() - t0, status, body, error)
+        return "timed out" if "timed out" in str(reason) else f"{reason}"
+
+    return Reading(endpoint, http_get(endpoint.url, timeout_s, describe, max_bytes=MAX_BYTES,
+                                      headers={"User-Agent": USER_AGENT}))
 
 
 class Poller:

@@ -18,10 +18,11 @@ from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
 from pdforensics.views.loaded import load_capture
+from tests.support import ports
 
 pytestmark = pytest.mark.lab
 
-BASE_PORT = 47400
+BASE_PORT = ports.block()  # found free at run time
 
 
 @pytest.fixture(scope="module")

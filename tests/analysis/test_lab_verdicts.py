@@ -18,7 +18,7 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.views.loaded import load_capture
 from tests.support import ports
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BASE_PORT = ports.block()  # found free at run time
 

@@ -80,3 +80,36 @@ def test_probe_hang_folds_into_the_server_info_hang_of_the_same_server(builder: 
     probes = [f for f in a.findings if f.key == "SCHEDULER_PROBE_HANG"]
     assert [f.subject for f in probes] == ["p prefill:1"]
     assert keys(a).index("SCHEDULER_ENDPOINT_HANG") < keys(a).index("SCHEDULER_PROBE_HANG")
+
+
+def test_ready_503_is_a_finding_and_a_report_row(builder: Any) -> None:
+    """/ready (a source added in one declaration): 503 while the probe still answers is SGLang
+    keeping new requests from the server; the finding names both, the topology row says so."""
+    from pdforensics.report.topology import build_topology
+
+    builder.add(host="d", role="decode", port=2, samples=[moving(i) for i in range(3)], probe="ok",
+                raw_fetches={"ready": (503, "")})
+    builder.add(host="p", role="prefill", port=1, samples=[moving(i) for i in range(3)], probe="ok",
+                raw_fetches={"ready": (200, "")})
+    capture = load_capture(builder.write())
+    a = analyze(capture)
+    (f,) = [f for f in a.findings if f.key == "SERVER_NOT_READY"]
+    assert f.severity == "critical" and not f.wedge and f.subject == "d decode:2"
+    assert f.title == "d decode:2: /ready answers 503: the server takes no new requests"
+    text = [str(e) for e in f.evidence]
+    assert "/ready" in text[0] and "status 503" in text[0]
+    assert any("/health_generate" in t and "status 200" in t for t in text)
+    assert str(f.evidence[0].path).endswith("ready.decode.2.http")  # type: ignore[union-attr]
+    assert "/continue_generation" in f.next_step and a.verdict == "DEGRADED"
+    nodes = {n.role: dict(n.queues) for n in build_topology(capture)[0].nodes}
+    assert nodes["decode"]["ready"] == "no (HTTP 503)" and nodes["prefill"]["ready"] == "yes"
+
+
+def test_an_older_server_without_ready_is_no_finding(builder: Any) -> None:
+    builder.add(host="d", role="decode", port=2, samples=[moving(i) for i in range(3)], probe="ok",
+                raw_fetches={"ready": (404, "")})
+    capture = load_capture(builder.write())
+    assert "SERVER_NOT_READY" not in keys(analyze(capture))
+    from pdforensics.report.topology import build_topology
+
+    assert "ready" not in dict(build_topology(capture)[0].nodes[0].queues)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,8 @@ import pytest
 import pdforensics.capture.host_run as host_run
 import pdforensics.capture.run as cap
 from pdforensics.capture.planner import PlanOptions
-from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
+from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
+from tests.support.replay import Answer, ReplayTransport, replay_hosts
 
 SECRET = "hf_Zq7vP2mXk9LwR4tB8nC1dF6gH3jK5sYe"  # a value only the environ says is secret
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
@@ -33,80 +33,45 @@ DUMP = (f'Process 100: /usr/bin/python3 -m sglang.launch_server --port 30001\n'
         f'    event_loop_normal (sglang/srt/managers/scheduler.py:785)\n')
 
 
-class SlowEnviron:
+class SlowEnviron(ReplayTransport):
     """Answers at once, except environ: it takes `environ_s` seconds (a loaded host's sudo),
     or ends with nothing when the capture closes the connection first."""
 
-    forwarding_refused = False
-
     def __init__(self, host: HostSpec, environ_s: float, hung: bool = False,
                  dump_s: float = 0.0, ps: str = PS) -> None:
-        self.host = host
+        super().__init__(host)
         self.ps = ps
         self.dump_s = dump_s  # how long each py-spy dump takes
         self.environ_s = environ_s
         self.hung = hung  # environ ignores the close too (a read stuck in the kernel)
         self.release = threading.Event()
-        self.spans: dict[str, tuple[float, float]] = {}
-        self.lock = threading.Lock()
-        self.closed = threading.Event()
-        self.started: list[str] = []  # sources in the order their commands started
-        self.runs: list[tuple[str, float, float]] = []  # (source, started, ended), monotonic
 
-    def connect(self, timeout_s: float) -> None:
-        return None
-
-    def close(self) -> None:
-        self.closed.set()
-
-    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
-                  tail: bool = False) -> CommandResult | None:
-        return None
-
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
-        return None
-
-    def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
-        t0 = time.monotonic()
-        with self.lock:
-            self.started.append(source)
-        out, error = b"", None
+    def reply(self, source: str) -> Answer:
         if source == "ps":
-            out = self.ps.encode()
-        elif source == "environ":
+            return Answer(self.ps.encode())
+        if source == "environ":
             if self.hung:
                 self.release.wait(self.environ_s)
-                error = "stuck"
-            elif self.closed.wait(self.environ_s):
-                error = "connection lost"
-            else:
-                out = f"PATH=/usr/bin\0HF_TOKEN={SECRET}\0".encode()
-        elif source == "pyspy":
+                return Answer(exit_status=None, error="stuck")
+            if self.closed.wait(self.environ_s):
+                return Answer(exit_status=None, error="connection lost")
+            return Answer(f"PATH=/usr/bin\0HF_TOKEN={SECRET}\0".encode())
+        if source == "pyspy":
             time.sleep(self.dump_s)
-            out = DUMP.encode()
-        with self.lock:
-            self.spans.setdefault(source, (t0, time.monotonic()))
-            self.runs.append((source, t0, time.monotonic()))
-        return CommandResult(host=self.host.name, source=source, argv=tuple(argv),
-                             exit_status=None if error else 0, stdout=out, stderr="",
-                             duration_s=time.monotonic() - t0, started_at=time.time(), error=error)
+            return Answer(DUMP.encode())
+        return Answer()
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, environ_s: float,
              deadline_s: float, hung: bool = False, channels: int = 6,
              dump_s: float = 0.0, ps: str = PS) -> tuple[SlowEnviron, Path]:
-    made: list[SlowEnviron] = []
-
-    def factory(host: HostSpec, accept: bool = False) -> SlowEnviron:
-        made.append(SlowEnviron(host, environ_s, hung, dump_s, ps))
-        return made[-1]
-
-    monkeypatch.setattr(host_run, "open_transport", factory)
+    made = replay_hosts(monkeypatch, lambda host: SlowEnviron(host, environ_s, hung, dump_s, ps))
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=deadline_s, channels=channels,
                               plan=PlanOptions(samples=1, stacks=True, stack_dumps=1, gpu=False,
                                                    versions=False))
     bundle = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts).bundle
+    assert isinstance(made[0], SlowEnviron)
     return made[0], bundle
 
 
@@ -117,7 +82,7 @@ def _bundle_bytes(bundle: Path) -> bytes:
 def test_a_dump_done_before_environ_is_written_redacted(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     t, bundle = _capture(monkeypatch, tmp_path, environ_s=1.0, deadline_s=30)
-    assert t.spans["pyspy"][1] < t.spans["environ"][1]  # the dump ran while environ was read
+    assert t.span("pyspy")[1] < t.span("environ")[1]  # the dump ran while environ was read
     rows = json.loads((bundle / "manifest.json").read_text())["results"]
     dump = next(r for r in rows if r["source"] == "pyspy")
     assert dump["exit_status"] == 0 and dump["error"] is None
@@ -129,7 +94,7 @@ def test_a_dump_done_before_environ_is_written_redacted(monkeypatch: pytest.Monk
 def test_a_dump_whose_environ_never_came_back_keeps_its_row_but_not_its_output(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     t, bundle = _capture(monkeypatch, tmp_path, environ_s=60.0, deadline_s=6)
-    assert "pyspy" in t.spans
+    assert "pyspy" in {s for s, _a, _b in t.runs}
     rows = json.loads((bundle / "manifest.json").read_text())["results"]
     dump = next(r for r in rows if r["source"] == "pyspy")
     assert dump["bytes"] == 0 and "environ reads" in dump["error"]
@@ -159,9 +124,9 @@ def test_a_first_dump_starts_right_after_discovery(monkeypatch: pytest.MonkeyPat
     /metrics sample), the first py-spy dump (it sets when the capture can end) starts before the
     cheap reads and endpoints."""
     t, _ = _capture(monkeypatch, tmp_path, environ_s=0.0, deadline_s=30, channels=1)
-    after = [s for s in t.started if s not in ("ps", "ss_listen", "clock", "metrics")]
-    assert after[0] == "pyspy", t.started
-    assert {"environ", "health", "cmdline"} <= set(after[1:]), t.started
+    after = [s for s in t.calls if s not in ("ps", "ss_listen", "clock", "metrics")]
+    assert after[0] == "pyspy", t.calls
+    assert {"environ", "health", "cmdline"} <= set(after[1:]), t.calls
 
 
 def _started_during_dumps(t: SlowEnviron) -> list[str]:

@@ -13,7 +13,7 @@ import pdforensics.capture.planner as planner_mod
 from pdforensics.capture.planner import HostPlanner, PlanOptions
 from pdforensics.collectors.base import Job
 from pdforensics.model import CommandResult, HostSpec, ServiceSpec
-from pdforensics.parsers.proc import PsTable
+from pdforensics.parsers.proc import PsTable, parse_ps
 
 SERVER = "/usr/bin/python3 -m sglang.launch_server --port 30001 --tp-size 2 --enable-metrics"
 PS = "\n".join([f"{4242:>7} {1:>5} S {100:>10} {4:>3} {1000:>8} {SERVER}",
@@ -37,7 +37,7 @@ def _result(cls: type[CommandResult], source: str, text: str) -> CommandResult:
 
 
 def test_discovery_is_planned_once_when_ps_and_ss_finish_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = planner_mod.parse_ps
+    real = parse_ps  # what the planner calls, until the patch below
 
     def slow_parse(text: str) -> PsTable:  # planning takes a while, like a big process table
         time.sleep(0.1)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.planner import make_job
 from pdforensics.capture.request_log import RESERVE_S, RequestLogPlan
 from pdforensics.cli import main
@@ -49,7 +50,7 @@ def server_info(log_requests: object, level: int = 2) -> CommandResult:
 
 def plan(seconds: float = 3.0, deadline_in: float = 60.0, args: str = "") -> tuple[RequestLogPlan, list]:
     p = RequestLogPlan(HOST, seconds, make_job)
-    p.deadline = time.monotonic() + deadline_in
+    p.deadline = Deadline.after(deadline_in)
     proc = ProcessInfo(pid=7, ppid=1, state="S", start_epoch=0.0, threads=3, rss_kb=1, kind="server",
                        args=args or "python3 -m sglang.launch_server --port 30000")
     p.discovered([SVC, ROUTER], [proc])

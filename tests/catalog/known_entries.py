@@ -58,11 +58,9 @@ def check_known_entries(cat: Catalog) -> None:
     assert m is not None and m.type == "gauge"
     assert m.help == "The number of requests in the decode transfer queue."
     for g in PD_GAUGES:
-        info = cat.metrics[g]
-        assert info.type == "gauge", g
+        assert cat.metrics[g].type == "gauge", g
     for c in PD_COUNTERS:
-        info = cat.metrics[c]
-        assert info.type == "counter", c
+        assert cat.metrics[c].type == "counter", c
     # renamed metric resolves through the alias table, re-export form too
     old = cat.metric("sglang_num_prefill_prealloc_queue_reqs")
     assert old is not None and old.name == "sglang:num_prefill_bootstrap_queue_reqs"

@@ -57,8 +57,10 @@ def test_ad_hoc_reads_of_0_4_10() -> None:
         assert env is not None and env.default == default, (name, env)
         assert env.read_by == ("srt/disaggregation/mooncake/conn.py",)
         assert env.origin and env.origin.startswith("srt/disaggregation/mooncake/conn.py:")
-    assert cat.env("SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL").type == "float"  # float(os.getenv)
-    assert cat.env("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT").type == "int"  # get_int_env_var
+    heartbeat = cat.env("SGLANG_DISAGGREGATION_HEARTBEAT_INTERVAL")
+    bootstrap = cat.env("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT")
+    assert heartbeat is not None and heartbeat.type == "float"  # float(os.getenv)
+    assert bootstrap is not None and bootstrap.type == "int"  # get_int_env_var
 
 
 @pytest.mark.parametrize("version", ["0.5.9", "0.5.23"])
@@ -70,7 +72,8 @@ def test_declared_and_read_in_0_5(version: str) -> None:
         assert env.origin and env.origin.startswith("srt/environ.py:")
         assert any(m.startswith("srt/disaggregation/") for m in env.read_by), env.read_by
     if version == "0.5.9":  # mori still reads two of them ad hoc beside environ.py
-        assert "srt/disaggregation/mori/conn.py" in cat.env(PD_TIMEOUTS[0]).read_by
+        first = cat.env(PD_TIMEOUTS[0])
+        assert first is not None and "srt/disaggregation/mori/conn.py" in first.read_by
     else:  # read by CUDA, but sglang 0.5.23 checks it too
         hook = cat.env("CUDA_ENABLE_USER_TRIGGERED_COREDUMP")
         assert hook is not None and hook.read_by

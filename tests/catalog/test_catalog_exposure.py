@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from known_entries import PD_COUNTERS, PD_GAUGES
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 from prometheus_client.exposition import generate_latest
 
 from pdforensics.catalog import load_shipped_catalog
 from pdforensics.catalog.metrics import exposed, samples
 from pdforensics.catalog.model import MetricInfo, MetricType
+from tests.catalog.known_entries import PD_COUNTERS, PD_GAUGES
 
 CTORS = {"gauge": Gauge, "counter": Counter, "histogram": Histogram, "summary": Summary}
 

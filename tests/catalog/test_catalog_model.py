@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from known_entries import check_known_entries
 
 from pdforensics.catalog import (
     METRIC_ALIASES,
@@ -17,6 +16,7 @@ from pdforensics.catalog import (
 )
 from pdforensics.catalog.model import EnvInfo, FlagInfo, MetricInfo
 from pdforensics.errors import PdforensicsError
+from tests.catalog.known_entries import check_known_entries
 
 
 def test_shipped_catalog_is_the_pinned_version_and_cached() -> None:

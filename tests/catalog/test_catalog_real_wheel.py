@@ -7,10 +7,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from known_entries import check_known_entries
 
 from pdforensics.catalog import build_catalog, cli_build, load_shipped_catalog
 from pdforensics.catalog.model import Catalog
+from tests.catalog.known_entries import check_known_entries
 
 pytestmark = pytest.mark.network
 
@@ -117,6 +117,8 @@ def test_build_from_wheel_under_ten_seconds(
     import time
 
     wheel = _pinned(pinned_wheel_or_reason)
-    t0 = time.perf_counter()
+    # the CPU this process spends (the build is single-threaded Python): the suite runs on
+    # three workers of a 2-core machine, where the wall clock also counts the others' turns
+    t0 = time.process_time()
     build_catalog(wheel)
-    assert time.perf_counter() - t0 < 10.0
+    assert time.process_time() - t0 < 10.0

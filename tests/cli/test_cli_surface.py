@@ -182,7 +182,7 @@ def test_verify_json(tmp_path: Path) -> None:
 def test_analyze_fail_on(tmp_path: Path) -> None:
     bundle = str(wedged_bundle(tmp_path))
     assert run("analyze", bundle).exit_code == 0  # the verdict alone never sets the exit code
-    assert run("analyze", bundle, "--fail-on", "WEDGED").exit_code == ExitStatus.VERDICT == 4
+    assert run("analyze", bundle, "--fail-on", "WEDGED").exit_code == int(ExitStatus.VERDICT) == 4
     assert run("analyze", bundle, "--fail-on", "degraded").exit_code == 4
     assert run("analyze", bundle, "--fail-on", "BOGUS").exit_code == 2
 

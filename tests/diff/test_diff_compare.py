@@ -27,7 +27,7 @@ CATALOG = load_shipped_catalog()
 
 
 def host(flags=PREFILL, env=ENV, packages=PKGS, version="0.5.23", tp=2, unit_file=UNIT,
-         port=30000, **kw) -> SynthHost:
+         port=30000, **kw) -> tuple[SynthHost, SynthHost]:
     svc = SynthService("prefill", port, tuple(flags), tuple(env), version=version, tp=tp,
                        unit="sglang-prefill.service", unit_file=unit_file)
     router = SynthService("router", 8000, ("--pd-disaggregation", "--policy", "cache_aware"),
@@ -83,8 +83,8 @@ def test_flag_changed_added_removed(pair: Pair) -> None:
     mem = one(d, "flag", "--mem-fraction-static")
     assert (mem.before, mem.after, mem.change) == ("0.85", "0.9", "changed")
     assert mem.scope == "prefill-0/prefill" and mem.relevance == "high"
-    assert mem.default == CATALOG.flag("--mem-fraction-static").default
-    assert mem.help == CATALOG.flag("--mem-fraction-static").help
+    flag = CATALOG.flag("--mem-fraction-static")
+    assert flag is not None and mem.default == flag.default and mem.help == flag.help
     pol = one(d, "flag", "--schedule-policy")
     assert (pol.before, pol.after, pol.change) == (None, "lpm", "added")
     met = one(d, "flag", "--enable-metrics")
@@ -220,7 +220,8 @@ def test_text_output_shows_before_after_default_help(pair: Pair) -> None:
                                  host(flags=(*b, "--watchdog-timeout", "60"))))
     assert "prefill-0/prefill" in text
     assert "[high] flag --mem-fraction-static: 0.85 -> 0.9" in text
-    assert CATALOG.flag("--mem-fraction-static").help[:40] in text
+    flag = CATALOG.flag("--mem-fraction-static")
+    assert flag is not None and flag.help is not None and flag.help[:40] in text
     assert "flag --watchdog-timeout: 300 -> 60" in text and "default 300" in text
 
 

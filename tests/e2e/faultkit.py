@@ -102,8 +102,10 @@ def _default_sigint() -> None:
 
 
 def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, float] | None = None,
-            timeout: float = 120) -> Run:
-    """`pdforensics capture` as a real process; optionally signal it after a delay."""
+            timeout: float = 120, signal_when: Callable[[], bool] | None = None) -> Run:
+    """`pdforensics capture` as a real process; optionally signal it after a delay, counted
+    from when `signal_when()` first holds (from the start without it: a loaded machine may
+    still be importing after a fixed delay)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
     # SIGINT as an interactive Ctrl-C leaves it: a test run started in the background by a
@@ -113,7 +115,15 @@ def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, floa
                             preexec_fn=_default_sigint)
     if signal_after is not None:
         sig, delay = signal_after
-        threading.Timer(delay, lambda: proc.poll() is None and proc.send_signal(sig)).start()
+
+        def send() -> None:
+            while signal_when is not None and not signal_when() and proc.poll() is None:
+                time.sleep(0.05)
+            time.sleep(delay)
+            if proc.poll() is None:
+                proc.send_signal(sig)
+
+        threading.Thread(target=send, daemon=True).start()
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -141,7 +141,7 @@ def test_different_sglang_version_on_one_host(config_degraded: dict[str, Any]) -
 
 
 def test_exit_code_and_one_line_summary(config_degraded: dict[str, Any]) -> None:
-    assert config_degraded["code"] == config_degraded["code_json"] == ExitStatus.NOT_READY == 7
+    assert config_degraded["code"] == config_degraded["code_json"] == int(ExitStatus.NOT_READY) == 7
     doc = config_degraded["doc"]
     assert doc["summary"].startswith(f"4 of {len(doc['checks'])} checks would leave the next capture blind: ")
     text = config_degraded["text"]

@@ -77,7 +77,7 @@ def test_every_host_unreachable_is_nothing_collected_6(cluster: dict[str, Any], 
     for h in cluster["hosts"]:
         h["port"] = fk_free_port()  # nothing listens there
     run = fk.capture(fk.write_cluster(cluster, tmp_path / "c.toml"), tmp_path / "out", *FAST)
-    assert run.rc == ExitStatus.NOTHING_COLLECTED == 6, run.output
+    assert run.rc == int(ExitStatus.NOTHING_COLLECTED) == 6, run.output
     assert "status: partial (nothing collected)" in run.stdout
     assert run.manifest()["partial_reasons"][0] == "nothing collected: no host could be reached"
     fk.no_traceback(run)
@@ -105,7 +105,7 @@ def test_fail_on_wedged_is_4_and_snapshot_stays_0(ssh_lab: Path, cluster: dict[s
         set_fault(ssh_lab.parent, "healthy")
     doc = doc_of(run)
     assert doc["verdict"] == "WEDGED", doc["findings"][:2]
-    assert run.rc == ExitStatus.VERDICT == 4, run.stderr
+    assert run.rc == int(ExitStatus.VERDICT) == 4, run.stderr
     assert plain.returncode == 0  # without --fail-on the verdict never sets the exit code
     unset, failing = snap
     assert json.loads(unset.stdout)["verdict"] != "HEALTHY"

@@ -27,7 +27,7 @@ from pdforensics.lab import lab_down, lab_status, lab_up
 from tests.e2e import faultkit as fk
 from tests.support import ports
 
-pytestmark = [pytest.mark.e2e, pytest.mark.lab]
+pytestmark = [pytest.mark.e2e, pytest.mark.lab, pytest.mark.slow]
 
 BASE = ports.block(100, (*ports.LOOPBACKS, "127.0.0.10"))  # lab: BASE..BASE+5; fake servers: BASE+90..99
 DEADLINE = 20.0
@@ -341,6 +341,7 @@ def test_malformed_metrics(lab: Path, cluster: dict[str, Any], tmp_path: Path) -
     assert analyzed.returncode == 0 and "Traceback" not in analyzed.stderr, analyzed.stderr
     from pdforensics.views.loaded import load_capture
 
+    assert run.bundle is not None, run.output
     svc = next(s for s in load_capture(run.bundle).services("decode") if s.port == BASE + 93)
     snap = svc.metrics[0].snapshot
     assert snap is not None and len(snap.bad_lines) >= 3, snap

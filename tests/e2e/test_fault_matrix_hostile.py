@@ -38,6 +38,7 @@ from tests.e2e.test_fault_matrix import (  # noqa: F401 (lab: the module's fixtu
     markers,
 )
 from tests.security.ptyrun import run_on_pty, unsafe_bytes
+from tests.support.bundles import gathered
 
 pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
@@ -96,7 +97,8 @@ def test_host_text_on_a_pseudo_terminal(lab: Path, cluster: dict[str, Any], tmp_
 def test_sigkill_then_recover(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
     cfile = fk.write_cluster(cluster, tmp_path / "c.toml")
     out = tmp_path / "out"
-    killed = fk.capture(cfile, out, "--deadline", "30", signal_after=(signal.SIGKILL, 2.5))
+    killed = fk.capture(cfile, out, "--deadline", "30", signal_after=(signal.SIGKILL, 0.5),
+                        signal_when=lambda: gathered(out))
     assert killed.rc == -signal.SIGKILL and killed.bundle is None, killed.output
     left = [p for p in out.iterdir() if p.name.endswith(".tmp")]
     assert len(left) == 1, left
@@ -128,7 +130,7 @@ def test_terminal_closed_mid_capture(lab: Path, cluster: dict[str, Any], tmp_pat
     out = tmp_path / "out"
     t0 = time.monotonic()
     rc, before = run_on_pty([*fk.CLI, "capture", "-c", str(cfile), "-o", str(out), "--deadline", "30"],
-                            hang_up_after=2.5)
+                            hang_up_after=1.0, hang_up_once=b"found")  # once discovery is done
     wall = time.monotonic() - t0
     bundle = fk.newest_bundle(out)
     assert rc == 128 + signal.SIGHUP and bundle is not None, (rc, before)

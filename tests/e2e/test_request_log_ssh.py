@@ -74,6 +74,7 @@ def test_request_log_window_leaves_request_lines_and_puts_the_setting_back(
     assert {(s["host"], s["state"]) for s in rl["servers"]} == {("prefill-0", "restored"),
                                                                  ("decode-0", "restored")}
     assert rl["left_on"] == [] and run.manifest()["options"]["request_log_s"] == 3.0
+    assert run.bundle is not None, run.output
     track = track_requests(load_capture(run.bundle))
     assert not track.silent, track.silent
     assert len([r for r in track.requests if r.stage == "finished"]) >= 2

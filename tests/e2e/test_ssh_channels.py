@@ -143,4 +143,4 @@ def test_aes_gcm_is_negotiated_first(transport: SshTransport) -> None:
     t = transport._client.get_transport()
     assert t is not None
     assert t.local_cipher == "aes128-gcm@openssh.com"
-    assert t.remote_cipher == "aes128-gcm@openssh.com"
+    assert getattr(t, "remote_cipher", None) == "aes128-gcm@openssh.com"  # paramiko has no stub for it

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-import tomllib
 
 from pdforensics.errors import PdforensicsError
 from pdforensics.lab import FAULTS, lab_down, lab_status, lab_up
 from tests.lab.helpers import fetch, py_spy, rank_pid, scrape, total, values
 from tests.support import ports
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the project runs on 3.10 too (pyproject's tomli)
+    import tomli as tomllib
 
 pytestmark = pytest.mark.lab
 

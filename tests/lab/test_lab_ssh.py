@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import urllib.request
 
 import pytest
-import tomllib
 
 from pdforensics.lab import lab_down, lab_up
 from tests.support import ports
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the project runs on 3.10 too (pyproject's tomli)
+    import tomli as tomllib
 
 BASE = ports.block()  # found free at run time
 OTHER = ports.block()  # a second lab's block

@@ -54,8 +54,8 @@ def test_reading(case: Case) -> None:
         report = analyze_stacks(dumps)
         assert report.long_waits == expect["long_waits"]
     if "pyspy_error" in expect:
-        causes = [f.reason for d in dumps if d.dump.error is not None
-                  and (f := classify_pyspy_error(d.dump.error, 1)) is not None]
+        causes = [failure.reason for d in dumps if d.dump.error is not None
+                  and (failure := classify_pyspy_error(d.dump.error, 1)) is not None]
         assert expect["pyspy_error"] in causes and "unknown" not in causes
 
 

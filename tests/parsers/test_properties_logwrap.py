@@ -88,7 +88,7 @@ def _complete_before(text: str, cut: int, bare: list[tuple[str, tuple[str, ...]]
             starts.append((pos, next(g for g in m.groups() if g is not None)))
         pos += len(ln) + 1
     ids = [tid for _, tid in starts]
-    done = []
+    done: list[tuple[str, tuple[str, ...]]] = []
     for i, (_, tid) in enumerate(starts[:-1]):
         if starts[i + 1][0] < cut and ids.count(tid) == 1:
             done.extend(t for t in bare if t[0] == tid)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_properties_basic import _FORMATISH, SETTINGS, _mutated, _run
 
 from pdforensics.parsers import journal, nvml, proc, unitfile, versions
+from tests.parsers.test_properties_basic import _FORMATISH, SETTINGS, _mutated, _run
 
 pytestmark = pytest.mark.property
 

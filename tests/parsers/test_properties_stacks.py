@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_properties_basic import _FORMATISH, SETTINGS, _check_frozen, _mutated, _run
 
 from pdforensics.analysis.stacks import analyze_stacks, format_stacks_text, stacks_json
 from pdforensics.analysis.stacks_load import _unprefixed, parse_stack_text, sniff_format
@@ -25,6 +24,7 @@ from pdforensics.parsers.pyspy import (
     parse_pyspy_json,
     parse_pyspy_text,
 )
+from tests.parsers.test_properties_basic import _FORMATISH, SETTINGS, _check_frozen, _mutated, _run
 
 pytestmark = pytest.mark.property
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_properties_basic import _FORMATISH, SETTINGS, _mutated, _run
 
 from pdforensics.parsers.router_log import parse_router_log
+from tests.parsers.test_properties_basic import _FORMATISH, SETTINGS, _mutated, _run
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SAMPLE = (DATA / "smg_router_log.txt").read_text()

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from report_cdp import Browser
 
+from tests.report.report_cdp import Browser
 from tests.support.pd_capture import SynthSpec, write_synthetic
 
 REPO = Path(__file__).resolve().parents[2]

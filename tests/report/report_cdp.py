@@ -31,6 +31,7 @@ class WebSocket:
 
     def __init__(self, url: str, timeout: float = 30.0):
         u = urllib.parse.urlparse(url)
+        assert u.port is not None, url
         self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
         key = base64.b64encode(os.urandom(16)).decode()
         req = (f"GET {u.path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nUpgrade: websocket\r\n"

@@ -9,8 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from report_payload import PAYLOAD
-from test_report_render import Page, section_html, text_of
 
 from pdforensics.analysis.engine import analyze, format_analysis_text
 from pdforensics.analysis.pdpath.codec import diagnosis_from_json, diagnosis_json
@@ -19,6 +17,8 @@ from pdforensics.analysis.summary_md import BundleFacts, markdown_summary
 from pdforensics.errors import BundleError
 from pdforensics.report import write_report
 from pdforensics.views.loaded import load_capture
+from tests.report.report_payload import PAYLOAD
+from tests.report.test_report_render import Page, section_html, text_of
 
 
 def test_the_banner_opens_with_the_diagnosis_and_links_its_evidence(synth: Callable[..., Path]) -> None:

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_cdp import Browser, Page
 
 from pdforensics.bundle.ondisk import verify_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, lab_up, set_fault
 from pdforensics.lab.core import LabInfo
+from tests.report.report_cdp import Browser, Page
 from tests.support import ports
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BASE_PORT = ports.block()  # found free at run time
 # process-dead cannot be undone, so it runs last

@@ -5,12 +5,12 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_payload import PAYLOAD
 
 from pdforensics.analysis.engine import analyze
 from pdforensics.bundle.ondisk import verify_bundle
@@ -20,6 +20,7 @@ from pdforensics.report.common import SECTIONS, href
 from pdforensics.report.config_section import HIDDEN, flags_of
 from pdforensics.report.write import raw_prefix
 from pdforensics.views.loaded import load_capture
+from tests.report.report_payload import PAYLOAD
 
 SECTION_IDS = [sid for sid, _t in SECTIONS]
 
@@ -368,7 +369,10 @@ def test_templates_ship_as_package_data() -> None:
     them (scripts/test_wheel.sh checks the built wheel itself)."""
     from importlib import resources
 
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the project runs on 3.10 too (pyproject's tomli)
+        import tomli as tomllib
 
     root = resources.files("pdforensics.templates")
     names = {p.name for p in root.iterdir()}

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_cdp import Browser
-from report_payload import PAYLOAD
 
 from pdforensics.report import write_report
+from tests.report.report_cdp import Browser
+from tests.report.report_payload import PAYLOAD
 
 pytestmark = pytest.mark.lab
 

@@ -7,9 +7,9 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import planted_secrets as ps
 import pytest
 
+import tests.security.planted_secrets as ps
 from pdforensics.lab import lab_down, lab_up
 from tests.support import ports
 

@@ -25,18 +25,22 @@ def _controlling_tty() -> None:
 
 
 def run_on_pty(argv: Sequence[str], timeout: float = 120, env: dict[str, str] | None = None,
-               hang_up_after: float | None = None) -> tuple[int, bytes]:
+               hang_up_after: float | None = None, hang_up_once: bytes = b"") -> tuple[int, bytes]:
     """(exit status, bytes written to the terminal): stdin, stdout and stderr are the pty.
-    hang_up_after: close the terminal after that many seconds (the kernel sends SIGHUP)."""
+    hang_up_after: close the terminal after that many seconds (the kernel sends SIGHUP),
+    counted from when the terminal first shows `hang_up_once` (from the start by default: on
+    a loaded machine the program may not have printed anything yet after a fixed delay)."""
     master, slave = os.openpty()
     proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, preexec_fn=_controlling_tty,
                             env={**os.environ, "TERM": "xterm-256color", **(env or {})})
     os.close(slave)
     received = bytearray()
     end = time.monotonic() + timeout
-    hang_up_at = None if hang_up_after is None else time.monotonic() + hang_up_after
+    hang_up_at = None if hang_up_after is None or hang_up_once else time.monotonic() + hang_up_after
     try:
         while time.monotonic() < end:
+            if hang_up_at is None and hang_up_after is not None and hang_up_once in received:
+                hang_up_at = time.monotonic() + hang_up_after
             if hang_up_at is not None and time.monotonic() >= hang_up_at:
                 os.close(master)
                 master = -1

@@ -9,10 +9,10 @@ import tarfile
 import time
 from pathlib import Path
 
-import planted_secrets as ps
 import pytest
 from click.testing import CliRunner
 
+import tests.security.planted_secrets as ps
 from pdforensics.bundle.ondisk import BundleWriter, make_private, verify_bundle
 from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from crafted import MARKER, TARGET, TRICKS, crafted, make_bundle, outside_file
 
 from pdforensics.cli import main
 from pdforensics.store.index import open_index
 from pdforensics.views.loaded import load_capture
+from tests.security.crafted import MARKER, TARGET, TRICKS, crafted, make_bundle, outside_file
 
 NEEDS_ROOT = {"char-device"}
 ENTRY_NAMES = ("cmdline.pid", "results[", "raw/h1", "outside")

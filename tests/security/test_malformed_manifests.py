@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from crafted import make_bundle
 
 from pdforensics.cli import main
+from tests.security.crafted import make_bundle
 
 Doc = dict[str, Any]
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from crafted import make_bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdforensics.cli import main
 from pdforensics.store.index import open_index
+from tests.security.crafted import make_bundle
 
 pytestmark = pytest.mark.property
 

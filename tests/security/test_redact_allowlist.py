@@ -4,22 +4,19 @@ a log tail starts at a line boundary; the capture writes no raw secret before it
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-import planted_secrets as ps  # noqa: E402
-
-from pdforensics.cli import main  # noqa: E402
-from pdforensics.collectors.logs import LOG_BYTES  # noqa: E402
-from pdforensics.diff import diff_bundles  # noqa: E402
-from pdforensics.errors import ConfigError  # noqa: E402
-from pdforensics.redact.allow import never_kept  # noqa: E402
-from pdforensics.redact.redactor import LOG_TAIL_BYTES, MARKER, Allowlist, Redactor  # noqa: E402
-from tests.support.fleet import SynthHost, SynthService, write_capture  # noqa: E402
+import tests.security.planted_secrets as ps
+from pdforensics.cli import main
+from pdforensics.collectors.logs import LOG_BYTES
+from pdforensics.diff import diff_bundles
+from pdforensics.errors import ConfigError
+from pdforensics.redact.allow import never_kept
+from pdforensics.redact.redactor import LOG_TAIL_BYTES, MARKER, Allowlist, Redactor
+from tests.support.fleet import SynthHost, SynthService, write_capture
 
 
 def _env(r: Redactor, pairs: dict[str, str]) -> dict[str, str]:

@@ -3,11 +3,11 @@ and the SGLang evidence it must leave alone."""
 
 from __future__ import annotations
 
-import planted_secrets as ps
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tests.security.planted_secrets as ps
 from pdforensics.redact.redactor import (
     KINDS,
     MARKER,

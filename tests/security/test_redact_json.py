@@ -26,7 +26,7 @@ FORMS = ('{name}="{v}"', "{name}={v}", "x{{{name}=\"{v}\",b=\"c\"}} 1", "'{name}
        st.booleans())
 def test_redacted_json_text_is_still_json_without_the_values(items: list[tuple[str, str, str]],
                                                              compact: bool) -> None:
-    obj = {f"k{i}": form.format(name=name, v=v) for i, (name, form, v) in enumerate(items)}
+    obj: dict[str, object] = {f"k{i}": form.format(name=name, v=v) for i, (name, form, v) in enumerate(items)}
     obj["nested"] = [list(obj.values())]
     text = (json.dumps(obj, separators=(",", ":")) if compact else json.dumps(obj, indent=1)).encode()
     json.loads(R.text(text))  # text redaction of JSON text leaves JSON

@@ -11,10 +11,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import planted_secrets as ps
 import pytest
 from click.testing import CliRunner, Result
 
+import tests.security.planted_secrets as ps
 from pdforensics.bundle.secrets_scan import scan_bundle
 from pdforensics.cli import main
 from pdforensics.lab import lab_status

@@ -17,6 +17,7 @@ from pdforensics.cli import main
 from pdforensics.lab.slurm_job import SlurmLab, slurm_lab_down
 from pdforensics.views.loaded import load_capture
 from tests.slurm.conftest import start_lab
+from tests.support.bundles import wait_gathered
 from tests.support.slurm import SlurmCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.lab]
@@ -94,7 +95,9 @@ def test_job_cancelled_mid_capture_gives_a_partial_bundle_with_the_reason(
                                  "-o", str(tmp_path / "b"), "--samples", "3", "--interval", "2s",
                                  "--stack-dumps", "2", "--deadline", "30s", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(3.0)  # discovery done, /metrics samples and py-spy dumps still to come
+        # discovery done, /metrics samples and py-spy dumps still to come
+        assert wait_gathered(tmp_path / "b", "ps", 30.0), proc.poll()
+        time.sleep(0.5)
         slurm.run(["scancel", lab.job_id])
         out, err = proc.communicate(timeout=60)
         wall = time.monotonic() - t0

@@ -62,7 +62,8 @@ def test_baseline_set_from_a_path_outside_files_it(store: Path, tmp_path: Path) 
     with open_index(store) as index:
         snap = index.get("imported")
         assert snap is not None and snap.origin == "import" and snap.path.is_dir()
-        assert index.explicit_baseline("synth").name == "imported"
+        baseline = index.explicit_baseline("synth")
+        assert baseline is not None and baseline.name == "imported"
 
 
 def test_baseline_set_unknown_name(store: Path) -> None:
@@ -115,8 +116,9 @@ def test_filing_is_idempotent_and_names_do_not_collide(tmp_path: Path) -> None:
     assert file_capture(store, sa.path).id == sa.id  # already in the store: not copied again
     with open_index(store) as index:
         assert [s.name for s in index.snapshots()] == ["same", "same-2"]
-        assert index.get("same-2").verdict == "WEDGED"
-        assert set(index.get("same").fingerprints) == {"router-0", "prefill-0", "decode-0"}
+        same, same_2 = index.get("same"), index.get("same-2")
+        assert same_2 is not None and same_2.verdict == "WEDGED"
+        assert same is not None and set(same.fingerprints) == {"router-0", "prefill-0", "decode-0"}
 
 
 def test_capture_files_when_a_store_is_configured(tmp_path: Path, monkeypatch) -> None:
@@ -184,7 +186,8 @@ def test_baseline_diff_for_the_report(store: Path, tmp_path: Path, monkeypatch) 
     got = baseline_diff(wedge)
     assert got is not None and got.baseline.name == "s2" and not got.explicit
     assert [c.key for c in got.result.changes] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
-    assert baseline_diff(store / "bundles" / "s2").result.changes == ()
+    again = baseline_diff(store / "bundles" / "s2")
+    assert again is not None and again.result.changes == ()
 
 
 def test_one_argument_diff_uses_that_bundles_cluster(store: Path) -> None:

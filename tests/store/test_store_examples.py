@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_lab import lab_up_in
 
 from pdforensics.lab import lab_down
 from pdforensics.store.index import open_index
+from tests.store.store_lab import lab_up_in
 from tests.support import ports
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

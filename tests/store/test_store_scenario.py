@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from store_lab import lab_up_at, lab_up_in
 
 from pdforensics.catalog import load_shipped_catalog
 from pdforensics.cli import main
 from pdforensics.lab import lab_down, set_fault
 from pdforensics.store.index import open_index
 from pdforensics.store.retention import RetentionPolicy, prune
+from tests.store.store_lab import lab_up_at, lab_up_in
 from tests.support import ports
 
 pytestmark = pytest.mark.lab
@@ -93,7 +93,8 @@ def test_a_day_of_snapshots(tmp_path: Path) -> None:
     by = {(c["scope"], c["key"]): c for c in d["changes"]}
     env = by[("decode-0/decode", ENV_VAR)]
     assert (env["before"], env["after"]) == (None, "512")
-    assert env["default"] == cat.env(ENV_VAR).default == 0 and "Mooncake" in env["help"]
+    info = cat.env(ENV_VAR)
+    assert info is not None and env["default"] == info.default == 0 and "Mooncake" in env["help"]
     log = by[("decode-0/decode", "--log-level")]
     assert (log["before"], log["after"], log["default"]) == (None, "debug", "info")
     typo = by[("decode-0/decode", "--chunked-prefil-size")]

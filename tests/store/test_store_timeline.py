@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from pdforensics.cli import main
 from pdforensics.store.incident import find_incident
-from pdforensics.store.index import open_index
+from pdforensics.store.index import Snapshot, open_index
 from pdforensics.store.timeline import build_timeline, timeline_json
 from tests.support.store import T0, add
 
@@ -18,7 +18,12 @@ ENV = (("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES", "512"),)
 HOUR = 3600.0
 
 
-def day(store: Path) -> list:
+def name(snap: Snapshot | None) -> str | None:
+    """The snapshot's name; None when there is none (so an assert on the name says so)."""
+    return None if snap is None else snap.name
+
+
+def day(store: Path) -> list[Snapshot]:
     """Morning healthy, a log-level change at noon (still healthy), an env var and the wedge."""
     return [
         add(store, T0, "HEALTHY", name="s1"),
@@ -34,9 +39,9 @@ def test_env_var_first_log_level_below(tmp_path: Path) -> None:
     day(tmp_path)
     with open_index(tmp_path) as index:
         t = build_timeline(index, "synth")
-    assert t.incident.last_healthy.name == "s4"
-    assert t.incident.first_unhealthy.name == "s5"
-    assert t.incident.since.name == "s1"  # start of the healthy run
+    assert name(t.incident.last_healthy) == "s4"
+    assert name(t.incident.first_unhealthy) == "s5"
+    assert name(t.incident.since) == "s1"  # start of the healthy run
     keys = [s.change.key for s in t.suspects]
     assert keys == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES", "--log-level"]
     env, log = t.suspects
@@ -74,7 +79,7 @@ def test_explicit_baseline_widens_the_window(tmp_path: Path) -> None:
     with open_index(tmp_path) as index:
         index.set_baseline("synth", "s4")
         t = build_timeline(index, "synth")
-        assert t.incident.since.name == "s4"
+        assert name(t.incident.since) == "s4"
         assert [s.change.key for s in t.suspects] == ["SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"]
 
 
@@ -90,7 +95,7 @@ def test_recovery_is_noted(tmp_path: Path) -> None:
     add(tmp_path, T0 + 10 * HOUR, "HEALTHY", flags=LOG, name="s7")
     with open_index(tmp_path) as index:
         t = build_timeline(index, "synth")
-    assert t.incident.first_unhealthy.name == "s5"
+    assert name(t.incident.first_unhealthy) == "s5"
     assert any("HEALTHY again since s7" in n for n in t.notes)
 
 
@@ -101,8 +106,8 @@ def test_no_incident_and_never_healthy(tmp_path: Path) -> None:
         ok = build_timeline(index, "ok")
         bad = build_timeline(index, "bad")
     assert ok.incident.first_unhealthy is None and ok.suspects == ()
-    assert ok.incident.last_healthy.name == "a1"
-    assert bad.incident.last_healthy is None and bad.incident.first_unhealthy.name == "b1"
+    assert name(ok.incident.last_healthy) == "a1"
+    assert bad.incident.last_healthy is None and name(bad.incident.first_unhealthy) == "b1"
     assert any("no HEALTHY snapshot before" in n for n in bad.notes)
 
 
@@ -113,7 +118,7 @@ def test_snapshots_without_verdict_are_skipped_when_judging(tmp_path: Path) -> N
     with open_index(tmp_path) as index:
         index.set_verdict("s2", None)  # e.g. the analysis failed
         inc = find_incident(index.snapshots("synth"))
-    assert (inc.last_healthy.name, inc.first_unhealthy.name) == ("s1", "s3")
+    assert (name(inc.last_healthy), name(inc.first_unhealthy)) == ("s1", "s3")
     assert [s.name for s in inc.window] == ["s1", "s2", "s3"]
 
 

@@ -54,7 +54,8 @@ class Server:
     env: dict[str, str] | None = None  # the root process's environ (none collected when None)
     version: str = "0.5.9"  # the sglang version /server_info reports
     raw_samples: list[str] = field(default_factory=list)  # /metrics texts as they are (routers)
-    raw_fetches: dict[str, str] = field(default_factory=dict)  # source -> body (/workers, ...)
+    # source -> body (/workers, ...), answered 200, or (status, body)
+    raw_fetches: dict[str, str | tuple[int, str]] = field(default_factory=dict)
     raw_logs: dict[str, str] = field(default_factory=dict)  # source -> text (router_log, ...)
 
 
@@ -148,8 +149,9 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
     for i, text in enumerate(texts):
         _put(w, s.host, src, f"{src}.{s.role}.{s.port}.s{i + 1}", http(text), T0 + i * s.interval,
              "http", url=url + "/metrics", target=tgt)
-    for source, body in s.raw_fetches.items():
-        _put(w, s.host, source, f"{source}.{s.role}.{s.port}", http(body), T0, "http",
+    for source, answer in s.raw_fetches.items():
+        status, body = answer if isinstance(answer, tuple) else (200, answer)
+        _put(w, s.host, source, f"{source}.{s.role}.{s.port}", bundles.http(body, status), T0, "http",
              url=f"{url}/{source}", target=tgt)
     for source, text in s.raw_logs.items():
         _put(w, s.host, source, f"{source}.{s.role}.{s.port}", text.encode(), T0, target=tgt)

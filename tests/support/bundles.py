@@ -9,6 +9,7 @@ pass a real `Redactor` to get what a redacting capture would have written.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,27 @@ def write_analysis(bundle: Path, verdict: str) -> None:
     """A minimal analysis.json next to the evidence (what `analyze` adds to a bundle)."""
     (bundle / "analysis.json").write_text(json.dumps(
         {"verdict": verdict, "summary": f"{verdict}: synthetic", "findings": []}))
+
+
+def gathered(out_dir: Path, source: str | None = None) -> bool:
+    """A capture writing under out_dir has a result (of `source`, if named) that came back
+    clean in its temporary bundle: the capture is under way, past discovery for `ps`."""
+    for log in Path(out_dir).glob(".*.tmp/results.jsonl"):
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # the line being written
+                continue
+            if row.get("exit_status") == 0 and source in (None, row.get("source")):
+                return True
+    return False
+
+
+def wait_gathered(out_dir: Path, source: str | None = None, timeout_s: float = 60.0) -> bool:
+    """Wait until `gathered(out_dir, source)`; False when it never came."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if gathered(out_dir, source):
+            return True
+        time.sleep(0.05)
+    return False

@@ -57,7 +57,7 @@ def listening(pids: set[int]) -> list[str]:
     """host:port of every TCP listener held by one of pids."""
     out = []
     for c in psutil.net_connections(kind="tcp"):
-        if c.status == psutil.CONN_LISTEN and c.pid in pids:
+        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr:
             out.append(f"{c.laddr.ip}:{c.laddr.port} (pid {c.pid})")
     return out
 

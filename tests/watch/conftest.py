@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from watch_servers import CountingProxy, retry_in_use
+
+from tests.watch.watch_servers import CountingProxy, retry_in_use
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from watch_servers import ALERTS, Prometheus, retry_in_use
 
 from pdforensics.bundle.ondisk import load_bundle, verify_bundle
 from pdforensics.cli import main
@@ -31,8 +30,9 @@ from pdforensics.report.history_chart import build_history
 from pdforensics.store.index import open_index
 from pdforensics.views.loaded import load_capture
 from tests.support import ports
+from tests.watch.watch_servers import ALERTS, Prometheus, retry_in_use
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BASE = ports.block()  # the lab's block, found free at run time
 PROM_PORT = ports.port()

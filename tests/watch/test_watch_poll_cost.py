@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from watch_servers import retry_in_use
 
 from pdforensics.capture.run import CaptureOptions
 from pdforensics.lab import lab_down, lab_up
@@ -17,6 +16,7 @@ from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
 from pdforensics.watch.loop import Watcher, WatchOptions
 from pdforensics.watch.targets import discover_targets
 from tests.support import ports
+from tests.watch.watch_servers import retry_in_use
 
 pytestmark = pytest.mark.lab
 

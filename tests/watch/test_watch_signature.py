@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdforensics.prometheus.http_get import HttpGot
 from pdforensics.watch.poll import Reading
 from pdforensics.watch.signature import judge, service_view
 from pdforensics.watch.targets import WatchTarget
@@ -28,7 +29,7 @@ def text(gen: float, transfer_q: float = 0, failed: float = 0, running: float = 
 
 def readings(*bodies: str, status: int = 200, every: float = 10.0) -> list[Reading]:
     ep = DECODE.endpoints()[0]
-    return [Reading(ep, 1000.0 + i * every, 0.01, status, b.encode(), None)
+    return [Reading(ep, HttpGot(ep.url, 1000.0 + i * every, 0.01, status, b.encode(), None))
             for i, b in enumerate(bodies)]
 
 

@@ -117,8 +117,8 @@ class Prometheus:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                log = (self.root / "prometheus.log").read_text()[-2000:]
-                if "address already in use" in log.lower():
+                tail = (self.root / "prometheus.log").read_text()[-2000:]
+                if "address already in use" in tail.lower():
                     raise OSError(f"prometheus: port {self.port} in use")
                 pytest.fail(f"prometheus exited: {log}")
             try:

@@ -1,4 +1,5 @@
-"""Active probes: /health_generate, one tiny generation pushed through the scheduler."""
+"""Active probes: /health_generate, one tiny generation pushed through the scheduler; /ready,
+SGLang's own word on whether a server takes new requests."""
 
 from __future__ import annotations
 
@@ -60,4 +61,31 @@ def scheduler_probe_hang(ctx: Context) -> Iterator[Finding]:
             "'Health check failed'. A liveness probe on /health alone does not see this: "
             "point it at /health_generate.",
             section="scheduler", wedge=frozen, subject=svc.label,
+        )
+
+
+@rule("SERVER_NOT_READY", needs=(Need.SERVERS,), rank=41)
+def server_not_ready(ctx: Context) -> Iterator[Finding]:
+    """/ready answers 503: SGLang itself keeps new requests from the server."""
+    for svc in ctx.servers():
+        ready = svc.fetches.get("ready")
+        if ready is None or not ready.answered or ready.status != 503:
+            continue
+        where = f"{svc.role}:{svc.port}"
+        ev: list[Evidence | str] = [Evidence(svc.host, f"{where} /ready", f"status 503 after {ready.duration_s:.1f} s",
+                                             ctx.path_of(svc.host, ready.key))]
+        for name in ("health", "health_generate"):
+            f = svc.fetches.get(name)
+            if f is not None:
+                said = f"status {f.status}" if f.answered else "no answer (timed out)"
+                ev.append(Evidence(svc.host, f"{where} /{name}", f"{said} after {f.duration_s:.1f} s",
+                                   ctx.path_of(svc.host, f.key)))
+        yield Finding(
+            "SERVER_NOT_READY", "critical",
+            f"{svc.label}: /ready answers 503: the server takes no new requests", tuple(ev),
+            "SGLang answers /ready 503 while generation is paused (POST /pause_generation, as RL "
+            "weight updates do; POST /continue_generation resumes it), after a failed health check "
+            "marked the server unhealthy ('Health check failed' in its log), or while it starts or "
+            "shuts down. Requests a router still sends it wait: find who paused it in the logs.",
+            section="scheduler", subject=svc.label,
         )

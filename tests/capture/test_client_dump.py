@@ -8,20 +8,19 @@ real transports and the end-to-end runs have theirs)."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-import pdforensics.capture.host_run as host_run
 import pdforensics.capture.run as cap
 from pdforensics.analysis.client_dumps import client_dump_sidecars
 from pdforensics.analysis.engine import analyze
+from pdforensics.capture.planner import PlanOptions
 from pdforensics.cli import main
-from pdforensics.model import ClusterSpec, CommandResult, HostSpec, ServiceSpec
+from pdforensics.model import ClusterSpec, HostSpec, ServiceSpec
 from pdforensics.views.loaded import load_capture
+from tests.support.replay import Answer, ReplayTransport, replay_hosts
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_server --port 30001 "
@@ -29,40 +28,20 @@ PS = ("  100     1 Sl       300   40 900000 /usr/bin/python3 -m sglang.launch_se
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-class Replay:
+class Replay(ReplayTransport):
     """ps lists one decode server; /metrics answers with the wedged decode sample."""
 
-    def __init__(self, host: HostSpec) -> None:
-        self.host = host
-
-    def connect(self, timeout_s: float) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-    forwarding_refused = False  # the Transport protocol's attribute
-
-    def read_file(self, source: str, path: str, timeout_s: float, max_bytes: int,
-                  tail: bool = False) -> CommandResult | None:
-        return None  # files go through run(), as their cat/tail command
-
-    def fetch(self, source: str, url: str, timeout_s: float, max_bytes: int) -> CommandResult | None:
-        return None
-
-    def run(self, source: str, argv: Sequence[str], timeout_s: float, max_bytes: int) -> CommandResult:
-        out = b""
+    def reply(self, source: str) -> Answer:
         if source == "ps":
-            out = PS.encode()
-        elif source == "metrics":
-            out = (DATA / "http_metrics_response.txt").read_bytes()
-        return CommandResult(host=self.host.name, source=source, argv=tuple(argv), exit_status=0,
-                             stdout=out, stderr="", duration_s=0.01, started_at=time.time())
+            return Answer(PS.encode())
+        if source == "metrics":
+            return Answer((DATA / "http_metrics_response.txt").read_bytes())
+        return Answer()
 
 
 @pytest.fixture
 def replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_run, "open_transport", lambda host, accept=False: Replay(host))
+    replay_hosts(monkeypatch, Replay)
 
 
 def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay: None,
@@ -71,7 +50,7 @@ def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay:
     dump.write_text((DATA / "go_sigquit.txt").read_text() + f"\nGITHUB_TOKEN={SECRET}\n")
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path / "b", deadline_s=30,
-                              plan=cap.PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
+                              plan=PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
     outcome = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts,
                               sidecars=client_dump_sidecars([dump]))
     rows = json.loads((outcome.bundle / "manifest.json").read_text())["results"]
@@ -90,7 +69,7 @@ def test_a_client_dump_is_recorded_redacted_and_analysed_from_the_bundle(replay:
 def test_analyze_without_client_dumps_skips_the_client_rule(replay: None, tmp_path: Path) -> None:
     host = HostSpec(name="d", address="10.0.0.1", services=(ServiceSpec(role="decode", port=30001),))
     opts = cap.CaptureOptions(out_dir=tmp_path, deadline_s=30,
-                              plan=cap.PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
+                              plan=PlanOptions(samples=1, stacks=False, gpu=False, versions=False))
     outcome = cap.run_capture(ClusterSpec(name="c", hosts=(host,)), opts)
     result = analyze(load_capture(outcome.bundle))
     assert any(s.rule == "CLIENT_BLOCKED" for s in result.skipped)

@@ -66,12 +66,12 @@ def test_queue_onset_is_where_it_started_to_hold() -> None:
 
 
 def test_throughput_drop_and_failure_start() -> None:
-    pts = [(t, 900.0) for t in range(0, 100, 10)] + [(t, 0.0) for t in range(100, 150, 10)]
+    pts = [(float(t), 900.0) for t in range(0, 100, 10)] + [(float(t), 0.0) for t in range(100, 150, 10)]
     ev = line_events(series("generation_throughput", [pts]))
     assert [e.at for e in ev] == [100.0] and "dropped from ~900" in ev[0].text
-    steady = [(t, 900.0 + (t % 20)) for t in range(0, 150, 10)]
+    steady = [(float(t), 900.0 + (t % 20)) for t in range(0, 150, 10)]
     assert line_events(series("generation_throughput", [steady])) == []
-    fails = [(t, 0.0) for t in range(0, 60, 10)] + [(t, 1.0) for t in range(60, 100, 10)]
+    fails = [(float(t), 0.0) for t in range(0, 60, 10)] + [(float(t), 1.0) for t in range(60, 100, 10)]
     assert [e.at for e in line_events(series("transfer_failures", [fails]))] == [60.0]
 
 

@@ -1,0 +1,108 @@
+"""The one reader of the times hosts write in their logs.
+
+The zone rule, decided here once: a time that carries its zone (``Z``, ``UTC``, ``+0900``,
+``+09:00``: journalctl -o short-iso, dmesg --time-format=iso, ISO 8601) is read in that zone; a
+time without one (SGLang's ``[2026-01-29 13:12:37 TP0]`` prefix, Python logging, a docker
+compose or kubectl log, dmesg -T) is read as UTC. Always UTC: never in the zone of the machine
+that reads the bundle, so the same capture gives the same times on every machine. A host whose
+clock runs in another zone writes its zone-less times shifted by its UTC offset, and they read
+so (docs/architecture.md, "Log times").
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Sequence
+from functools import lru_cache
+
+from pdforensics import linear
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_COMPOSE_RE = linear.compile(r"^[A-Za-z0-9][\w.-]*\s+\| ?")
+_ZONE = r"(Z|[+-]\d\d:?\d\d| ?UTC)?"
+_ISO = r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"
+_ISO_RE = linear.compile(_ISO + _ZONE)
+_STAMP_RE = linear.compile(_ISO + r"\s*" + _ZONE + r"\s*$")
+#: SGLang's log prefix: ``[2026-01-29 13:12:37 DP0 TP1]`` (groups 1-7 the time, 8 the ranks)
+SGLANG_PREFIX = linear.compile(
+    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?((?: [A-Z]{1,3}\d+)*)\]"
+)
+_DMESG_T_RE = linear.compile(
+    r"^\[(?:[A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]"
+)
+
+
+def month(name: str) -> int | None:
+    """``Jan`` -> 1."""
+    return _MONTHS.get(name.lower())
+
+
+def epoch(parts: Sequence[str | int | None]) -> float | None:
+    """Epoch seconds of (year, month, day, hour, minute, second, fraction, zone); a missing or
+    empty zone is UTC. None for fields that are not a date."""
+    return _epoch_of(tuple(str(p) if isinstance(p, int) else p for p in (list(parts) + [None] * 8)[:8]))
+
+
+@lru_cache(maxsize=4096)
+def _epoch_of(parts: tuple[str | None, ...]) -> float | None:
+    """epoch, memoised: a log's lines share their seconds."""
+    y, mo, d, h, mi, s, frac, zone = parts
+    try:
+        yi, moi, di, hi, mii, si = (int(x or "") for x in (y, mo, d, h, mi, s))
+    except ValueError:
+        return None
+    if not (1 <= moi <= 12 and 1 <= di <= 31 and hi <= 23 and mii <= 59 and si <= 60
+            and 1970 <= yi <= 9999):
+        return None
+    t = float(calendar.timegm((yi, moi, di, hi, mii, si, 0, 0, 0)))
+    if frac:
+        t += int(frac) / 10 ** len(frac)
+    return t - zone_offset_s(zone)
+
+
+def zone_offset_s(zone: str | None) -> int:
+    """Seconds east of UTC of a ``+0900`` / ``-05:00`` suffix; 0 for none, ``Z`` or ``UTC``."""
+    z = (zone or "").strip()
+    if not z or z[0] not in "+-":
+        return 0
+    digits = z[1:].replace(":", "")
+    return (1 if z[0] == "+" else -1) * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+
+
+def strip_compose_prefix(line: str) -> str:
+    """Drop a docker compose ``service-1  | `` prefix when present."""
+    m = _COMPOSE_RE.match(line)
+    return line[m.end():] if m else line
+
+
+def parse_log_timestamp(line: str) -> float | None:
+    """Epoch of a log line's leading time (SGLang prefix, journal short-iso, ISO, dmesg -T)."""
+    line = strip_compose_prefix(line)
+    head = line[:80]
+    m = SGLANG_PREFIX.match(head)
+    if m:
+        return epoch(m.groups()[:7])
+    m = _ISO_RE.match(head)
+    if m:
+        return epoch(m.groups())
+    m = _DMESG_T_RE.match(head)
+    if m:
+        mon = month(m.group(1))
+        if mon is None:
+            return None
+        return epoch((m.group(6), mon, m.group(2), m.group(3), m.group(4), m.group(5)))
+    return None
+
+
+def read_stamp(stamp: str | None) -> float | None:
+    """Epoch of a time on its own (``2026-01-29 13:12:37``, ``...T13:12:37.25Z``, with an
+    offset): a log prefix's stamp, a dump's; None when it does not read as one."""
+    m = _STAMP_RE.match((stamp or "").strip())
+    return epoch(m.groups()) if m else None
+
+
+def find_stamp(line: str) -> float | None:
+    """Epoch of the first ISO-like time anywhere in the line, or None."""
+    m = _ISO_RE.search(line)
+    return epoch(m.groups()) if m else None

@@ -4,6 +4,7 @@ prints a message decides whether it is a consequence, and which PD role prints i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_the_shipped_table_carries_the_source_labels_and_roles() -> None:
 
 
 def test_a_key_is_a_consequence_only_when_every_pattern_comes_from_such_a_path() -> None:
-    both = [{"consequence": ["abort path"]}, {"consequence": []}]
+    both: list[dict[str, Any]] = [{"consequence": ["abort path"]}, {"consequence": []}]
     assert source_label("cause", both)[0] == "cause"
     assert source_label("cause", [{"consequence": ["abort path"]}]) == (
         "consequence", "sglang's source: abort path")

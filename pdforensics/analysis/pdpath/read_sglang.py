@@ -29,6 +29,7 @@ from pdforensics.parsers.journal import (
 from pdforensics.parsers.requests import parse_request_lines
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
+_MAX_ROOM = 2**64  # rooms are uint64 (bundle/schema.py's room): a longer number is not one
 _RID = linear.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
 _RUNNING = linear.compile(r"#(?:running|queue)-req: (\d{1,9})")
 _MAX_TEXT = 500
@@ -39,7 +40,8 @@ def ids(line: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """The rids and bootstrap rooms a line names."""
     rids = tuple(dict.fromkeys(m.group(1) for m in _RID.finditer(line[:4000])
                                if m.group(1) not in ("None", "none")))
-    rooms = tuple(dict.fromkeys(int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000])))
+    numbers = (int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000]))
+    rooms = tuple(dict.fromkeys(n for n in numbers if -_MAX_ROOM < n < _MAX_ROOM))
     return rids, rooms
 
 

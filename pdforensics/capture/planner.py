@@ -145,7 +145,7 @@ class HostPlanner:
         if src is proc.PS:
             self._ps_text = result.stdout.decode("utf-8", "replace")
             if not result.ok:
-                self.tools_failed.append("ps")
+                self.tools_failed.append(proc.PS.name)
                 self.notes.append(f"ps failed: {_failure(result)}: the process table is unknown, "
                                   "so no declared service is judged absent")
         elif src is sockets.SS_LISTEN:
@@ -219,9 +219,9 @@ class HostPlanner:
         self.request_log.discovered(d.services, d.processes)
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
-                "not checked (ps failed)" if "ps" in self.tools_failed
+                "not checked (ps failed)" if proc.PS.name in self.tools_failed
                 else "no SGLang process found on the host"))
-        if not d.services and "ps" not in self.tools_failed:
+        if not d.services and proc.PS.name not in self.tools_failed:
             self.notes.append("no SGLang server or router process found")
         jobs = self._jobs(Runs.PER_HOST_DISCOVERED, Target(), d)
         for svc in d.services:

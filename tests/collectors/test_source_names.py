@@ -18,7 +18,6 @@ READERS = ("collectors", "parsers", "views", "analysis", "report", "lab")
 KNOWN = {
     ("redact/redactor.py", "cmdline"): "redaction by source: cmdline by allowlist",
     ("redact/redactor.py", "log_file"): "redaction by source: a log tail from its first whole line",
-    ("watch/loop.py", "workers"): "watch's own /workers poll, named like the capture's source",
 }
 
 

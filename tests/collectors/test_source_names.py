@@ -19,7 +19,6 @@ KNOWN = {
     ("redact/redactor.py", "cmdline"): "redaction by source: cmdline by allowlist",
     ("redact/redactor.py", "log_file"): "redaction by source: a log tail from its first whole line",
     ("redact/redactor.py", "flight_recorder"): "redaction by source: a pickled dump written as its redacted JSON",
-    ("watch/loop.py", "workers"): "watch's own /workers poll, named like the capture's source",
 }
 
 

@@ -46,7 +46,7 @@ FINDING_PLACE: dict[str, tuple[str | None, str | None, int]] = {
     "GPU_IDLE_WITH_WORK": (None, "role", 1),
 }
 _ROLES = ("prefill", "decode", "router")
-_RANK = linear.compile(r"rank (\S{1,40}) sits in")
+_RANK = linear.compile(r"rank (\S{1,40}) sits in|scheduler ((?:DP\d{1,4}_)?(?:PP\d{1,4}_)?TP\d{1,4}) pid \d{1,10} is ")
 
 
 def _role(f: Finding) -> str | None:
@@ -69,8 +69,8 @@ def finding_clues(findings: Sequence[Finding]) -> Iterator[Clue]:
             stage = f"{role}_forward" if role in ("prefill", "decode") else None
         if side == "role":
             side = role
-        m = _RANK.search(f.title) if f.key == "RANK_OUTLIER" else None
-        suspect = f.suspect or (m.group(1) if m else None)
+        m = _RANK.search(f.title) if f.key in ("RANK_OUTLIER", "PROCESS_STATE") else None
+        suspect = f.suspect or ((m.group(1) or m.group(2)) if m else None)
         yield Clue(key=f.key, label="cause", text=f.title, source=_source(f), role=role,
                    stage=stage, side=f.side or side,  # type: ignore[arg-type]
                    suspect=suspect, wedge=True if f.wedge else None,

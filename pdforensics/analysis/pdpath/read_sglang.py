@@ -69,6 +69,19 @@ def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
                                                               else ""))
 
 
+def _relayed(src: Source, hit: SignatureLine, rids: tuple[str, ...],
+             rooms: tuple[int, ...]) -> Clue:
+    """The router passing on a worker's error answer ("Decode server returned error status
+    ... 500"): a consequence of whatever failed on that worker, never its cause."""
+    low = hit.line.lower()
+    worker = "decode" if "decode server" in low else "prefill" if "prefill server" in low else None
+    return Clue(key="ROUTER_RELAYED_ERROR", label="consequence", text=hit.line[:_MAX_TEXT],
+                source=src.path, line=hit.no, time=hit.time, stage="stream_back",
+                side=worker, role="router", host=src.host, rids=rids, rooms=rooms, strength=2,  # type: ignore[arg-type]
+                why="smg relays the error status a worker answered: that worker's failure, "
+                    "seen from the router")
+
+
 @reader("sglang_signatures")
 def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
@@ -77,10 +90,14 @@ def signature_clues(src: Source) -> Iterator[Clue]:
     for hit in iter_signature_lines(src.text):
         line = hit.line
         rids, rooms = ids(line)
-        line_role = role_of_line(line) or src.role
         for sig in hit.matched:
+            # the line's own role, else the one role whose code prints it (sglang's source)
+            line_role = role_of_line(line) or (sig.roles[0] if len(sig.roles) == 1 else src.role)
             if sig.key == "BATCH_STATS":
                 yield _batch_clue(src, hit, src.role)
+                continue
+            if "returned error status" in line:
+                yield _relayed(src, hit, rids, rooms)
                 continue
             place = KEY_PLACE.get(sig.key)
             label: Label = "noise" if sig.key in NOISE_KEYS else sig.kind
@@ -97,14 +114,13 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                        else None,
                        wedge=place.wedge if place else None,
                        strength=place.strength if place else 1,
-                       why=place.why if place else sig.description)
+                       why=(place.why if place else sig.description)
+                       + (f"; label from {sig.label_why}" if sig.label_why.startswith("sglang")
+                          else ""))
 
 
 _CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...] = (
     # (key, label, literal, stage, wedge, strength, why)
-    ("FROM_ANOTHER_RANK", "consequence", "from another rank", None, None, 2,
-     "sglang disaggregation/common/conn.py failure_exception: KVTransferError("
-     "is_from_another_rank=True) when this rank recorded no failure of its own"),
     ("LAUNCHER_SIGQUIT", "consequence", "sigquit", None, False, 2,
      "sglang's launcher kills the server when a child process dies (SIGQUIT from the child)"),
     ("SERVER_READY", "progress", "the server is fired up and ready to roll", "startup", False, 1,

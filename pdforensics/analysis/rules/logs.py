@@ -67,3 +67,44 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
             "Read the first cause line in context (the log file / journal in the bundle): "
             "consequences such as aborts and health-check failures follow it.",
             section="logs", subject=svc.label)
+
+
+def _main_frames(svc: ServiceView) -> list[str]:
+    """Where SGLang's own watchdog dumps (in the log) found each rank's main thread."""
+    out = []
+    for d in svc.log_stacks:
+        main = next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
+        python = [f for f in main.frames if not f.native] if main is not None else []
+        if python:
+            out.append(f"{d.rank or 'pid ' + str(d.pid)}: {python[0].function} ({python[0].location()})"
+                       + (f" <- {python[1].function}" if len(python) > 1 else ""))
+    return list(dict.fromkeys(out))
+
+
+@rule("SCHEDULER_WATCHDOG", needs=(Need.LOGS,), rank=35)
+def scheduler_watchdog(ctx: Context) -> Iterator[Finding]:
+    """SGLang's own scheduler watchdog fired: a batch ran past --watchdog-timeout (its verdict
+    that the scheduler is stuck); the stacks it dumped into the log say where."""
+    since = (ctx.capture.started_at or time.time()) - RECENT_S
+    for svc in ctx.servers():
+        hits = [h for h in svc.log_hits if h.key == "WATCHDOG_TIMEOUT"
+                and (h.last_epoch is None or h.last_epoch >= since)]
+        if not hits:
+            continue
+        path = svc.log_entry.path if svc.log_entry is not None else None
+        ev: list[Evidence | str] = [_hit_evidence(svc, [h], path) for h in hits]
+        ev += [Evidence(svc.host, f"{svc.role} log", f"the watchdog's py-spy dump: {f}", path)
+               for f in _main_frames(svc)[:4]]
+        ranks = sorted({r for h in hits for r in h.ranks})
+        yield Finding(
+            "SCHEDULER_WATCHDOG", "critical",
+            # the server is the subject (its label can be a file name: kept out of the claim)
+            f"SGLang's scheduler watchdog fired on the {svc.role} server"
+            + (f" ({', '.join(ranks)})" if ranks else "") + ": a batch ran past --watchdog-timeout",
+            tuple(ev),
+            "The dumped stack is where the batch hung (a collective: find the rank behind; a CUDA "
+            "sync or a kernel: check the GPU). SGLang then tears the server down: its launcher "
+            "dumps stacks and waits for CUDA core dumps in its signal handler (its HTTP server, "
+            "/metrics included, answers nothing meanwhile), then kills the process tree; restart "
+            "prefill and decode together.",
+            section="logs", wedge=True, subject=svc.label)

@@ -62,6 +62,8 @@ class Finding:
     subject: str | None = None
     since: float | None = None
     outage: bool = False
+    side: str | None = None  # for the diagnosis: the side it points at (collective, gpu, ...)
+    suspect: str | None = None  # and what it names there (the rank behind, a device), if any
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,8 @@ class Need(str, Enum):
     ROW_REMAP = "row_remap"
     NVLINK = "nvlink"
     KERNEL_LOG = "kernel_log"
+    BENEATH = "beneath"  # a server log, Flight Recorder dump or RAS report (NCCL, transfer engine)
+    CUDA = "cuda"  # a cuda-gdb listing (capture --deep)
 
 
 @dataclass(frozen=True)

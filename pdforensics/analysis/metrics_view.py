@@ -33,6 +33,25 @@ WORK_GAUGES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Endpoints whose in-flight calls are not requests for work: the scrape that reads /metrics is
+#: itself counted in SGLang's ``http_requests_active{endpoint="/metrics"}`` (1 in every scrape of
+#: the real 0.5.23), and the router's or our own probes and info calls come and go.
+NOT_WORK_ENDPOINTS = frozenset({
+    "/metrics", "/health", "/health_generate", "/server_info", "/get_server_info", "/model_info",
+    "/get_model_info", "/v1/models", "/v1/loads", "/loads", "/get_load", "/freeze_gc", "/flush_cache",
+    "/configure_logging", "/slow_down", "/ping", "/readiness", "/liveness",
+})
+
+
+def requests_active(snap: MetricsSnapshot, name: str) -> float | None:
+    """In-flight HTTP requests for work (``http_requests_active``), probes and scrapes left out;
+    None when the server exports no such series."""
+    found = [s for s in snap.get(name) if math.isfinite(s.value)]
+    if not found:
+        return None
+    return math.fsum(s.value for s in found if (s.label("endpoint") or "") not in NOT_WORK_ENDPOINTS)
+
+
 def fmt(v: float | None) -> str:
     """A metric value as a person reads it: 14, 0.98, 1.3e+09, n/a."""
     if v is None:
@@ -163,6 +182,9 @@ class Track:
         return f"{vals} over {self.span_s:.1f} s" if len(self.known) >= 2 else vals
 
 
+_READS = {"gauge": gauge, "counter": counter, "requests": requests_active}
+
+
 def _track(samples: Sequence[MetricSample], name: str, read: str) -> Track:
     times, values, keys = [], [], []
     for m in samples:
@@ -170,7 +192,7 @@ def _track(samples: Sequence[MetricSample], name: str, read: str) -> Track:
             continue
         times.append(m.taken_at)
         keys.append(m.key)
-        values.append(gauge(m.snapshot, name) if read == "gauge" else counter(m.snapshot, name))
+        values.append(_READS[read](m.snapshot, name))
     return Track(name, tuple(times), tuple(values), tuple(keys))
 
 
@@ -180,6 +202,11 @@ def gauge_track(svc: ServiceView, name: str) -> Track:
 
 def counter_track(svc: ServiceView, name: str) -> Track:
     return _track(svc.good_samples, name, "counter")
+
+
+def requests_track(svc: ServiceView, name: str) -> Track:
+    """``http_requests_active`` read as work: every endpoint but scrapes, probes and info calls."""
+    return _track(svc.good_samples, name, "requests")
 
 
 def rank_tracks(svc: ServiceView, name: str) -> dict[str, Track]:
@@ -242,7 +269,7 @@ def work_in_flight(svc: ServiceView) -> tuple[tuple[str, Track], ...]:
         if t.last is not None and t.last > 0:
             out.append((what, t))
     for name in ("http_requests_active", "sglang:http_requests_active"):
-        t = gauge_track(svc, name)
+        t = requests_track(svc, name)
         if t.last is not None and t.last > 0:
-            out.append(("active HTTP requests", t))
+            out.append(("active HTTP requests (scrapes and probes not counted)", t))
     return tuple(out)

@@ -50,7 +50,8 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
              "evidence": [_evidence_json(e) for e in f.evidence], "next_step": f.next_step,
              "section": f.section, "wedge": f.wedge, "rank": f.rank,
              "merged": list(f.merged), "subject": f.subject, "since": f.since,
-             "outage": f.outage}
+             "outage": f.outage, "side": f.side,
+             "suspect": f.suspect}
             for f in a.findings
         ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in a.skipped],
@@ -153,7 +154,9 @@ def _finding(item: Any, where: str) -> Finding:
                    evidence=evidence, next_step=_str(item, "next_step", where, optional=True) or "",
                    section=_str(item, "section", where, optional=True), wedge=wedge, rank=rank,
                    merged=merged, subject=_str(item, "subject", where, optional=True),
-                   since=_number(item, "since", where), outage=outage)
+                   since=_number(item, "since", where), outage=outage,
+                   side=_str(item, "side", where, optional=True),
+                   suspect=_str(item, "suspect", where, optional=True))
 
 
 def _skipped(item: Any, where: str) -> Skipped:

@@ -10,10 +10,17 @@ from dataclasses import dataclass
 from pdforensics import linear
 from pdforensics.analysis.stacks_model import LabelledDump
 from pdforensics.errors import ParseError, PdforensicsError
+from pdforensics.parsers.cuda_gdb import cuda_dump, looks_like_cuda_gdb
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
 from pdforensics.parsers.goroutines import parse_goroutines
 from pdforensics.parsers.logprefix import unwrap_log
+from pdforensics.parsers.native_stacks import (
+    looks_like_gdb,
+    looks_like_ucx_backtrace,
+    parse_gdb,
+    parse_ucx_backtrace,
+)
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
@@ -40,12 +47,20 @@ def _at_line_start(pattern: linear.Pattern[str], text: str) -> bool:
 
 
 def sniff_format(text: str) -> str | None:
-    """pyspy-json | watchdog | goroutines | faulthandler | pystack | traceback | pyspy | None."""
+    """pyspy-json | watchdog | gdb | ucx | cuda-gdb | goroutines | faulthandler | pystack |
+    traceback | pyspy | None. gdb's ``Thread 4 (Thread 0x7f.. (LWP 1) "x"):`` is gdb's, never a
+    py-spy thread line."""
     head = text.lstrip()[:1]
     if head == "[" and text.lstrip().startswith(("[\n", "[{", "[ ", "[]")):
         return "pyspy-json"
     if _WATCHDOG.search(text):
         return "watchdog"
+    if looks_like_gdb(text):
+        return "gdb"
+    if looks_like_ucx_backtrace(text):
+        return "ucx"
+    if looks_like_cuda_gdb(text) and cuda_dump(text):
+        return "cuda-gdb"
     if _at_line_start(_GO, text) or _GO_FILE.search(text) or _GO_GROUP.search(text):
         return "goroutines"
     if _PYSTACK.search(text):
@@ -95,7 +110,8 @@ def _goroutine_dump(text: str) -> tuple[ProcessDump, ...]:
     return (ProcessDump("goroutines", gs),) if gs else ()
 
 
-_FAST = {"pyspy-json": parse_pyspy_json, "pyspy": parse_pyspy_text, "goroutines": _goroutine_dump}
+_FAST = {"pyspy-json": parse_pyspy_json, "pyspy": parse_pyspy_text, "goroutines": _goroutine_dump,
+         "gdb": parse_gdb, "ucx": parse_ucx_backtrace, "cuda-gdb": cuda_dump}
 
 
 def _unprefixed(text: str) -> str:
@@ -117,6 +133,8 @@ def _parse_as(text: str, fmt: str) -> tuple[ProcessDump, ...]:
         return (d,) if d is not None else ()
     if fmt == "pyspy":
         return parse_pyspy_text(text)
+    if fmt in ("gdb", "ucx", "cuda-gdb"):
+        return _FAST[fmt](text)
     raise ParseError(f"unknown stack format {fmt!r}")
 
 

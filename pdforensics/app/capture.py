@@ -37,6 +37,8 @@ class CaptureRequest:
     markdown_file: str | None = None  # also write the Markdown summary here (- for stdout)
     progress: bool = True  # the live progress on stderr (off with -q)
     since: Since | None = None  # --since: where the evidence window starts
+    nccl_ras: bool = False  # --nccl-ras: query NCCL RAS on each host where it is enabled
+    deep: bool = False  # --deep: cuda-gdb on each rank (stops each rank while it reads)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ def _run(targets: Targets, request: CaptureRequest) -> CaptureOutcome:
     options = PROFILES["full"].options(
         request.out_dir, request.collect, archive=request.archive, since=request.since,
         accept_new_host_keys=targets.accept_new_host_keys,
-        sglang_source=request.sglang_source, request_log_s=request.request_log_s or 0.0)
+        sglang_source=request.sglang_source, request_log_s=request.request_log_s or 0.0,
+        nccl_ras=request.nccl_ras, deep=request.deep)
     cluster = targets.cluster
     progress = terminal_progress([h.name for h in cluster.hosts], options.deadline_s,
                                  not request.progress)

@@ -20,6 +20,7 @@ Check = Callable[[Any, Where], None]
 MAX_EPOCH = 1e11  # year 5138: anything later is not a time this tool wrote
 MAX_NUMBER = 1e15
 MAX_INT = 2**53
+MAX_ROOM = 2**64  # a Mooncake bootstrap room is a random uint64: an identifier, never arithmetic
 
 
 class SchemaError(BundleError):
@@ -54,6 +55,12 @@ def boolean(v: Any, where: Where) -> None:
 def integer(v: Any, where: Where) -> None:
     if type(v) is not int or not -MAX_INT <= v <= MAX_INT:
         raise _fail(where, "an integer within ±2^53", v)
+
+
+def room(v: Any, where: Where) -> None:
+    """A bootstrap room: any 64-bit integer (most are beyond 2^53; Python's JSON keeps them exact)."""
+    if type(v) is not int or not -MAX_ROOM < v < MAX_ROOM:
+        raise _fail(where, "a 64-bit bootstrap room", v)
 
 
 def count(v: Any, where: Where) -> None:
@@ -202,12 +209,12 @@ EVIDENCE = one_of(string, obj({}, {"host": OPT_STR, "source": OPT_STR, "text": O
 FINDING = obj(required={"key": string, "severity": string, "title": string}, opt={
     "evidence": list_of(EVIDENCE), "next_step": OPT_STR, "section": OPT_STR,
     "wedge": optional(boolean), "merged": STRINGS, "subject": OPT_STR, "since": optional(epoch),
-    "outage": optional(boolean)})
+    "outage": optional(boolean), "side": OPT_STR, "suspect": OPT_STR})
 
 CLUE = obj(required={"key": string, "label": string, "text": string}, opt={
     "source": OPT_STR, "line": OPT_INT, "time": optional(number), "stage": OPT_STR,
     "side": OPT_STR, "role": OPT_STR, "host": OPT_STR, "rank": OPT_STR, "rids": STRINGS,
-    "rooms": list_of(integer), "suspect": OPT_STR, "wedge": optional(boolean),
+    "rooms": list_of(room), "suspect": OPT_STR, "wedge": optional(boolean),
     "strength": integer, "why": OPT_STR})
 
 DIAGNOSIS = obj(required={"stage": string, "side": string, "root_cause": string,

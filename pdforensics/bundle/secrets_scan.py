@@ -16,8 +16,10 @@ from pathlib import Path
 from pdforensics.bundle import second_opinion
 from pdforensics.errors import BundleError
 from pdforensics.redact.entropy import random_tokens
-from pdforensics.redact.redactor import find_secrets
+from pdforensics.redact.redactor import MARKER, find_secrets
 from pdforensics.untrusted.read import read_inside
+
+_WORD_END = (b"", b" ", b"\t", b"\r", b"\n", b"<", b'"', b"'", b",", b";", b")", b"]", b"}")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,15 @@ def preview(value: bytes) -> str:
     return f"{shown}…({len(text)} chars)"
 
 
+def _starts_redacted(data: bytes, start: int) -> bool:
+    """The value opens with a whole marker then a word's end (`Bearer <redacted:…> pid 7: …`,
+    `<redacted:…></code>`): it was redacted where it was collected, and the text after it,
+    joined on later (argv, a message, markup), is no part of it. Shapes and the entropy check
+    still read that text on their own."""
+    m = MARKER.match(data, start)
+    return m is not None and data[m.end():m.end() + 1] in _WORD_END
+
+
 def scan_bytes(data: bytes, rel: str, budget: second_opinion.Budget | None = None) -> list[SecretHit]:
     """Hits in one file's bytes; HTML is unescaped first (a report shows text, not markup)."""
     if rel.endswith((".html", ".htm")):
@@ -47,6 +58,8 @@ def scan_bytes(data: bytes, rel: str, budget: second_opinion.Budget | None = Non
     hits = []
     spans: list[tuple[str, int, int]] = []
     for h in find_secrets(data):  # one hit per value: the first (most specific) detector names it
+        if _starts_redacted(data, h.start):
+            continue
         if not any(h.start < he and hs < h.end for _k, hs, he in spans):
             spans.append((h.kind, h.start, h.end))
     # the redactor's detectors, plus any random-looking token no detector knows the shape of

@@ -16,19 +16,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pdforensics.bundle.ondisk import ResultEntry
+from pdforensics.collectors import REGISTRY
 
 #: the first partial reason of a capture in which no host could be reached
 NOTHING_COLLECTED = "nothing collected: no host could be reached"
 #: exit statuses of a shell that could not start the command
 _NOT_RUNNABLE = (126, 127)
-_NO_GPU_TEXT = ("No devices were found",)
 #: results already reported elsewhere: the host's connect error, the "not run" rows
 _COUNTED_ELSEWHERE = ("not run:",)
 
 
 def is_expected_absence(entry: ResultEntry, bundle: Path | None = None) -> bool:
-    """An nvidia-smi call on a host without a GPU or without the driver tools."""
-    if not entry.source.startswith("nvidia_smi"):
+    """A source whose declaration allows the host to lack what it reads (`Source.absent`:
+    nvidia-smi on a host without a GPU) answered so, or its tool could not run."""
+    source = REGISTRY.get(entry.source)
+    absent = source.absent if source is not None else None
+    if absent is None:
         return False
     if entry.exit_status in _NOT_RUNNABLE:
         return True
@@ -38,7 +41,7 @@ def is_expected_absence(entry: ResultEntry, bundle: Path | None = None) -> bool:
             text += (bundle / entry.path).read_bytes()[:4096].decode("utf-8", "replace")
         except OSError:
             pass
-    return entry.exit_status == 6 and any(t in text for t in _NO_GPU_TEXT)
+    return entry.exit_status == absent.exit_status and any(t in text for t in absent.texts)
 
 
 #: what curl (stderr) or the SSH forward (error) says when the port could not be reached at

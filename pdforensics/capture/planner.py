@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pdforensics.capture.beneath_plan import BeneathPlan
 from pdforensics.capture.request_log import RequestLogPlan
 from pdforensics.collectors import SOURCES, proc, sockets
 from pdforensics.collectors.base import Job, Repeat, Runs, Source, Switch, Target
@@ -37,6 +38,9 @@ class PlanOptions:
     probes: bool = True  # /health_generate on every server (--no-probes)
     doctor: bool = False  # doctor's host probes (collectors/doctor.py)
     request_log_s: float = 0.0  # --request-log: request logging on for this long (request_log.py)
+    flight_recorder: bool = True  # harvest the dumps the ranks' environments name (beneath_plan.py)
+    nccl_ras: bool = False  # --nccl-ras: query NCCL RAS once per host
+    deep: bool = False  # --deep: cuda-gdb "info cuda kernels" on each rank (stops it while read)
 
     def on(self, switch: Switch | None) -> bool:
         """Whether a source behind this switch is planned (None: always)."""
@@ -91,6 +95,7 @@ class HostPlanner:
         self.notes: list[str] = []
         self._lock = threading.Lock()  # on_result is called from every channel's thread
         self.request_log = RequestLogPlan(self.host, options.request_log_s, make_job)
+        self.beneath = BeneathPlan(self.host, options, make_job)
 
     def initial_jobs(self) -> list[Job]:
         """Discovery's reads first, then every host-wide source the options turn on."""
@@ -137,7 +142,8 @@ class HostPlanner:
         """Follow-up jobs for a finished one; safe to call from many threads at once (ps and
         ss finishing together must not both plan discovery's jobs)."""
         with self._lock:
-            follow = self._on_result(job, result) + self.request_log.on_result(job, result)
+            follow = (self._on_result(job, result) + self.request_log.on_result(job, result)
+                      + self.beneath.on_result(job, result))
             return self.request_log.hold(follow)
 
     def _on_result(self, job: Job, result: CommandResult) -> list[Job]:
@@ -145,7 +151,7 @@ class HostPlanner:
         if src is proc.PS:
             self._ps_text = result.stdout.decode("utf-8", "replace")
             if not result.ok:
-                self.tools_failed.append("ps")
+                self.tools_failed.append(proc.PS.name)
                 self.notes.append(f"ps failed: {_failure(result)}: the process table is unknown, "
                                   "so no declared service is judged absent")
         elif src is sockets.SS_LISTEN:
@@ -194,7 +200,8 @@ class HostPlanner:
         d = self.discovery
         if d is None:
             return {"discovered": False, "notes": self.notes, "tools_failed": self.tools_failed}
-        return {"discovered": True, "at": self.discovered_at, "notes": self.notes,
+        return {"discovered": True, "at": self.discovered_at,
+                "notes": self.notes + self.beneath.notes,
                 "tools_failed": self.tools_failed,
                 "missing": list(d.missing),
                 "out_of_scope": [{**asdict(s), "why": why} for s, why in d.out_of_scope],
@@ -224,11 +231,11 @@ class HostPlanner:
         self.request_log.discovered(d.services, d.processes)
         for missing in d.missing:
             self.notes.append(f"declared service {missing}: " + (
-                "not checked (ps failed)" if "ps" in self.tools_failed
+                "not checked (ps failed)" if proc.PS.name in self.tools_failed
                 else "no SGLang process found on the host"))
-        if not d.services and "ps" not in self.tools_failed:
+        if not d.services and proc.PS.name not in self.tools_failed:
             self.notes.append("no SGLang server or router process found")
-        jobs = self._jobs(Runs.PER_HOST_DISCOVERED, Target(), d)
+        jobs = [*self._jobs(Runs.PER_HOST_DISCOVERED, Target(), d), *self.beneath.after_discovery(d)]
         for svc in d.services:
             jobs += self._service_jobs(svc, d)
         for p in d.processes:

@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter, ResultEntry
+from pdforensics.capture.beneath_plan import deep_record
 from pdforensics.capture.deadline import Deadline
 from pdforensics.capture.host_run import DEFAULT_CHANNELS, HostRun, Progress
 from pdforensics.capture.planner import PlanOptions, target_json
@@ -200,6 +201,9 @@ def _finalise(cluster: ClusterSpec, options: CaptureOptions, writer: BundleWrite
         **({"slurm": cluster.extra["slurm"]} if "slurm" in cluster.extra else {}),
         **(extra_manifest or {}),
     }
+    manifest["options"]["nccl_ras"] = options.plan.nccl_ras
+    if options.plan.deep:
+        manifest["deep"] = deep_record(writer.entries())
     if options.plan.request_log_s:
         manifest["options"]["request_log_s"] = options.plan.request_log_s
         manifest["request_log"] = {"servers": [row for r in runs for row in r.planner.request_log.rows()],

@@ -44,6 +44,8 @@ class Message:
     line: int
     sink: str  # "logger.error", "raise KVTransferError", "record_failure", ...
     parts: tuple[Part, ...]
+    scope: str = ""  # the function that prints it: "CommonKVSender.poll", "event_loop", ""
+    consequence: str | None = None  # why the code path makes it a consequence, if it does
 
     @property
     def template(self) -> str:
@@ -112,6 +114,12 @@ class _Flattener:
             return _split_braces(node.func.value.value)
         if isinstance(node, ast.Name) and node.id in self.assigned:
             return self.parts(self.assigned[node.id])
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            # `reason or "fallback text"`: the fallback is what prints when there is no reason
+            for value in reversed(node.values):
+                got = self.parts(value)
+                if any(p is not None for p in got):
+                    return got
         return [None]
 
 
@@ -171,11 +179,32 @@ def _message_arg(call: ast.Call) -> ast.expr | None:
 
 def _string_arg(call: ast.Call) -> ast.expr | None:
     """The first literal / f-string argument, else the message keyword or first argument."""
-    strs = [a for a in call.args if isinstance(a, ast.Constant | ast.JoinedStr)]
+    strs = [a for a in call.args if isinstance(a, ast.Constant | ast.JoinedStr) or (
+        isinstance(a, ast.BoolOp) and any(isinstance(v, ast.Constant | ast.JoinedStr)
+                                          for v in a.values))]
     return strs[0] if strs else _message_arg(call)
 
 
-def _messages_in(scope: ast.AST, rel: str, fl: _Flattener) -> Iterator[Message]:
+#: calls that abort a request: a message handed to them reports the abort, never its cause
+_ABORT_SINKS = frozenset({"prepare_abort", "set_finish_with_abort", "abort_request",
+                          "_abort_on_failure"})
+
+
+def _consequence(node: ast.AST, sink: str, scope: str) -> str | None:
+    """Why the code path that prints a message makes it a consequence, or None."""
+    name = sink.split()[-1].split(".")[-1]
+    if name in _ABORT_SINKS:
+        return f"handed to {name}: the abort path"
+    fn = scope.rsplit(".", 1)[-1]
+    if fn == "abort" or fn.endswith("_abort") or fn.startswith("abort_"):
+        return f"printed in {scope}: the abort path"
+    call = node.exc if isinstance(node, ast.Raise) else node
+    if isinstance(call, ast.Call) and any(k.arg == "is_from_another_rank" for k in call.keywords):
+        return "KVTransferError(is_from_another_rank=...): this rank recorded no failure of its own"
+    return None
+
+
+def _messages_in(scope: ast.AST, rel: str, fl: _Flattener, where: str = "") -> Iterator[Message]:
     for node in ast.walk(scope):
         sink: str | None = None
         arg: ast.expr | None = None
@@ -196,7 +225,8 @@ def _messages_in(scope: ast.AST, rel: str, fl: _Flattener) -> Iterator[Message]:
             continue
         parts = _normalise(fl.parts(arg), printf)
         if any(p is not None for p in parts):
-            yield Message(rel, getattr(node, "lineno", 0), sink, parts)
+            yield Message(rel, getattr(node, "lineno", 0), sink, parts, where,
+                          _consequence(node, sink, where))
 
 
 def extract_messages(src: str, rel: str) -> list[Message]:
@@ -205,13 +235,32 @@ def extract_messages(src: str, rel: str) -> list[Message]:
     if tree is None:
         return []
     found: dict[tuple[int, str], Message] = {}
+    names = _scope_names(tree)
     funcs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     # innermost function wins: walk outer scopes first, inner ones overwrite
     for scope in [tree, *funcs]:
         fl = _Flattener(_first_assignments(scope) if scope is not tree else {})
-        for m in _messages_in(scope, rel, fl):
+        for m in _messages_in(scope, rel, fl, names.get(id(scope), "")):
             found[(m.line, m.sink)] = m
     return [found[k] for k in sorted(found)]
+
+
+def _scope_names(tree: ast.AST) -> dict[int, str]:
+    """id(function node) -> "Class.func" (the class that defines it, when one does)."""
+    out: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name)
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                out[id(child)] = f"{prefix}.{child.name}" if prefix else child.name
+                visit(child, prefix)
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
 
 
 def read_messages(tree: SourceTree) -> list[Message]:

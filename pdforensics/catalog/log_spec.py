@@ -90,6 +90,9 @@ SPECS: tuple[SigSpec, ...] = (
             r"^(Scheduler|DataParallelController|DetokenizerManager|TokenizerManager|"
             r"TpModelWorkerClient) hit an exception", ("srt/managers/",),
             external=_short(r"Scheduler hit an exception", "scheduler hit an exception")),
+    SigSpec("FROM_ANOTHER_RANK", "consequence",
+            "a KV transfer failed on another rank: this rank has no failure of its own",
+            r"from another rank", ("srt/disaggregation/",)),
     SigSpec("HEALTH_CHECK_FAILED", "consequence", "a /health probe failed",
             r"^Health check failed\. Server couldn't get a response",
             ("srt/entrypoints/http_server.py",),
@@ -114,8 +117,8 @@ SPECS: tuple[SigSpec, ...] = (
                        "segment", "Mooncake transfer engine"),
                       (r"metadata not found", "metadata not found",
                        "Mooncake metadata server"))),
-    SigSpec("DECODE_STREAM_ERROR", "cause",
-            "the router's stream from a decode server broke",
+    SigSpec("DECODE_STREAM_ERROR", "consequence",
+            "the router relays a decode server's failure (its stream broke, its error status)",
             external=((r"(?:Stream|stream) error from decode|decode (?:server )?stream error|"
                        r"Error (?:reading|in) (?:decode )?stream",
                        "stream", "sgl-router / sgl-model-gateway"),

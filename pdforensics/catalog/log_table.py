@@ -69,9 +69,29 @@ def _selected(tree: SourceTree) -> dict[str, dict[str, dict[str, Any]]]:
             regex, literal = pat
             row = out.setdefault(spec.key, {}).setdefault(
                 regex, {"template": msg.template.split("\n")[0][:300], "literal": literal,
-                        "where": []})
-            row["where"].append(f"{msg.rel}:{msg.line} {msg.sink}")
+                        "where": [], "roles": set(), "consequence": set()})
+            row["where"].append(f"{msg.rel}:{msg.line} {msg.sink}"
+                                + (f" in {msg.scope}" if msg.scope else ""))
+            role = role_of_code(msg.rel, msg.scope)
+            if role is not None:
+                row["roles"].add(role)
+            if msg.consequence:
+                row["consequence"].add(msg.consequence)
     return out
+
+
+def role_of_code(rel: str, scope: str) -> str | None:
+    """The PD role the code that prints a message runs in: the KV sender, the bootstrap
+    server and prefill.py are prefill's; the KV receiver and decode*.py are decode's."""
+    cls = scope.split(".")[0] if "." in scope else ""
+    if any(w in cls for w in ("Sender", "Prefill", "BootstrapServer")):
+        return "prefill"
+    if any(w in cls for w in ("Receiver", "Decode")):
+        return "decode"
+    name = rel.rsplit("/", 1)[-1]
+    if rel.startswith("srt/disaggregation/") and name.startswith(("prefill", "decode")):
+        return "prefill" if name.startswith("prefill") else "decode"
+    return None
 
 
 def build_table(trees: list[SourceTree]) -> dict[str, Any]:
@@ -88,15 +108,20 @@ def build_table(trees: list[SourceTree]) -> dict[str, Any]:
             for regex, row in rows.items():
                 merged = per_key.setdefault(key, {}).setdefault(
                     regex, {"regex": regex, "literal": row["literal"],
-                            "template": row["template"], "versions": [], "where": {}})
+                            "template": row["template"], "versions": [], "where": {},
+                            "roles": [], "consequence": []})
                 merged["versions"].append(v)
                 merged["where"][v] = row["where"]
+                merged["roles"] = sorted(set(merged["roles"]) | row["roles"])
+                merged["consequence"] = sorted(set(merged["consequence"]) | row["consequence"])
     signatures = []
     for spec in SPECS:
+        patterns = sorted(per_key.get(spec.key, {}).values(), key=lambda r: r["regex"])
+        label, why = source_label(spec.label, patterns)
         signatures.append({
-            "key": spec.key, "label": spec.label, "description": spec.description,
+            "key": spec.key, "label": label, "label_why": why, "description": spec.description,
             "masks_causes": spec.masks_causes,
-            "patterns": sorted(per_key.get(spec.key, {}).values(), key=lambda r: r["regex"]),
+            "patterns": patterns,
             "external": [{"regex": r, "literal": lit, "printed_by": who}
                          for r, lit, who in spec.external],
         })
@@ -108,6 +133,16 @@ def build_table(trees: list[SourceTree]) -> dict[str, Any]:
                               "fields": sorted(f for f, kk in QUEUE_FIELDS.items() if kk == k)}
                              for k, d in QUEUE_DESCRIPTIONS.items()],
     }
+
+
+def source_label(spec_label: str, patterns: list[dict[str, Any]]) -> tuple[str, str]:
+    """The label the source gives a key: every pattern printed on a consequence path (the
+    abort path, a KVTransferError raised for another rank's failure) makes it a consequence,
+    whatever log_spec says; else log_spec's label. The second item says why."""
+    reasons = [r["consequence"] for r in patterns]
+    if patterns and all(reasons):
+        return "consequence", "sglang's source: " + "; ".join(sorted({x for r in reasons for x in r}))
+    return spec_label, "log_spec.py" if not patterns else "log_spec.py (the source does not decide)"
 
 
 def build_table_from_paths(paths: list[Path]) -> dict[str, Any]:

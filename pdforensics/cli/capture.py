@@ -51,6 +51,13 @@ from pdforensics.errors import ExitStatus
 @click.option("--client-dump", "client_dumps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A Go client's goroutine dump, copied into the bundle (redacted) and set beside the "
                    "servers' in-flight counts; repeatable.")
+@click.option("--nccl-ras", is_flag=True,
+              help="Also query NCCL RAS (ncclras, NCCL >= 2.24) on each host where the ranks' "
+                   "environment does not turn it off: missing ranks, ranks ahead or behind.")
+@click.option("--deep", is_flag=True,
+              help="Opt-in, it stops each rank while it reads: cuda-gdb `info cuda kernels` on "
+                   "every scheduler rank where cuda-gdb exists, after its py-spy dumps, at most "
+                   "30 s per rank (stated in the report and the manifest with each pause).")
 @click.option("--no-redact", is_flag=True, help="DANGEROUS: write secrets as collected (the manifest says so).")
 @click.option("--keep-env", "keep_env", multiple=True, metavar="NAME",
               help="Keep this env var's (or flag's) value readable too (repeatable; recorded in the manifest).")
@@ -60,7 +67,8 @@ from pdforensics.errors import ExitStatus
 @handles_errors
 def capture(where: Where, out_dir: str, collect: Collect, request_log: float | None, archive: bool,
             out: Output, fail_on: str | None, since: Any, prometheus: str | None, history: float,
-            with_sglang_source: bool, client_dumps: tuple[str, ...], no_redact: bool,
+            with_sglang_source: bool, client_dumps: tuple[str, ...], nccl_ras: bool, deep: bool,
+            no_redact: bool,
             keep_env: tuple[str, ...]) -> None:
     """Capture evidence from every host at once, within a deadline, into a bundle.
 
@@ -76,7 +84,8 @@ def capture(where: Where, out_dir: str, collect: Collect, request_log: float | N
         out_dir=Path(out_dir), collect=collect, archive=archive, request_log_s=request_log,
         sglang_source=with_sglang_source, prometheus=prometheus, history_s=history,
         client_dumps=client_dumps, redact=not no_redact, keep_env=keep_env,
-        markdown_file=out.markdown_file, progress=not out.quiet, since=since)
+        markdown_file=out.markdown_file, progress=not out.quiet, since=since,
+        nccl_ras=nccl_ras, deep=deep)
     done = take_capture(where, request, warn=lambda line: click.echo(line, err=True))
     doc = done.doc
     if out.as_json:

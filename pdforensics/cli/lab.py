@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.lab.faults import FAULTS
+from pdforensics.lab.faults import ALL_FAULTS
 from pdforensics.terminal import field
 
 
@@ -22,8 +22,9 @@ def _lab_dir(path: str | None) -> Path:
 
 
 @lab.command("up")
-@click.option("--fault", default="healthy", show_default=True, type=click.Choice(FAULTS),
-              help="Fault to start with.")
+@click.option("--fault", default="healthy", show_default=True, type=click.Choice(ALL_FAULTS),
+              help="Fault to start with (--engine sglang: healthy, rank-stopped, forgotten-requests, "
+                   "prefill-frozen, kv-full, watchdog, server-killed, breaker-open).")
 @click.option("--ssh", is_flag=True, help="Also start one loopback sshd per lab host.")
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @click.option("--base-port", type=int, help="Shift every lab port (run several labs at once).")
@@ -34,11 +35,27 @@ def _lab_dir(path: str | None) -> Path:
               help="smg: the real SGLang model gateway; standin: the old `sglang_router` command line.")
 @click.option("--slurm", is_flag=True, help="Run the servers as a Slurm batch job, one srun step per "
                                             "worker (on the Slurm that SLURM_CONF names; docs/slurm.md).")
+@click.option("--engine", default="standin", show_default=True, type=click.Choice(("standin", "sglang")),
+              help="standin: the fast stand-in servers; sglang: the real SGLang 0.5.23 on the CPU behind "
+                   "the real smg (its environment, ~7 GB, is built once into the user's cache: "
+                   "docs/lab.md).")
+@click.option("--tp", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="--engine sglang: tensor parallel ranks per server (2: gloo between two CPU ranks).")
 @handles_errors
 def lab_up(fault: str, ssh: bool, lab_dir: str | None, base_port: int | None, sudo_user: str | None,
-           no_titles: bool, router: str, slurm: bool = False) -> None:
+           no_titles: bool, router: str, slurm: bool = False, engine: str = "standin", tp: int = 1) -> None:
     """Start router, prefill and decode servers (and sshd hosts with --ssh)."""
     from pdforensics.lab import lab_up as up
+
+    if engine == "sglang":
+        if slurm or sudo_user or no_titles or router != "smg":
+            raise click.UsageError("--engine sglang runs with smg, titles, no --slurm and no --sudo-user")
+        info = up(_lab_dir(lab_dir), fault=fault, ssh=ssh, base_port=base_port, engine=engine, tp=tp,
+                  say=lambda line: click.echo(field(line), err=True))
+        click.echo(f"lab up in {info.dir} with the real SGLang engine, fault {info.fault}")
+        click.echo(f"cluster file: {info.cluster_file}")
+        click.echo(f"capture it:   pdforensics capture -c {info.cluster_file}")
+        return
 
     if slurm:
         from pdforensics.lab.slurm_job import slurm_lab_up
@@ -87,7 +104,7 @@ def lab_status(lab_dir: str | None, as_json: bool) -> None:
 
 
 @lab.command("fault")
-@click.argument("name", type=click.Choice(FAULTS))
+@click.argument("name", type=click.Choice(ALL_FAULTS))
 @click.option("--dir", "lab_dir", type=click.Path(file_okay=False), help="Lab directory [./lab-run].")
 @handles_errors
 def lab_fault(name: str, lab_dir: str | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pdforensics.collectors import (
+    beneath,
     clock,
     doctor,
     gpu,
@@ -22,5 +23,5 @@ from pdforensics.collectors.base import REGISTRY, Job, Source, Target
 #: every source a capture may plan: the registry, and doctor's probes (no parser, no view)
 SOURCES: tuple[Source, ...] = (*REGISTRY.values(), *doctor.PROBES)
 
-__all__ = ["REGISTRY", "SOURCES", "Job", "Source", "Target", "clock", "doctor", "gpu", "http", "k8s", "logs",
+__all__ = ["REGISTRY", "SOURCES", "Job", "Source", "Target", "beneath", "clock", "doctor", "gpu", "http", "k8s", "logs",
            "proc", "pyspy", "request_log", "router", "sockets", "systemd", "versions"]

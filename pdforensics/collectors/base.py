@@ -95,6 +95,16 @@ class Repeat(str, Enum):
     DUMPS = "dumps"  # PlanOptions.stack_dumps, spanning >= STUCK_SPAN_S (py-spy)
 
 
+@dataclass(frozen=True)
+class Absence:
+    """How a tool answers on a host without the thing it reads (nvidia-smi without a GPU): that
+    answer (exit status and one of the texts), or a tool that cannot run at all, is an expected
+    absence, never a gap in the capture (capture/completeness.py)."""
+
+    exit_status: int
+    texts: tuple[str, ...]
+
+
 #: a plan condition beyond `runs` and `switch`: (host, what discovery found, the target)
 Only = Callable[[HostSpec, Discovery, Target], bool]
 
@@ -134,6 +144,7 @@ class Source:
     fallback: Source | None = None  # run instead when this endpoint answers 404 (an old name)
     retried: bool = False  # a timeout with no output runs once more: it says nothing of the cluster
     config: bool = False  # `diff` reads it (load_capture skips the others for the diff)
+    absent: Absence | None = None  # the host may lack what it reads: not a gap when it does
 
 
 REGISTRY: dict[str, Source] = {}

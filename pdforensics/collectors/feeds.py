@@ -18,6 +18,7 @@ from typing import Any
 
 from pdforensics.bundle.ondisk import ResultEntry
 from pdforensics.errors import ParseError
+from pdforensics.parsers.beneath import read_beneath
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.logstacks import harvest_log_stacks
@@ -214,7 +215,10 @@ def log_hits(acc: dict[str, Any], field: str, r: Reading) -> None:
     acc["log_entry"] = r.entry
     # the same text holds SGLang's own stack dumps (watchdog, faulthandler): harvested here,
     # so a wedge that happened an hour ago still has stacks (analysis/log_stacks.py)
-    acc["log_stacks"] = harvest_log_stacks(r.text())
+    text = r.text()
+    acc["log_stacks"] = harvest_log_stacks(text)
+    # and what lies beneath SGLang: torch's NCCL watchdog, NCCL's lines, Mooncake / NIXL
+    acc["beneath"] = read_beneath(text) or None
 
 
 def clock_offset(acc: dict[str, Any], field: str, r: Reading) -> None:

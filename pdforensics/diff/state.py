@@ -15,6 +15,8 @@ from typing import Any
 from pdforensics.catalog.cmdline import parse_flags
 from pdforensics.catalog.model import Catalog
 from pdforensics.collectors import REGISTRY
+from pdforensics.collectors.gpu import NVIDIA_SMI
+from pdforensics.collectors.versions import PIP_FREEZE
 from pdforensics.diff.units import UnitFile, parse_unit_cat
 from pdforensics.errors import ParseError
 from pdforensics.parsers.versions import parse_nvidia_smi_version, parse_uname
@@ -91,7 +93,7 @@ def extract_state(capture: LoadedCapture, catalog: Catalog | None = None) -> Con
 
 def _host(capture: LoadedCapture, h: HostView, catalog: Catalog | None) -> HostConfig:
     driver = cuda = None
-    entry = next((e for e in capture.bundle.find(h.name, "nvidia_smi") if e.ok), None)
+    entry = next((e for e in capture.bundle.find(h.name, NVIDIA_SMI.name) if e.ok), None)
     if entry is not None:
         try:
             v = parse_nvidia_smi_version(capture.bundle.text(entry))
@@ -105,7 +107,7 @@ def _host(capture: LoadedCapture, h: HostView, catalog: Catalog | None) -> HostC
             kernel = u.kernel_release if u is not None else None
         except ParseError:
             kernel = h.uname.strip()[:200] or None
-    has_freeze = any(e.ok for e in capture.bundle.find(h.name, "pip_freeze"))
+    has_freeze = any(e.ok for e in capture.bundle.find(h.name, PIP_FREEZE.name))
     counts: dict[str, int] = {}
     for s in h.services:
         counts[s.role] = counts.get(s.role, 0) + 1

@@ -58,6 +58,33 @@ ACTIONS: dict[str, str] = {
                      "tokenizer manager with py-spy, check the host's load and memory.",
     "SERVER_NOT_READY": "Find who paused it (POST /pause_generation, an RL weight update) or why a "
                         "health check failed in its log; POST /continue_generation resumes a pause.",
+    "NCCL_COLLECTIVE_TIMEOUT": "Look at the rank behind (lowest last completed SeqNum): its stack, GPU and host; turn"
+                               " on Flight Recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE, "
+                               "TORCH_NCCL_DUMP_ON_TIMEOUT=1) and capture with --nccl-ras; restart the server.",
+    "NCCL_WATCHDOG_STUCK": "A CUDA or NCCL call hung inside that rank: take its native stacks (py-spy --native, gdb),"
+                           " check its GPU (Xids), then restart the server.",
+    "RANK_MISSING_FROM_COLLECTIVE": "Read that rank's Python stack: where it went instead of the collective; check "
+                                    "its host and GPU, then restart the server.",
+    "NCCL_RAS_REPORT": "Ranks RAS reports missing, dead or behind are the suspects; RUNNING/OK during a timeout means"
+                       " every rank is inside NCCL, waiting on the collective.",
+    "NCCL_NETWORK_ERROR": "Check the link and the peer NCCL names (ibstat, the switch port; RDMA device limits for "
+                          "set-up failures); drain the host if the link is failing.",
+    "KERNEL_WAITS_ON_PEERS": "The ranks without the collective kernel never launched it: read their Python stacks to "
+                             "see where they are instead.",
+    "GPU_XID": "Follow the Xid's action: 79, 48/94/95, 74 and 119/120 need the GPU drained and reset or the node "
+               "rebooted; application Xids (13, 31, 43): match the pid to a rank.",
+    "GPU_LOST": "Drain the host: a GPU off the bus needs a reset or a reboot (the vendor if it comes back); restart "
+                "the server elsewhere.",
+    "PCIE_AER": "Uncorrected errors: drain the host and reseat or replace the device; corrected errors that repeat: "
+                "schedule the link for service.",
+    "HOST_OOM_KILL": "Find what used the host's memory (the killed process, its RSS); lower the server's memory use "
+                     "or move other work off the host, then restart the killed server and its partner.",
+    "LOAD_SNAPSHOT": "A stale load snapshot that still shows work means the scheduler stopped iterating: take py-spy "
+                     "dumps of its ranks; do not route by that load.",
+    "SCHEDULER_WATCHDOG": "Read the stack the watchdog dumped (a collective: find the rank behind; a CUDA sync: check"
+                          " the GPU); restart prefill and decode together.",
+    "TRANSFER_ENGINE_ERROR": "Check the transfer backend between the hosts (RDMA/IB devices, MC_*/NIXL/UCX env, the "
+                             "peer's address) at the stage named; restart prefill and decode together.",
     "PROCESS_STATE": "A dead rank leaves its peers waiting forever: read its last log lines "
                      "(exception, CUDA/NCCL error, OOM), check Xids, restart the server and partner.",
     "RESTART_ORDER": "A server restarted alone re-pairs badly: restart router, prefill and decode "
@@ -102,6 +129,8 @@ NEED_EVIDENCE: dict[Need, str] = {
     Need.ROW_REMAP: "nvidia-smi -q -d ROW_REMAPPER",
     Need.NVLINK: "nvidia-smi nvlink -e",
     Need.KERNEL_LOG: "the kernel log (dmesg)",
+    Need.BENEATH: "a server log, a Flight Recorder dump or an NCCL RAS report (NCCL, transfer engine)",
+    Need.CUDA: "a cuda-gdb listing of the ranks' kernels (capture --deep)",
 }
 #: rules with no declared needs read these
 EXTRA_EVIDENCE = {

@@ -22,7 +22,9 @@ def _py_spy() -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
-def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh: bool, sudo_user: str | None) -> str:
+def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh: bool, sudo_user: str | None,
+                   gpus: bool = True) -> str:
+    """gpus=False: the hosts have no GPU and no nvidia-smi (the real engine lab on the CPU)."""
     lines = ["[cluster]", 'name = "lab"', ""]
     for host in hosts:
         lines += ["[[hosts]]", f"name = {_s(host.name)}", f"address = {_s(host.address)}"]
@@ -35,8 +37,9 @@ def render_cluster(lab_dir: Path, hosts: tuple[LabHost, ...], ports: Ports, ssh:
             ]
             if sudo_user:
                 lines.append("sudo = true")
-        nvsmi = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
-        lines += [f"nvidia_smi = {_s(str(nvsmi))}", "simulated_gpu = true"]
+        if gpus:
+            nvsmi = lab_dir / "hosts" / host.name / "bin" / "nvidia-smi"
+            lines += [f"nvidia_smi = {_s(str(nvsmi))}", "simulated_gpu = true"]
         py_spy = _py_spy()
         if py_spy:
             lines.append(f"py_spy = {_s(py_spy)}")

@@ -6,7 +6,7 @@ import json
 import os
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,9 @@ from pdforensics.errors import PdforensicsError
 from pdforensics.lab import clock as lab_clock
 from pdforensics.lab import sshd
 from pdforensics.lab.cluster_file import render_cluster
-from pdforensics.lab.faults import FAULTS, LAUNCH_FAULTS, add_launch_settings, check_switchable
+from pdforensics.lab.engine.faults import set_engine_fault
+from pdforensics.lab.engine.up import engine_lab_up
+from pdforensics.lab.faults import ENGINE_FAULTS, FAULTS, LAUNCH_FAULTS, add_launch_settings, check_switchable
 from pdforensics.lab.layout import LabHost, Ports, lab_hosts, paths
 from pdforensics.lab.procs import (
     check_port_free,
@@ -142,6 +144,9 @@ def lab_up(
     titles: bool = True,
     drop_args: Mapping[str, Sequence[str]] | None = None,
     router: str = "smg",
+    engine: str = "standin",
+    tp: int = 1,
+    say: Callable[[str], None] | None = None,
 ) -> LabInfo:
     """Start a rehearsal PD cluster (router, prefill, decode; optional sshd hosts), detached.
 
@@ -154,7 +159,13 @@ def lab_up(
     titles=False: the ranks keep their python command lines (spawned children, no
     sglang::scheduler_* titles), as SGLang's do without setproctitle.
     router: "smg" (the real gateway, `smg launch`) or "standin" (`-m sglang_router...`).
+    engine: "standin" (the fast stand-in servers) or "sglang" (the real SGLang 0.5.23 on the CPU,
+    TP `tp`, its environment built or reused outside the checkout; `say` gets one line per step).
     """
+    if engine == "sglang":
+        return _engine_up(Path(lab_dir).resolve(), fault, ssh, base_port, tp, say or (lambda _line: None))
+    if engine != "standin":
+        raise PdforensicsError(f"unknown engine {engine!r}; choose standin or sglang")
     _check_fault(fault)
     require_lab_tools(titles)
     check_router(router)
@@ -189,6 +200,25 @@ def lab_up(
         lab_down(lab_dir)
         raise
     _write_atomic(paths(lab_dir)["cluster"], render_cluster(lab_dir, hosts, ports, ssh, sudo_user))
+    return _info(lab_dir, record, hosts, ports, ssh)
+
+
+def _engine_up(lab_dir: Path, fault: str, ssh: bool, base_port: int | None, tp: int,
+               say: Callable[[str], None]) -> LabInfo:
+    """The real engine lab (lab/engine/): started healthy, then switched to `fault`."""
+    if fault not in ENGINE_FAULTS:
+        raise PdforensicsError(f"unknown engine fault {fault!r}; choose one of: {', '.join(ENGINE_FAULTS)}")
+    old = _read_json(lab_dir)
+    if old and any(_alive(pid, ct) for pid, ct in _recorded(old).values()):
+        raise PdforensicsError(f"a lab is already running in {lab_dir}; run `pdforensics lab down "
+                               f"--dir {lab_dir}` first, or start another with --dir and --base-port")
+    try:
+        record, hosts, ports = engine_lab_up(lab_dir, ssh, base_port, tp, say)
+        if fault != "healthy":
+            set_engine_fault(lab_dir, record, fault)
+    except BaseException:
+        lab_down(lab_dir)
+        raise
     return _info(lab_dir, record, hosts, ports, ssh)
 
 
@@ -409,12 +439,16 @@ def set_fault(lab_dir: Path, fault: str) -> None:
 
     process-dead kills decode TP1 for good: switching back needs lab_down + lab_up.
     """
-    _check_fault(fault)
     lab_dir = Path(lab_dir).resolve()
     data = _read_json(lab_dir)
+    if data is None or data.get("engine") != "sglang":
+        _check_fault(fault)
     if data is None:
         raise PdforensicsError(f"no lab in {lab_dir}; start one with `pdforensics lab up --dir {lab_dir}`, "
                                "or pass the --dir of the running lab")
+    if data.get("engine") == "sglang":
+        set_engine_fault(lab_dir, data, fault)
+        return
     check_switchable(fault, data.get("launch_fault"))
     _write_atomic(paths(lab_dir)["fault"], fault + "\n")
     lab_clock.write_clock(lab_dir, fault, bool(data.get("ssh")))

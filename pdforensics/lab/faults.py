@@ -24,6 +24,13 @@ FAULTS: tuple[str, ...] = (
     "decode-only",
 )
 
+# The real engine lab's faults (lab/engine/faults.py makes them; `lab up --engine sglang`).
+ENGINE_FAULTS: tuple[str, ...] = (
+    "healthy", "rank-stopped", "forgotten-requests", "prefill-frozen", "kv-full", "watchdog",
+    "server-killed", "breaker-open",
+)
+ALL_FAULTS: tuple[str, ...] = FAULTS + tuple(f for f in ENGINE_FAULTS if f not in FAULTS)
+
 _HUGE = "100000"  # seconds (27.8 h) / heartbeat failures: a wedge never heals by itself
 # Faults set at launch (flags and env vars by role); lab_up applies them, set_fault cannot.
 LAUNCH_FAULTS: dict[str, dict[str, tuple[tuple[str, ...], dict[str, str]]]] = {

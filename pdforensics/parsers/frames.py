@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-DumpKind = Literal["pyspy", "pyspy-json", "watchdog", "faulthandler", "goroutines", "pystack",
+DumpKind = Literal["pyspy", "pyspy-json", "watchdog", "faulthandler", "goroutines", "pystack", "gdb",
+                   "cuda-gdb",
                    "traceback"]
 
 

@@ -38,6 +38,8 @@ class Signature:
     description: str
     literals: tuple[str, ...]
     masks_causes: bool = False  # a line with this key is no cause for any other key
+    roles: tuple[str, ...] = ()  # the PD roles whose code prints it (sglang's source)
+    label_why: str = ""  # where the label comes from (sglang's source, or log_spec)
 
     @property
     def literal(self) -> str:
@@ -71,10 +73,11 @@ def _signatures_from_table() -> tuple[Signature, ...]:
             continue
         regexes = sorted({r["regex"] for r in rows})
         literals = tuple(sorted({r["literal"] for r in rows}, key=lambda x: (-len(x), x)))
+        roles = tuple(sorted({r for p in row["patterns"] for r in p.get("roles", ())}))
         out.append(Signature(row["key"], linear.compile("|".join(f"(?:{r})" for r in regexes),
                                                     linear.I),
                              row["label"], row["description"], literals,
-                             bool(row.get("masks_causes"))))
+                             bool(row.get("masks_causes")), roles, row.get("label_why", "")))
     return tuple(out)
 
 

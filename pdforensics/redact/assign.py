@@ -35,6 +35,7 @@ _SCHEME = linear.compile(rb"(?:bearer|basic|token|digest|negotiate)[ \t]+", line
 _CODE = linear.compile(  # `api_key = args.api_key`, `token = get_token()`: code, not a value
     rb"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+[\[(]?|[A-Za-z_][A-Za-z0-9_]*[\[(]|None|True|False|null|nil)$")
 _SPACES = b" \t"
+_VERSION = linear.compile(rb"\d{1,6}(?:\.\d{1,6}){2,3}(?:(?:a|b|rc|\.post|\.dev)\d{1,4})?")
 _MAPPING_LINE = linear.compile(rb"(?:-[ \t]+)?(?:-[ \t]*$|[\"']?[A-Za-z0-9_.\- ]{1,128}[\"']?[ \t]*:(?:[ \t]|\r?$))")
 # value runs, each bounded: a longer value is cut there (and its name's neighbours are not re-read)
 _BARE = linear.compile(rb"[^ \t\r\n\x00\"'&,;)}\]\\<>]*")
@@ -211,6 +212,8 @@ def _value(data: bytes, name: bytes, s: int, e: int, line_start: int) -> tuple[s
     if kind == "colon" and (m := _SCHEME.match(data, p)) is not None:
         p = m.end()  # Authorization: Bearer V -> V
     q = _quoted(data, p)
+    if q is not None and two[:1] == b"," and not _list_item(data, q, kind):
+        return None  # `"..--flag", "key": ...`: the next string is a mapping's key, not this name's value
     if q is not None:
         if kind == "colon":
             kind = "colon-field" if not quoted_key else "json-field" if data[q[0] - 1] == 0x22 else "dict-field"
@@ -234,6 +237,15 @@ def _value(data: bytes, name: bytes, s: int, e: int, line_start: int) -> tuple[s
     if spaced and _CODE.fullmatch(data, p, end) is not None:
         return None
     return kind, p, end
+
+
+def _list_item(data: bytes, q: tuple[int, int], kind: str) -> bool:
+    """The quoted string at q is a list's next item (`"name", "V"]`), not a mapping's key
+    (`"name", "key": ...`) nor, in a pair, a package's version (`["secretstorage", "3.5.0"]`)."""
+    after = _skip(data, q[1] + 1, b" \t\r\n", 16)
+    if data[after:after + 1] == b":":
+        return False
+    return kind != "tuple" or _VERSION.fullmatch(data, q[0], q[1]) is None
 
 
 def _netrc_or_sql(data: bytes, p: int, s: int, line_start: int) -> tuple[str, int, int] | None:

@@ -46,13 +46,22 @@ ID_PREFIXES = (b"chatcmpl-", b"cmpl-", b"req-", b"req_", b"resp_", b"resp-", b"m
                b"toolu_", b"file-", b"batch_", b"gen-", b"trace-", b"span-")
 _ID_NAME = linear.compile(
     rb"(?:^|[^A-Za-z0-9])(?:request|req|trace|span|correlation|x-request)?[_\-]?(?:id|rid)"
-    rb"[\"']?[ \t]*[:=][ \t]*[\"']?$",
+    rb"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?$",  # quotes JSON-escaped too: `request_id=\\"...`
     linear.I)
 
 
+_SGR = linear.compile(rb"\x1b\[[0-9;]{0,16}m")  # a terminal colour code (smg colours its log fields)
+
+
 def is_id(data: bytes, start: int, token: bytes) -> bool:
-    """The token is a request/trace id (by its prefix, or by the name just before it)."""
-    return token.startswith(ID_PREFIXES) or _ID_NAME.search(data[max(0, start - 32):start]) is not None
+    """The token is a request/trace id (by its prefix, or by the name just before it, colour
+    codes aside: `\\x1b[3mrequest_id\\x1b[0m\\x1b[2m=\\x1b[0m"gnt-..."`)."""
+    if token.startswith(ID_PREFIXES):
+        return True
+    before = data[max(0, start - 96):start]
+    if b"\x1b" in before:
+        before = _SGR.sub(b"", before)
+    return _ID_NAME.search(before[-32:]) is not None
 
 
 def random_tokens(data: bytes) -> Iterator[tuple[int, int]]:

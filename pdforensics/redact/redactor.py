@@ -220,9 +220,18 @@ class Redactor:
                 return self.cmdline(data)
             if source == "log_file":
                 return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
+            if source == "flight_recorder":
+                return self.pickled(data)
             return self.text(data)
         finally:
             self._where.source = None
+
+    def pickled(self, data: bytes) -> bytes:
+        """A Flight Recorder dump: a plain pickle becomes its redacted JSON form (never
+        unpickled with code); anything else is scrubbed as bytes (redact/pickled.py)."""
+        from pdforensics.redact.pickled import redact_pickled
+
+        return redact_pickled(data, self.string, self.text)
 
     def log_window(self, data: bytes, cut: bool) -> bytes:
         """A log tail: when it was cut (`cut`), it starts at the next line boundary, so a secret
@@ -347,6 +356,9 @@ class NoRedactor(Redactor):
         return data
 
     def cmdline(self, data: bytes) -> bytes:
+        return data
+
+    def pickled(self, data: bytes) -> bytes:
         return data
 
     def log_window(self, data: bytes, cut: bool) -> bytes:

@@ -49,6 +49,7 @@ class CollectionView:
     bytes: str
     parse_errors: tuple[str, ...]
     partial_reasons: tuple[str, ...]
+    deep: str | None = None  # capture --deep: what it did and the pause it caused
 
 
 def _target(e: ResultEntry) -> str:
@@ -121,4 +122,18 @@ def build_collection(capture: LoadedCapture, prefix: str) -> tuple[CollectionVie
         failed=sum(1 for r in all_rows if r.state not in ("ok", "absent", "hung")),
         timed_out=sum(1 for r in all_rows if r.state == "timeout"),
         bytes=size(sum(r.nbytes for r in all_rows)), parse_errors=capture.parse_errors,
-        partial_reasons=capture.partial_reasons), missing
+        partial_reasons=capture.partial_reasons,
+        deep=deep_statement(capture.bundle.manifest.get("deep"))), missing
+
+
+def deep_statement(deep: object) -> str | None:
+    """One sentence on what --deep did: which tool, how many ranks, the pause each had."""
+    if not isinstance(deep, dict) or not deep.get("enabled"):
+        return None
+    got = deep.get("ranks")
+    ranks: list[object] = list(got) if isinstance(got, list) else []
+    ok = len([r for r in ranks if isinstance(r, dict) and r.get("ok")])
+    longest = deep.get("max_pause_s")
+    limit = deep.get("timeout_s_per_rank")
+    return (f"--deep: cuda-gdb stopped {len(ranks)} rank(s) to read their GPU kernels ({ok} "
+            f"read); each pause at most {limit} s, the longest {longest} s.")

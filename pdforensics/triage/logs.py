@@ -15,6 +15,11 @@ _SGLANG = linear.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _OTHER = linear.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
                     r"\[[A-Za-z][\w.-]{1,30}\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
                     r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")
+# lines of the layers beneath SGLang: NCCL's "host:pid:tid [dev] NCCL INFO", UCX's
+# "[1744331142.02] [host:pid:n]  file.c:1 UCX  INFO", glog with a year "I20260530 21:34:20.6",
+# dmesg "[  518.050606]" / "[  +0.000316]", "kernel: " journal lines
+_LOWER = linear.compile(r"^[\w.-]{1,200}:\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL |^\[\d{9,11}\.\d{1,9}\] \[|"
+                    r"^[IWEF]\d{8} \d\d:\d\d:\d\d\.|^\[ {0,12}\+?\d{1,10}\.\d{1,9}\] |^kernel: ")
 _ROLES = (("prefill", "prefill"), ("decode", "decode"), ("router", "router"),
           ("gateway", "router"), ("lb", "router"), ("unified", "unified"))
 _ROLE_WORDS = tuple((linear.compile(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)"), word, role) for word, role in _ROLES)
@@ -22,7 +27,8 @@ _ROLE_WORDS = tuple((linear.compile(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)"), word, r
 
 def _stamped(line: str) -> bool:
     return bool(parse_log_timestamp(line) is not None or _COMPOSE.match(line)
-                or _JOURNAL.match(line) or _SGLANG.match(line) or _OTHER.match(line))
+                or _JOURNAL.match(line) or _SGLANG.match(line) or _OTHER.match(line)
+                or _LOWER.match(line))
 
 
 def looks_like_log(text: str, has_hits: bool) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass, replace
@@ -11,15 +12,20 @@ from typing import Any
 from pdforensics import linear
 from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
 from pdforensics.errors import ParseError
+from pdforensics.parsers.beneath import Beneath
+from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
 from pdforensics.parsers.journal import SignatureHit, scan_log_signatures
+from pdforensics.parsers.load_json import LoadDoc
 from pdforensics.parsers.pyspy import classify_pyspy_error
+from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
+from pdforensics.triage import lower
 from pdforensics.triage.logs import looks_like_log, split_by_writer
 from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
 from pdforensics.triage.unwrap import unwrap
 
 #: the kinds `triage` detects (the sidecar ``kind`` of tests/data/field)
-KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info")
+KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info", *lower.KINDS)
 
 _THREAD_LINE = linear.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
 # what py-spy itself prints first when it fails (never an arbitrary log line)
@@ -53,6 +59,11 @@ class Artifact:
     size: int = 0  # bytes read
     text: str = ""  # the whole file as text (what the evidence readers see, read or not)
     data: bytes = b""  # the bytes, kept only when they are not text (a pickle: never unpickled)
+    beneath: Beneath | None = None  # NCCL, kernel, transfer-engine, debugger lines in the text
+    fr_dump: FrDump | None = None  # a Flight Recorder dump (pickle or JSON)
+    top: PyspyTop | None = None  # a py-spy top screen
+    load: LoadDoc | None = None  # /v1/loads, /get_load(s), /workers, /model_info
+    json_doc: Any = None  # the load document as parsed (it becomes a fetch of a service)
 
     @property
     def usable(self) -> bool:
@@ -63,7 +74,7 @@ class Artifact:
         """Every kind of evidence the file gave: a watchdog log is a log and holds stacks or
         py-spy failures too; `kind` is the one the file is shown as."""
         found = {self.kind} if self.kind else set()
-        if self.log_text and looks_like_log(self.log_text, bool(self.log_hits)):
+        if self.log_text and looks_like_log(self.log_text, bool(self.log_hits or self.beneath)):
             found.add("log")
         if self.threads:
             found.add("stacks")
@@ -88,6 +99,13 @@ class Artifact:
             return sum(1 for ln in self.log_text.split("\n") if ln.strip())
         if self.kind == "server_info":
             return len(self.server_info or {})
+        if self.kind == lower.FLIGHT_RECORDER:
+            return len(self.fr_dump.entries) if self.fr_dump is not None else (
+                self.beneath.lines if self.beneath is not None else 0)
+        if self.kind == lower.PYSPY_TOP:
+            return len(self.top.rows) if self.top is not None else 0
+        if self.kind == lower.LOAD:
+            return max(1, len(self.load.ranks)) if self.load is not None else 0
         if self.kind == "pyspy_error":
             return 1 if self.pyspy_failure is not None else 0
         return 0
@@ -125,7 +143,12 @@ def _json(text: str) -> tuple[str | None, Any]:
         # py-spy --json cut short; a log line such as "[ TP0] ..." is not JSON at all
         return ("stacks", None) if _JSON_LIST.match(s) else (None, None)
     if isinstance(obj, list):
-        return ("stacks", obj) if sniff_format(s) == "pyspy-json" else (None, obj)
+        if sniff_format(s) == "pyspy-json":
+            return "stacks", obj
+        return lower.json_kind(obj), obj
+    special = lower.json_kind(obj)
+    if special is not None:
+        return special, obj
     return ("server_info", obj) if looks_like_server_info(obj) else (None, obj)
 
 
@@ -157,11 +180,14 @@ def detect_kind(text: str) -> str | None:
         return "stacks"
     if fmt == "pyspy" and _THREAD_LINE.search(text):
         return "stacks"
+    special = lower.text_kind(text)
+    if special is not None:
+        return special
     if _pyspy_error(body) is not None:
         return "pyspy_error"
     if looks_like_metrics(text):
         return "metrics"
-    if looks_like_log(text, bool(scan_log_signatures(text))):
+    if looks_like_log(text, bool(scan_log_signatures(text)) or lower.beneath_of(text) is not None):
         return "log"
     return None
 
@@ -197,6 +223,36 @@ def _read_text(path: str, text: str, size: int) -> Artifact:
 
 
 def _read(path: str, kind: str, text: str, size: int) -> Artifact:
+    art = _read_kind(path, kind, text, size)
+    if art.usable and art.kind in ("stacks", "log", "pyspy_error", lower.FLIGHT_RECORDER):
+        beneath = lower.beneath_of(text)
+        if beneath is not None:
+            art = dataclasses.replace(art, beneath=beneath, log_text=art.log_text or text)
+    return art
+
+
+def _read_lower(path: str, kind: str, text: str, size: int) -> Artifact:
+    """flight_recorder (JSON or the analyzer's text), pyspy_top, load."""
+    u = unwrap(text)
+    if kind == lower.PYSPY_TOP:
+        top = parse_pyspy_top(text)
+        if top is None:
+            return Artifact(path, kind, "no py-spy top screen could be read", size=size)
+        return Artifact(path, kind, top=top, size=size)
+    _, obj = _json(u.text)
+    if kind == lower.LOAD:
+        if obj is None:
+            return Artifact(path, kind, "the JSON is cut short (a timeout or a byte cap?)", size=size)
+        return Artifact(path, kind, load=lower.load_from_json(obj), json_doc=obj,
+                        taken_at=u.taken_at, size=size)
+    if obj is not None:
+        return Artifact(path, kind, fr_dump=lower.fr_from_json(obj, path), size=size)
+    return Artifact(path, kind, log_text=text, size=size)  # the analyzer's report: beneath
+
+
+def _read_kind(path: str, kind: str, text: str, size: int) -> Artifact:
+    if kind in lower.KINDS:
+        return _read_lower(path, kind, text, size)
     if kind == "stacks":
         dumps = parse_stack_text(text)
         art = Artifact(path, kind, None, dumps=dumps, log_text=text,
@@ -212,8 +268,8 @@ def _read(path: str, kind: str, text: str, size: int) -> Artifact:
             return Artifact(path, kind, "no thread could be read from the dump in it", size=size)
         if _pyspy_error(unwrap(text).text) is not None:
             return _read(path, "pyspy_error", text, size)
-        if looks_like_log(text, bool(art.log_hits)):  # a log naming a dump it lacks
-            return _read(path, "log", text, size)
+        if looks_like_log(text, bool(art.log_hits) or lower.beneath_of(text) is not None):
+            return _read(path, "log", text, size)  # a log naming a dump it lacks
         return Artifact(path, kind, "no thread found", size=size)
     if kind == "goroutines":
         dumps = parse_stack_text(text, "goroutines")
@@ -247,6 +303,19 @@ def read_path(path: str) -> Artifact:
                 data = fh.read()
     except OSError as exc:
         return Artifact(path, None, f"cannot read: {exc.strerror or exc}")
+    return read_bytes(path, data)
+
+
+def read_bytes(path: str, data: bytes) -> Artifact:
+    """A file's bytes: a Flight Recorder pickle (read without running it), else its text. The
+    bytes of a binary file stay on the artifact for the evidence readers."""
+    if lower.binary_kind(data) is not None:
+        try:
+            art = Artifact(path, lower.FLIGHT_RECORDER, fr_dump=lower.read_fr_file(data, path),
+                           size=len(data))
+        except ParseError as exc:
+            art = Artifact(path, lower.FLIGHT_RECORDER, str(exc), size=len(data))
+        return dataclasses.replace(art, data=data)
     text = data.decode("utf-8", errors="replace")
     binary = "\x00" in text[:4096] or "\ufffd" in text[:4096]
     return read_text(path, text, len(data), data if binary else b"")
@@ -285,5 +354,5 @@ def log_groups(art: Artifact) -> dict[str, str]:
     return split_by_writer(art.log_text) if art.log_text else {}
 
 
-__all__ = ["Artifact", "KINDS", "detect_kind", "read_path", "read_paths", "read_text", "log_groups",
+__all__ = ["Artifact", "KINDS", "detect_kind", "read_bytes", "read_path", "read_paths", "read_text", "log_groups",
            "looks_like_server_info"]

@@ -69,9 +69,22 @@ def _describe(a: Artifact) -> str:
     if a.kind == "metrics":
         return f"{len(a.scrapes)} scrape(s), {sum(len(s.snapshot) for s in a.scrapes)} samples"
     if a.kind == "log":
-        return f"{a.result_size} lines, {len(a.log_hits)} signatures"
+        extra = f", {a.beneath.lines} NCCL/kernel/transfer records" if a.beneath else ""
+        return f"{a.result_size} lines, {len(a.log_hits)} signatures{extra}"
     if a.kind == "server_info":
         return f"{a.result_size} keys"
+    if a.kind == "flight_recorder":
+        d = a.fr_dump
+        if d is not None:
+            rank = f"rank {d.rank}" if d.rank is not None else "rank unknown"
+            return f"Flight Recorder dump, {rank}, {len(d.entries)} entries, {len(d.pending())} pending"
+        return f"Flight Recorder analyzer report, {a.result_size} collective(s)"
+    if a.kind == "pyspy_top":
+        t = a.top
+        return (f"py-spy top, {len(t.rows)} functions, Active {t.active_pct}%" if t is not None
+                else "py-spy top")
+    if a.kind == "load":
+        return f"{a.load.kind} document" if a.load is not None else "load document"
     f = a.pyspy_failure
     return f"py-spy failed ({f.reason})" if f is not None else "py-spy failed"
 

@@ -17,9 +17,12 @@ from pdforensics import linear
 from pdforensics.analysis.stacks import rank_from_title
 from pdforensics.bundle.ondisk import Bundle, ResultEntry
 from pdforensics.model import ProcessInfo
+from pdforensics.parsers.beneath import Beneath
+from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.journal import SignatureHit, parse_log_timestamp, scan_log_signatures
+from pdforensics.parsers.kernel_log import KernelLog
 from pdforensics.parsers.prometheus import MetricsSnapshot
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.triage.logs import role_of
@@ -55,6 +58,7 @@ class _Svc:
     infos: dict[int, ProcessInfo] = field(default_factory=dict)
     tp_size: int = 1
     dp_size: int = 1
+    beneath: list[Beneath] = field(default_factory=list)
 
 
 class _Builder:
@@ -66,6 +70,8 @@ class _Builder:
         self.order = 0.0  # synthetic clock for evidence without a time: file order, 1 s apart
         self.real_times: list[float] = []  # times the files themselves state
         self.timed: set[str] = set()  # result keys whose time the files state
+        self.kernels: dict[str, KernelLog] = {}  # host -> its kernel log (a loose file)
+        self.fr: dict[str, list[tuple[str, FrDump]]] = {}  # host -> Flight Recorder dumps
 
     # -- bookkeeping ------------------------------------------------------------------------
     def entry(self, host: str, source: str, path: str, taken: float | None) -> ResultEntry:
@@ -164,6 +170,46 @@ class _Builder:
             if pid not in svc.infos:
                 svc.infos[pid] = _info(d, pid, svc.role)
 
+    def beneath(self, art: Artifact) -> None:
+        """Readings beneath SGLang: kernel events go to the file's host, the rest (NCCL,
+        transfer engine, debugger) to the service of the file's role."""
+        b = art.beneath
+        if b is None:
+            return
+        host = _name(art.path)
+        if b.kernel:
+            self.kernels[host] = KernelLog(b.kernel, b.driver)
+            self.entry(host, "kernel_log", art.path, None)
+        rest = Beneath(b.watchdog, b.nccl, b.ras, (), None, b.transfer, b.cuda, b.fr_trace, b.top,
+                       b.debugger_no_stack)
+        if not rest:
+            return
+        svc = self.service(role_of(host) or self.server_role(), host)
+        svc.beneath.append(rest)
+        if svc.log_entry is None:
+            svc.log_path, svc.log_entry = art.path, self.entry(svc.host, "log_file", art.path, None)
+
+    def flight_recorder(self, art: Artifact) -> None:
+        if art.fr_dump is not None:
+            self.fr.setdefault("flight recorder", []).append((art.path, art.fr_dump))
+
+    def load(self, art: Artifact) -> None:
+        """A load document becomes the fetch of a service, as a capture would have it."""
+        doc = art.load
+        if doc is None:
+            return
+        router = doc.kind in ("router_loads", "router_workers")
+        role = "router" if router else (doc.role or role_of(_name(art.path)))
+        svc = self.service(role, _name(art.path), "router" if router else "server")
+        key = {"v1_loads": "loads", "get_load": "get_load", "router_loads": "get_loads",
+               "router_workers": "workers", "model_info": "model_info",
+               "not_found": "get_load"}[doc.kind]
+        e = self.entry(svc.host, key, art.path, art.taken_at)
+        status = (404, "Not Found") if doc.kind == "not_found" else (200, "OK")
+        svc.fetches[key] = Fetch(e.key, key, None, e.started_at, 0.0, False, None, 0,
+                                 HttpResponse(status[0], status[1], "HTTP/1.1", (),
+                                              _dumps(art.json_doc)))
+
     def pyspy_error(self, art: Artifact) -> None:
         """py-spy's failures: per failed dump of a watchdog log (its pid and rank), else one
         for the file (pid 0: unknown)."""
@@ -189,12 +235,18 @@ class _Builder:
             view = self._view(s)
             hosts.setdefault(s.host, []).append(view)
             procs.setdefault(s.host, []).extend(view.processes)
+        for h in [*self.kernels, *self.fr]:
+            hosts.setdefault(h, [])
+            procs.setdefault(h, [])
         host_views = tuple(
             HostView(name=h, address="", reachable=True, error=None, simulated_gpu=False,
                      discovered=False, notes=(), services=tuple(svcs),
                      processes=tuple(procs[h]), gpus=(), gpu_apps=(),
-                     gpu_error="not in the files given", xids=(), established=None,
-                     packages={}, uname=None)
+                     gpu_error="not in the files given",
+                     xids=self.kernels[h].xids if h in self.kernels else (), established=None,
+                     packages={}, uname=None, kernel=self.kernels.get(h),
+                     kernel_source="kernel_log" if h in self.kernels else None,
+                     flight_recorder=tuple(self.fr.get(h, ())))
             for h, svcs in hosts.items())
         # "the capture" happened when the newest file was taken (0: unknown, rules use now)
         when = max(self.real_times, default=0.0)
@@ -219,9 +271,11 @@ class _Builder:
             declared=False, tp_size=s.tp_size, dp_size=s.dp_size, unit=None,
             log_file=s.log_path, metrics_port=None, metrics=samples, fetches=dict(s.fetches),
             processes=processes, systemd=None, unit_file=None,
-            log_hits=_merge_hits(s.hits), log_source="log_file" if s.hits or s.history else None,
+            log_hits=_merge_hits(s.hits),
+            log_source="log_file" if s.hits or s.history or s.beneath else None,
             log_entry=s.log_entry, log_history=_merge_hits(s.history),
-            window_start=self.since_epoch, window_from="--since" if self.since_epoch else None)
+            window_start=self.since_epoch, window_from="--since" if self.since_epoch else None,
+            beneath=_merge_beneath(s.beneath))
 
     def _samples(self, s: _Svc) -> tuple[MetricSample, ...]:
         known = all(t is not None for _p, t, _s in s.scrapes)
@@ -308,6 +362,21 @@ def _merge_hits(hits: Sequence[SignatureHit]) -> tuple[SignatureHit, ...]:
     return tuple(by.values())
 
 
+def _merge_beneath(parts: Sequence[Beneath]) -> Beneath | None:
+    """One service's readings from several files, concatenated."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    ras = next((p.ras for p in parts if p.ras is not None), None)
+    top = next((p.top for p in parts if p.top is not None), None)
+    gdb = next((p.debugger_no_stack for p in parts if p.debugger_no_stack is not None), None)
+    return Beneath(tuple(r for p in parts for r in p.watchdog), tuple(n for p in parts for n in p.nccl),
+                   ras, (), None, tuple(t for p in parts for t in p.transfer),
+                   tuple(c for p in parts for c in p.cuda), tuple(f for p in parts for f in p.fr_trace),
+                   top, gdb)
+
+
 def _name(path: str) -> str:
     return "stdin" if path == "-" else Path(path).name
 
@@ -352,4 +421,9 @@ def build_capture(artifacts: Sequence[Artifact], since_epoch: float | None = Non
             b.stacks(a, i)
         elif a.kind == "pyspy_error":
             b.pyspy_error(a)
+        elif a.kind == "flight_recorder":
+            b.flight_recorder(a)
+        elif a.kind == "load":
+            b.load(a)
+        b.beneath(a)
     return b.capture(), tuple(b.notes)

@@ -74,7 +74,12 @@ def on_capture_clock(h: HostView) -> HostView:
     if not off:
         return h
     xids = tuple(replace(x, epoch=to_capture_clock(x.epoch, off)) for x in h.xids)
-    return replace(h, services=tuple(_service(s, off) for s in h.services), xids=xids)
+    kernel = h.kernel
+    if kernel is not None:
+        kernel = replace(kernel, events=tuple(replace(e, epoch=to_capture_clock(e.epoch, off))
+                                              for e in kernel.events))
+    return replace(h, services=tuple(_service(s, off) for s in h.services), xids=xids,
+                   kernel=kernel)
 
 
 def describe_offset(offset_s: float) -> str:

@@ -18,9 +18,14 @@ from pdforensics.bundle.ondisk import Bundle, ResultEntry, load_bundle
 from pdforensics.collectors import REGISTRY
 from pdforensics.collectors.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.model import ProcessInfo
+from pdforensics.parsers.beneath import Beneath
+from pdforensics.parsers.cuda_gdb import CudaKernel
+from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.k8s import PodEvent, PodFacts
+from pdforensics.parsers.kernel_log import KernelLog
+from pdforensics.parsers.nccl_ras import RasReport
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
 from pdforensics.parsers.requests import RequestLog
@@ -41,6 +46,8 @@ class ProcessView:
     cmdline: tuple[str, ...] = ()
     environ: tuple[tuple[str, str], ...] = ()
     stacks: tuple[StackDump, ...] = ()
+    cuda_kernels: tuple[CudaKernel, ...] = ()  # capture --deep: cuda-gdb "info cuda kernels"
+    cuda_error: str | None = None  # why that listing is missing (cuda-gdb absent, timed out)
 
     @property
     def env(self) -> dict[str, str]:
@@ -79,6 +86,7 @@ class ServiceView:
     window_from: str | None = None  # --since | server start | look-back N min
     log_history: tuple[SignatureHit, ...] = ()  # log signatures seen only before the window
     router_log_history: RouterLog | None = None  # breaker transitions, errors before it
+    beneath: Beneath | None = None  # NCCL, transfer-engine, ... lines of the same log read
 
     @property
     def label(self) -> str:
@@ -149,6 +157,11 @@ class HostView:
     k8s_events: tuple[PodEvent, ...] = ()  # kubectl get events of the pod
     k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
     xid_history: tuple[XidEvent, ...] = ()  # Xids from before the evidence window
+    kernel: KernelLog | None = None  # Xid, GPU lost, PCIe AER, OOM kill, GSP (kernel log)
+    kernel_source: str | None = None  # the source that gave it: kernel_log | kernel_journal
+    flight_recorder: tuple[tuple[str, FrDump], ...] = ()  # (raw path, dump) harvested per rank
+    nccl_ras: RasReport | None = None  # capture --nccl-ras
+    nccl_ras_error: str | None = None  # why that report is missing
 
 
 @dataclass(frozen=True)

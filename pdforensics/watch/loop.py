@@ -15,6 +15,7 @@ from typing import Any
 
 from pdforensics.app.finish import finish_bundle
 from pdforensics.capture.run import CaptureOptions, Sidecar, run_capture
+from pdforensics.collectors.http import WORKERS
 from pdforensics.errors import ExitStatus, Interrupted, PdforensicsError
 from pdforensics.model import ClusterSpec
 from pdforensics.views.loaded import MetricSample, ServiceView
@@ -163,7 +164,7 @@ class Watcher:
         w = self.windows[r.endpoint.target]
         if not r.ok:
             self.metrics.failed(r.endpoint.source)
-        if r.endpoint.source == "workers":
+        if r.endpoint.source == WORKERS.name:
             w.workers = r.fetch(self.polls)
             return
         sample = r.sample(self.polls)
@@ -175,7 +176,7 @@ class Watcher:
         w.last_error = None
 
     def _view(self, w: _Window) -> ServiceView:
-        fetches = {"workers": w.workers} if w.workers is not None else {}
+        fetches = {WORKERS.name: w.workers} if w.workers is not None else {}
         return service_view(w.target, list(w.samples), fetches)
 
     # -- capture --------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics.capture.planner import make_job
-from pdforensics.collectors import proc, sockets
+from pdforensics.collectors import http, proc, sockets
 from pdforensics.collectors.base import Target
 from pdforensics.errors import PdforensicsError
 from pdforensics.model import ClusterSpec, HostSpec
@@ -52,10 +52,10 @@ class WatchTarget:
 
     def endpoints(self) -> tuple[Endpoint, ...]:
         if self.kind == "server":
-            return (Endpoint(self.key, "metrics", self._url(self.port, "/metrics"), self.via),)
-        out = [Endpoint(self.key, "workers", self._url(self.port, "/workers"), self.via)]
+            return (Endpoint(self.key, http.METRICS.name, self._url(self.port, "/metrics"), self.via),)
+        out = [Endpoint(self.key, http.WORKERS.name, self._url(self.port, "/workers"), self.via)]
         if self.metrics_port:
-            out.insert(0, Endpoint(self.key, "router_metrics",
+            out.insert(0, Endpoint(self.key, http.ROUTER_METRICS.name,
                                    self._url(self.metrics_port, "/metrics"), self.via))
         return tuple(out)
 

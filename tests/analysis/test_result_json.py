@@ -25,7 +25,7 @@ SAMPLE = Analysis(
              (Evidence("d0", "/metrics", "queue 14 -> 14", "raw/d0/m.http"), "a plain line"),
              "check the prefill side", section="pd_queues", wedge=True, rank=5),
      Finding("KV_CACHE_PRESSURE", "info", "kv 0.93", (), "")),
-    (Skipped("XID_ERRORS", "no kernel log"),), "WEDGED: frozen", ("py-spy stacks",))
+    (Skipped("GPU_XID", "no kernel log"),), "WEDGED: frozen", ("py-spy stacks",))
 
 
 def test_round_trip_through_disk(tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_xid_errors(builder: Any) -> None:
     builder.add(host="d", role="decode", port=2, samples=[moving(i) for i in range(3)])
     builder.kernel["d"] = (DATA / "nvsmi_xid_kernel.txt").read_text()
     a = run(builder)
-    f = next(f for f in a.findings if f.key == "XID_ERRORS")
+    f = next(f for f in a.findings if f.key == "GPU_XID")
     assert f.severity == "critical" and "79" in f.title
 
 

@@ -30,9 +30,9 @@ def test_every_file_collector_reads_what_its_command_prints(tmp_path: Path) -> N
                   pids=(proc.pid,), metrics_port=None, unit=None, log_file=str(log), declared=True)
     t = LocalTransport(LOCAL)
     names = sorted(n for n, s in REGISTRY.items() if s.reads is not None)
-    assert {"cmdline", "environ", "cgroup", "log_file"} <= set(names)
-    for name in names:
-        job = make_job(LOCAL, REGISTRY[name], Target(process=proc, service=svc))
+    assert {"cmdline", "environ", "cgroup", "log_file", "flight_recorder"} <= set(names)
+    for name in names:  # a Flight Recorder read names its file in the target's path
+        job = make_job(LOCAL, REGISTRY[name], Target(process=proc, service=svc, path=str(log)))
         assert job.read is not None
         read = t.read_file(name, job.read, 5.0, job.source.max_bytes, tail=job.source.tail)
         ran = t.run(name, job.argv, 5.0, job.source.max_bytes)

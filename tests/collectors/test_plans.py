@@ -22,7 +22,7 @@ from tests.support import fleet
 
 # what each capturing command's flags can turn on beyond its profile's defaults
 OPT_INS: dict[str, dict[str, object]] = {
-    "full": {"sglang_source": True, "request_log_s": 30.0},
+    "full": {"sglang_source": True, "request_log_s": 30.0, "nccl_ras": True, "deep": True},
     "snapshot": {"stacks": True, "doctor": True},
 }
 
@@ -50,6 +50,8 @@ def _answer(job: Job) -> bytes:
         parent = {4002: 4001}
         return "\n".join(line.replace(f" {1:>5} ", f" {parent.get(int(line.split()[0]), 1):>5} ", 1)
                          for line in PS.splitlines()).encode()
+    if name == "flight_recorder_list":  # find under torch's default dump prefix
+        return b"/tmp/nccl_trace_rank_0\n/tmp/nccl_trace_rank_notes.txt\n"
     if name == "cgroup":
         return b"0::/system.slice/sglang-prefill.service\n"
     if name in ("server_info", "model_info") and svc is not None and svc.port == 30001:

@@ -74,3 +74,21 @@ def test_a_crafted_diagnosis_is_one_error_line(synth: Callable[..., Path], edit:
     doc = diagnosis_json(a.diagnosis) | edit
     with pytest.raises(BundleError, match=why):
         diagnosis_from_json(doc, "analysis.json diagnosis")
+
+
+def test_bootstrap_rooms_beyond_2_53_round_trip_and_longer_numbers_are_not_rooms() -> None:
+    """Mooncake's bootstrap rooms are random uint64s (571372754643025550 was seen in the lab):
+    analysis.json keeps them exactly; a number past 64 bits in a log line is not a room."""
+    from pdforensics.analysis.pdpath.read_sglang import ids
+    from pdforensics.bundle.schema import validate_analysis
+
+    big = 571372754643025550
+    _rids, rooms = ids(f"Request {big} timed out; bootstrap_room={2**64 - 1} bootstrap_room={10**25}")
+    assert rooms == (big, 2**64 - 1)
+    clue = {"key": "K", "label": "cause", "text": "t", "rooms": list(rooms)}
+    doc = {"diagnosis": {"stage": "transfer", "side": "decode", "root_cause": "x", "confidence": "low",
+                         "headline": "h", "clues": [clue]}}
+    assert json.loads(json.dumps(validate_analysis(doc)))["diagnosis"]["clues"][0]["rooms"] == [big, 2**64 - 1]
+    clue["rooms"] = [2**64]
+    with pytest.raises(BundleError, match="64-bit bootstrap room"):
+        validate_analysis(doc)

@@ -37,10 +37,13 @@ FIRST_SCREEN = """(() => {
   const s = getComputedStyle(e);
   const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
   const f = document.querySelector("#verdict .finding .f-title");
+  const g = document.querySelector("#verdict #diagnosis .d-facts");
   return {text: e.innerText, top: r.top, bottom: r.bottom, right: r.right,
           visible: s.visibility === "visible" && s.display !== "none" && Number(s.opacity) > 0,
           on_top: hit === e || e.contains(hit), size: parseFloat(s.fontSize),
           finding_bottom: f ? f.getBoundingClientRect().bottom : null,
+          facts_bottom: g ? g.getBoundingClientRect().bottom : null,
+          facts_top: g ? g.getBoundingClientRect().top : null,
           width: innerWidth, height: innerHeight, resources: performance.getEntriesByType("resource").length,
           scripts: document.scripts.length, title: document.title};
 })()"""
@@ -77,6 +80,10 @@ def check_page(page: Page, report: Path, verdict: str) -> dict[str, Any]:
     assert 0 <= screen["top"] and screen["bottom"] <= 800 and screen["right"] <= 1280
     if verdict != "HEALTHY":
         assert screen["finding_bottom"] is not None and screen["finding_bottom"] <= 800
+        # the diagnosis (stage, side, suspect, ...) sits between the verdict and the first
+        # finding: the three of them on the first screen, read without scrolling
+        assert screen["facts_bottom"] is not None and screen["facts_bottom"] <= screen["finding_bottom"]
+        assert screen["facts_top"] >= screen["bottom"]
     assert page.log.errors() == []
     assert page.log.console == []
     assert page.log.requests == [report.resolve().as_uri()]  # the page itself, nothing else
@@ -219,9 +226,13 @@ def test_report_reads_without_javascript(lab: tuple[LabInfo, Path], browser: Bro
         sections = page.eval("[...document.querySelectorAll('section')].map(s => s.id + ':' + "
                              "Math.round(s.getBoundingClientRect().height))")
         ids = [s.split(":")[0] for s in sections]
-        assert ids == ["topology", "timeline", "changes", "metrics", "requests", "history", "gpus", "stacks", "config",
-                       "collection"]
+        # the diagnosis opens the banner, then the report's sections in their order
+        assert ids == ["diagnosis", "topology", "timeline", "changes", "metrics", "requests", "history", "gpus",
+                       "stacks", "config", "collection"]
         assert all(int(s.split(":")[1]) > 50 for s in sections), sections
+        diag = page.eval("document.getElementById('diagnosis').innerText")
+        assert diag.startswith("Diagnosis") and all(w in diag for w in ("stage", "side", "wedge")), diag
+        assert page.eval("!!document.querySelector('#verdict #diagnosis')")  # inside the banner
         clicked = page.eval("(() => { const d = document.querySelector('details:not([open])');"
                             " d.querySelector('summary').click(); return d.open; })()")
         assert clicked is True  # <details> opens without any page script

@@ -71,7 +71,7 @@ FLAGS = (
     "--extra-header", "Authorization: Bearer SecTestFlagBearer16",
     "--ssl-keyfile-password", " ".join(MULTI_FLAG),
 )
-LOG_LINES = (
+LOG_LINES: tuple[str, ...] = (
     f"Loading weights with token {HF}",
     f"fallback keys {OPENAI} {AWS_ID}",
     f"aws_secret_access_key = {AWS_SECRET}",
@@ -103,6 +103,36 @@ LOG_LINES = (
     f"netrc: machine registry.internal login bob password {NETRC_PW}",
     f"    token: {KUBE_TOKEN}",
 )
+# issue 32: syntaxes and shapes the detectors did not know, one log line (or block) each
+I32 = {
+    "toml": "SecTestI32Toml60", "yaml_next": "SecTestI32YamlNext61", "continued": "SecTestI32Cont62",
+    "tuple": "SecTestI32Tuple63", "spaced_key": "SecTestI32DbPw64", "xml": "SecTestI32Xml65",
+    "mysql": "SecTestI32Mysql66", "netrc_eq": "SecTestI32Netrc67", "arrow": "SecTestI32Arrow68",
+    "pair": "SecTestI32Pair69", "sql": "SecTestI32Sql70", "sshpass": "SecTestI32Sshpass71",
+    "hadoop": "SecTestI32Hadoop72",
+}
+XAPP = "xapp-1-A0SECTEST73-0123456789-" + "abcdef0123456789abcdef0123456789"
+DAPI = "dapi" + "ABCDEF0123456789ABCDEF0123456789"
+MAILGUN = "key-" + "0123456789abcdef0123456789abcdef"
+GROQ = "gsk_" + "SecTestGroq74abcdefghij0123"
+LOG_LINES_I32 = (
+    f'config: api_key = "{I32["toml"]}"',
+    f"settings:\n  api_key:\n    {I32['yaml_next']}\n  port: 30000",
+    f"relaunch: python -m sglang.launch_server --api-key \\\n    {I32['continued']} \\\n    --port 30000",
+    f"args [('api_key', '{I32['tuple']}'), ('port', 1)]",
+    f'credentials {{"db password": "{I32["spaced_key"]}"}}',
+    f"<config><password>{I32['xml']}</password></config>",
+    f"backup: mysql -h db -u root -p{I32['mysql']} kv",
+    f"netrc: machine db login bob password = {I32['netrc_eq']}",
+    f"settings api_key -> {I32['arrow']}",
+    f"env:\n- name: DB_PASSWORD\n  value: {I32['pair']}",
+    f"sql: ALTER ROLE kv WITH LOGIN PASSWORD '{I32['sql']}';",
+    f"ssh: sshpass -p {I32['sshpass']} ssh kv",
+    f"<property><name>fs.s3a.secret.key</name><value>{I32['hadoop']}</value></property>",
+    f"slack app {XAPP} databricks {DAPI} mailgun {MAILGUN} groq {GROQ}",
+    "client sent key SecTestFlagApiKey11 (rejected)",  # the server's own --api-key, bare: learned
+)
+LOG_LINES = LOG_LINES + LOG_LINES_I32
 LABELS = {
     "api_key": "SecTestLabelKey20", "upstream": "https://bob:SecTestLabelPw21@hub.internal/x",
     "hf": HF, "auth_header": "Bearer SecTestLabelBearer22", "jwt": JWT,
@@ -118,4 +148,5 @@ NEEDLES = sorted({
     DICT_KEY, DICT_BEARER, YAML_KEY, *YAML_PW, CURL_PW, SLACK_HOOK, GOOGLE, STRIPE, GITLAB, AZURE_SIG,
     DOCKER_B64, *MULTI_FLAG, *MULTI_LOG, *AT_PW, *UNIT_ENV, NPM, ANTHROPIC, GCP_KEY, BASIC_URL_PW,
     NETRC_PW, KUBE_TOKEN, VAULT, WHSEC, GOOGLE_OAUTH, PLAIN_ENV,
+    *I32.values(), XAPP, DAPI, MAILGUN, GROQ,
 })

@@ -105,8 +105,12 @@ def test_log_signatures_on_long_near_matching_lines() -> None:
     lines = []
     for sig in SIGNATURES:  # every signature's own literals, chained, with padding between
         lines.append(" ".join(lit + " ," * 60 for lit in sig.literals)[:1500])
+    # BATCH_STATS' six lazy `.*?` stages: every field but the last, 40 times (2.6 KB). Python's
+    # re (before 1c0d589) took 37.6 s of CPU on this one line (0.77 s at 20 repeats), RE2 0.00 s
+    lines.append("[2026-12-04 10:00:00 TP0] Prefill batch x"
+                 + ", #new-seq: 1, #new-token: 1, #cached-token: 1, 1 #running-req: 1" * 40)
     t = _cpu(lambda: scan_log_signatures("\n".join(lines)))
-    assert t < 2.0, f"{t:.1f} s for {len(lines)} lines of up to 1.5 KB"
+    assert t < 2.0, f"{t:.1f} s for {len(lines)} lines of up to 2.6 KB"
 
 
 # -- numbers and JSON from a host never crash ---------------------------------------------------
@@ -237,3 +241,34 @@ def test_a_value_learned_in_one_snapshot_is_scrubbed_from_a_later_one(tmp_path: 
     later.remember(load_learned(tmp_path, key_id))
     out = later.output("log_file", b"auth ok for SecI32Snapshot; token=SecI32Snapshot\n")
     assert b"SecI32Snapshot" not in out and out.count(first.marker(b"SecI32Snapshot")) == 2
+
+
+def test_verify_secrets_reads_a_marker_joined_to_later_text_as_redacted() -> None:
+    """A value redacted where it was collected, then joined to other text (argv with spaces and
+    `pid 7: …` in a finding, markup in the report), is no hit; a marker glued to more of the
+    same word, or a clear value, still is."""
+    from pdforensics.bundle.secrets_scan import scan_bytes
+    m = "<redacted:0123456789>"
+    quiet = [f"--extra-header Authorization: Bearer {m} pid 21653: an SGLang process\n",
+             "<code>--ssl-keyfile-password &lt;redacted:0123456789&gt;</code></li></ul>\n"]
+    assert scan_bytes(quiet[0].encode(), "analysis.json") == []
+    assert scan_bytes(quiet[1].encode(), "report.html") == []
+    loud = [f"Authorization: Bearer {m}SecTestGlued31 pid 7\n", "Authorization: Bearer SecTestClear31 pid 7\n"]
+    assert all(scan_bytes(t.encode(), "analysis.json") for t in loud)
+
+
+def test_router_request_ids_between_colour_codes_are_no_findings() -> None:
+    """smg colours its log fields even into a file: the id's name is read past the colour codes
+    (a request id there was reported as a high-entropy secret); a random token named otherwise
+    still is one."""
+    from pdforensics.bundle.secrets_scan import scan_bytes
+
+    line = ('\x1b[2m2026-12-04 20:23:24\x1b[0m \x1b[32m INFO\x1b[0m \x1b[1mhttp_request\x1b[0m\x1b[1m{\x1b[0m'
+            '\x1b[3mmethod\x1b[0m\x1b[2m=\x1b[0mPOST \x1b[3mrequest_id\x1b[0m\x1b[2m=\x1b[0m"gnt-dKXuhrQjaQcNNN'
+            '"\x1b[1m}\x1b[0m\n')
+    log = "".join(line.replace("NNN", f"r5MV0GO7HQ{i:03d}") for i in range(20)).encode()
+    assert scan_bytes(log, "raw/router-0/log_file.router.1.txt") == []
+    parsed = b'{"example":"INFO http_request{method=POST request_id=\\"gnt-dKXuhrQjaQcr5MV0GO7HQSsp\\"}"}'
+    assert scan_bytes(parsed, "parsed/router-0/router_log.router.1.json") == []
+    other = log.replace(b"request_id", b"upstream_k")
+    assert len(scan_bytes(other, "raw/router-0/log_file.router.1.txt")) == 20

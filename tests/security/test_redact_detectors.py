@@ -213,3 +213,21 @@ def test_a_planted_secret_never_survives_any_surroundings(noise: bytes, case: tu
     out = Redactor(b"k").text(noise + b"\n" + text.encode() + b"\n" + noise)
     assert secret.encode() not in out
     assert list(find_secrets(out)) == []
+
+
+def test_a_flag_closing_a_string_does_not_take_the_next_key_for_its_value() -> None:
+    """`"... --auth-required", "api_key": "V"`: the flag has no value; the key after it is read
+    as a name, so V is redacted (the flag took `api_key` as its value and V stayed in clear)."""
+    text = b'{"cmd": "sshd --tcp-readiness-only --auth-required", "api_key": "SecTestNextKey31"}'
+    assert [(h.kind, text[h.start:h.end]) for h in find_secrets(text)] == [("json-field", b"SecTestNextKey31")]
+    ps_json = b'[{"args":"x --auth-required","elapsed_s":17157,"pid":1}]'
+    assert list(find_secrets(ps_json)) == []
+
+
+def test_a_package_version_in_a_name_version_pair_is_no_secret() -> None:
+    """`pip freeze` parsed to pairs: `["secretstorage", "3.5.0"]` is a version, not a value of a
+    secret-named setting; a pair with any other value still is one."""
+    assert list(find_secrets(b'[["detect-secrets","1.5.0"],["secretstorage", "3.5.0.post1"]]')) == []
+    for text, value in [(b'("db_password", "hunter2")', b"hunter2"), (b'("api_key", "1.5.0x9")', b"1.5.0x9"),
+                        (b'["--api-key", "1.2.3"]', b"1.2.3")]:
+        assert [text[h.start:h.end] for h in find_secrets(text)] == [value], text

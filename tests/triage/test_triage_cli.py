@@ -32,8 +32,7 @@ KINDS = {
     "log_compose_sglang.txt": "log",
 }
 #: answers that are none of the kinds triage reads: reported with a reason, never analysed
-NOT_EVIDENCE = ("http_health_response.txt", "http_h2_health.txt", "http_model_info.txt",
-                "http_100_continue_503.txt")
+NOT_EVIDENCE = ("http_health_response.txt", "http_h2_health.txt", "http_100_continue_503.txt")
 # the shape `analyze --json` gives a finding, taken from the one JSON writer both use
 FINDING_KEYS = set(analysis_json(Analysis("HEALTHY", (Finding("K", "info", "t", (), "n"),), (), "", ()))
                    ["findings"][0])
@@ -82,13 +81,21 @@ def test_answers_that_are_not_evidence_are_reported_not_analysed(name: str) -> N
     assert code == 1 and doc["files"][0]["kind"] is None and doc["files"][0]["error"]
 
 
+def test_model_info_is_a_load_document_that_proves_nothing_about_the_scheduler() -> None:
+    code, doc, _ = triage(str(DATA / "http_model_info.txt"))
+    f = doc["files"][0]
+    assert code == 0 and f["kind"] == "load" and f["read"] == "model_info document"
+    note = next(x for x in doc["findings"] if x["key"] == "LOAD_SNAPSHOT")
+    assert note["severity"] == "info" and "without the scheduler" in json.dumps(note["evidence"])
+
+
 def test_json_shape_matches_analyze() -> None:
     code, doc, _ = triage(str(DATA / "prom_sglang_decode_wedged.txt"), str(DATA / "watchdog_sglang.log"))
     assert code == 0
     assert {"files", "verdict", "findings"} <= set(doc)
     assert all(set(f) >= {"path", "kind", "error"} for f in doc["files"])
     assert doc["findings"] and all(set(f) == FINDING_KEYS for f in doc["findings"])
-    assert {s["rule"] for s in doc["skipped"]} >= {"XID_ERRORS", "GPU_IDLE_WITH_WORK"}
+    assert {s["rule"] for s in doc["skipped"]} >= {"GPU_XID", "GPU_IDLE_WITH_WORK"}
 
 
 def test_mixed_good_and_bad_files_exit_3_and_the_good_ones_are_analysed(tmp_path: Path) -> None:

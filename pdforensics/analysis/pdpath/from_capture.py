@@ -44,6 +44,27 @@ def _service_sources(cap: LoadedCapture, svc: ServiceView) -> Iterator[Source]:
         yield Source(f"{svc.label} stacks", "stacks", svc.host, svc.role, dumps=dumps)
 
 
+#: host-level results read beneath SGLang besides the kernel logs (read_collective.py)
+_HOST_SOURCES = {"nccl_ras": "log", "flight_recorder": "flight_recorder"}
+
+
+def _host_sources(cap: LoadedCapture) -> Iterator[Source]:
+    """The NCCL RAS report and each Flight Recorder file of a host."""
+    for e in cap.results:
+        kind = _HOST_SOURCES.get(e.source)
+        if kind is None or not e.path:
+            continue
+        try:
+            data = cap.bundle.read(e)
+        except Exception:  # a refused or missing raw file: the rules already note it
+            continue
+        path = e.path if e.path.startswith("raw/") else f"raw/{e.path}"
+        if kind == "flight_recorder" and data.lstrip()[:1] not in (b"{", b"["):
+            yield Source(path, kind, e.host, data=data)
+        else:
+            yield Source(path, kind, e.host, text=data.decode("utf-8", "replace"))
+
+
 def capture_sources(cap: LoadedCapture,
                     clients: Sequence[tuple[str, tuple[ThreadStack, ...]]] = ()) -> list[Source]:
     """Every source of a capture, services in host order, then the client dumps."""
@@ -58,5 +79,6 @@ def capture_sources(cap: LoadedCapture,
                 continue
             if text:
                 out.append(Source(e.path, "log", e.host, None, text=text))
+    out.extend(_host_sources(cap))
     out.extend(Source(path, "goroutines", goroutines=gs) for path, gs in clients if gs)
     return out

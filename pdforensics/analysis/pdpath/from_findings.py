@@ -37,11 +37,16 @@ FINDING_PLACE: dict[str, tuple[str | None, str | None, int]] = {
     "FORGOTTEN_REQUESTS": (None, None, 1),
     "ROUTER_BREAKER_OPEN": ("router_dispatch", "router", 2),
     "DECODE_ONLY_DISPATCH": ("router_dispatch", "router", 3),
-    "XID_ERRORS": (None, "gpu", 3),
+    "GPU_XID": (None, "gpu", 2),  # the kernel-log reader places each Xid itself (strength 3)
+    # beneath SGLang (rules/collective.py): read across ranks and files, the suspect named
+    "NCCL_COLLECTIVE_TIMEOUT": (None, "collective", 2),
+    "NCCL_WATCHDOG_STUCK": (None, "collective", 2),
+    "RANK_MISSING_FROM_COLLECTIVE": (None, "collective", 3),
+    "KERNEL_WAITS_ON_PEERS": (None, "collective", 2),
     "GPU_IDLE_WITH_WORK": (None, "role", 1),
 }
 _ROLES = ("prefill", "decode", "router")
-_RANK = linear.compile(r"rank (\S{1,40}) sits in")
+_RANK = linear.compile(r"rank (\S{1,40}) sits in|scheduler ((?:DP\d{1,4}_)?(?:PP\d{1,4}_)?TP\d{1,4}) pid \d{1,10} is ")
 
 
 def _role(f: Finding) -> str | None:
@@ -64,9 +69,11 @@ def finding_clues(findings: Sequence[Finding]) -> Iterator[Clue]:
             stage = f"{role}_forward" if role in ("prefill", "decode") else None
         if side == "role":
             side = role
-        m = _RANK.search(f.title) if f.key == "RANK_OUTLIER" else None
+        m = _RANK.search(f.title) if f.key in ("RANK_OUTLIER", "PROCESS_STATE") else None
+        suspect = f.suspect or ((m.group(1) or m.group(2)) if m else None)
         yield Clue(key=f.key, label="cause", text=f.title, source=_source(f), role=role,
-                   stage=stage, side=side,  # type: ignore[arg-type]
-                   suspect=m.group(1) if m else None, wedge=True if f.wedge else None,
-                   strength=strength, why=f"the rule {f.key}: {f.next_step[:160]}")
+                   stage=stage, side=f.side or side,  # type: ignore[arg-type]
+                   suspect=suspect, wedge=True if f.wedge else None,
+                   strength=max(strength, 3) if f.suspect else strength,
+                   why=f"the rule {f.key}: {f.next_step[:160]}")
 

@@ -19,6 +19,9 @@ from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side, Stage
 
 _IDLE_AFTER_S = 10.0
 _PD = ("prefill", "decode", "router")
+#: start-up under way: SGLang's warm-up, NCCL's communicator bootstrap, the transfer engine
+#: starting (analysis/pdpath/read_collective.py, read_host.py)
+_STARTING = frozenset({"WARMUP", "NCCL_BOOTSTRAP", "TRANSFER_ENGINE_STARTUP"})
 
 
 def batch_roles(clues: Sequence[Clue]) -> dict[str, str]:
@@ -42,7 +45,7 @@ def roles_of(clues: Sequence[Clue]) -> set[str]:
 
 def _startup(clues: Sequence[Clue]) -> bool:
     ready = [c for c in clues if c.key == "SERVER_READY"]
-    warm = [c for c in clues if c.key == "WARMUP"]
+    warm = [c for c in clues if c.key in _STARTING]
     if not ready:
         return bool(warm)
     last_ready = max((c.time or 0.0, c.line or 0) for c in ready)

@@ -71,6 +71,8 @@ KEY_PLACE: dict[str, Place] = {
     "HEALTH_CHECK_FAILED": Place(None, None, None, 1, _SRC + "/health got no answer"),
     "ABORTED_BY_ABORTREQ": Place(None, None, None, 1, _SRC +
                                  "the abort path (prepare_abort / KVSender.abort)"),
+    "FROM_ANOTHER_RANK": Place(None, None, None, 2, _SRC + "failure_exception: this rank "
+                               "recorded no failure of its own"),
     "COLLECTIVE_RECV_TIMEOUT": Place(None, "collective", True, 2,
                                      "gloo: a peer never sent its part of a collective"),
     "MOONCAKE_METADATA_NOT_FOUND": Place("kv_send", "transfer_engine", False, 2,

@@ -29,6 +29,7 @@ from pdforensics.parsers.journal import (
 from pdforensics.parsers.requests import parse_request_lines
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
+_MAX_ROOM = 2**64  # rooms are uint64 (bundle/schema.py's room): a longer number is not one
 _RID = linear.compile(r"""(?:^|[^\w.])(?:req\.)?rid=['"]?([\w.:-]{1,200})""")
 _RUNNING = linear.compile(r"#(?:running|queue)-req: (\d{1,9})")
 _MAX_TEXT = 500
@@ -39,7 +40,8 @@ def ids(line: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """The rids and bootstrap rooms a line names."""
     rids = tuple(dict.fromkeys(m.group(1) for m in _RID.finditer(line[:4000])
                                if m.group(1) not in ("None", "none")))
-    rooms = tuple(dict.fromkeys(int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000])))
+    numbers = (int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000]))
+    rooms = tuple(dict.fromkeys(n for n in numbers if -_MAX_ROOM < n < _MAX_ROOM))
     return rids, rooms
 
 
@@ -67,6 +69,19 @@ def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
                                                               else ""))
 
 
+def _relayed(src: Source, hit: SignatureLine, rids: tuple[str, ...],
+             rooms: tuple[int, ...]) -> Clue:
+    """The router passing on a worker's error answer ("Decode server returned error status
+    ... 500"): a consequence of whatever failed on that worker, never its cause."""
+    low = hit.line.lower()
+    worker = "decode" if "decode server" in low else "prefill" if "prefill server" in low else None
+    return Clue(key="ROUTER_RELAYED_ERROR", label="consequence", text=hit.line[:_MAX_TEXT],
+                source=src.path, line=hit.no, time=hit.time, stage="stream_back",
+                side=worker, role="router", host=src.host, rids=rids, rooms=rooms, strength=2,  # type: ignore[arg-type]
+                why="smg relays the error status a worker answered: that worker's failure, "
+                    "seen from the router")
+
+
 @reader("sglang_signatures")
 def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
@@ -75,10 +90,14 @@ def signature_clues(src: Source) -> Iterator[Clue]:
     for hit in iter_signature_lines(src.text):
         line = hit.line
         rids, rooms = ids(line)
-        line_role = role_of_line(line) or src.role
         for sig in hit.matched:
+            # the line's own role, else the one role whose code prints it (sglang's source)
+            line_role = role_of_line(line) or (sig.roles[0] if len(sig.roles) == 1 else src.role)
             if sig.key == "BATCH_STATS":
                 yield _batch_clue(src, hit, src.role)
+                continue
+            if "returned error status" in line:
+                yield _relayed(src, hit, rids, rooms)
                 continue
             place = KEY_PLACE.get(sig.key)
             label: Label = "noise" if sig.key in NOISE_KEYS else sig.kind
@@ -95,14 +114,13 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                        else None,
                        wedge=place.wedge if place else None,
                        strength=place.strength if place else 1,
-                       why=place.why if place else sig.description)
+                       why=(place.why if place else sig.description)
+                       + (f"; label from {sig.label_why}" if sig.label_why.startswith("sglang")
+                          else ""))
 
 
 _CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...] = (
     # (key, label, literal, stage, wedge, strength, why)
-    ("FROM_ANOTHER_RANK", "consequence", "from another rank", None, None, 2,
-     "sglang disaggregation/common/conn.py failure_exception: KVTransferError("
-     "is_from_another_rank=True) when this rank recorded no failure of its own"),
     ("LAUNCHER_SIGQUIT", "consequence", "sigquit", None, False, 2,
      "sglang's launcher kills the server when a child process dies (SIGQUIT from the child)"),
     ("SERVER_READY", "progress", "the server is fired up and ready to roll", "startup", False, 1,

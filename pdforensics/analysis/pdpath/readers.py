@@ -2,7 +2,9 @@
 add one import per module)."""
 
 from pdforensics.analysis.pdpath import (  # noqa: F401
+    read_collective,
     read_go,
+    read_host,
     read_python,
     read_scrapes,
     read_sglang,

@@ -144,6 +144,9 @@ def diagnose(clues_in: Sequence[Clue]) -> Diagnosis:
                       for r in rivals[:2])
     wedge = _wedge(clues, p)
     head = headline_of(clues, p, stage, side, suspect, wedge)
+    if p is None and claims:  # consequences only
+        head = (f"{clues[claims[0].clues[0]].key} at stage {stage}: what caused it is not in "
+                f"the evidence; look at {side if side != NOT_ESTABLISHED else 'both sides'}")
     return Diagnosis(stage=stage, side=side, suspect=suspect, wedge=wedge,
                      root_cause=NOT_ESTABLISHED, confidence=confidence, headline=head,
                      claims=tuple(claims), chain=tuple(link_chain(clues, p)),

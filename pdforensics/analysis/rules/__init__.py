@@ -5,8 +5,11 @@ from __future__ import annotations
 from pdforensics.analysis.rules import (  # noqa: F401  (imported to register rules)
     client,
     clock,
+    collective,
+    gpu_host,
     gpus,
     k8s,
+    loads,
     logs,
     pd_config,
     pd_queues,
@@ -17,4 +20,5 @@ from pdforensics.analysis.rules import (  # noqa: F401  (imported to register ru
     requests,
     router,
     safeguards,
+    transfer,
 )

@@ -112,8 +112,16 @@ NEEDS: dict[Need, tuple[Callable[[Context], bool], str]] = {
                      "no row remapper state (nvidia-smi -q -d ROW_REMAPPER) from any host"),
     Need.NVLINK: (lambda c: any(h.nvlink for h in c.capture.hosts),
                   "no NVLink error counters (nvidia-smi nvlink -e) from any host"),
-    Need.KERNEL_LOG: (lambda c: any(r.source == "kernel_log" for r in c.capture.results),
+    Need.KERNEL_LOG: (lambda c: any(h.kernel is not None for h in c.capture.hosts) or any(
+        r.source in ("kernel_log", "kernel_journal") for r in c.capture.results),
                       "the kernel log was not collected"),
+    Need.BENEATH: (lambda c: any(s.beneath for s in c.capture.services()) or any(
+        h.flight_recorder or h.nccl_ras is not None for h in c.capture.hosts),
+                   "no server log, Flight Recorder dump or NCCL RAS report was captured"),
+    Need.CUDA: (lambda c: any(p.cuda_kernels or any(d.kind == "cuda-gdb" for sd in p.stacks
+                                                    for d in sd.dumps)
+                              for h in c.capture.hosts for p in h.processes),
+                "no cuda-gdb listing (capture --deep runs cuda-gdb on each rank)"),
 }
 if set(NEEDS) != set(Need):  # a need without a check (or the reverse) fails at import
     raise ValueError(f"needs without a check: {sorted(set(Need) - set(NEEDS))}")

@@ -1,4 +1,4 @@
-"""Known log lines and GPU Xid events."""
+"""Known log lines (GPU Xid events: rules/gpu_host.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from pdforensics.views.loaded import ServiceView
 
 #: A cause seen this long before the capture started still counts as current.
 RECENT_S = 900.0
-#: Xids that mean the GPU (or its memory / NVLink) is in trouble, not just an app fault.
-FATAL_XIDS = frozenset({48, 61, 62, 63, 64, 69, 74, 79, 92, 94, 95, 119, 120, 136, 140, 143})
 
 
 def _when(t: float | None) -> str:
@@ -74,23 +72,42 @@ def log_signature(ctx: Context) -> Iterator[Finding]:
             section="logs", subject=svc.label, since=min(dated) if dated else None)
 
 
-@rule("XID_ERRORS", needs=(Need.KERNEL_LOG,), rank=12)
-def xid_errors(ctx: Context) -> Iterator[Finding]:
-    """NVIDIA Xid events in the kernel log."""
-    for h in ctx.capture.hosts:
-        if not h.xids:
+def _main_frames(svc: ServiceView) -> list[str]:
+    """Where SGLang's own watchdog dumps (in the log) found each rank's main thread."""
+    out = []
+    for d in svc.log_stacks:
+        main = next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
+        python = [f for f in main.frames if not f.native] if main is not None else []
+        if python:
+            out.append(f"{d.rank or 'pid ' + str(d.pid)}: {python[0].function} ({python[0].location()})"
+                       + (f" <- {python[1].function}" if len(python) > 1 else ""))
+    return list(dict.fromkeys(out))
+
+
+@rule("SCHEDULER_WATCHDOG", needs=(Need.LOGS,), rank=35)
+def scheduler_watchdog(ctx: Context) -> Iterator[Finding]:
+    """SGLang's own scheduler watchdog fired: a batch ran past --watchdog-timeout (its verdict
+    that the scheduler is stuck); the stacks it dumped into the log say where."""
+    since = (ctx.capture.started_at or time.time()) - RECENT_S
+    for svc in ctx.servers():
+        hits = [h for h in svc.log_hits if h.key == "WATCHDOG_TIMEOUT"
+                and (h.last_epoch is None or h.last_epoch >= since)]
+        if not hits:
             continue
-        codes = sorted({x.xid for x in h.xids})
-        fatal = [c for c in codes if c in FATAL_XIDS]
-        ev: list[Evidence | str] = [
-            Evidence(h.name, "kernel log", f"Xid {x.xid} on {x.pci}"
-                     + (f" pid {x.pid}" if x.pid else "") + f": {x.message[:200]}")
-            for x in h.xids[-10:]]
+        path = svc.log_entry.path if svc.log_entry is not None else None
+        ev: list[Evidence | str] = [_hit_evidence(svc, [h], path) for h in hits]
+        ev += [Evidence(svc.host, f"{svc.role} log", f"the watchdog's py-spy dump: {f}", path)
+               for f in _main_frames(svc)[:4]]
+        ranks = sorted({r for h in hits for r in h.ranks})
         yield Finding(
-            "XID_ERRORS", "critical" if fatal else "warning",
-            f"{h.name}: {len(h.xids)} GPU Xid event(s) (Xid {', '.join(map(str, codes))})",
+            "SCHEDULER_WATCHDOG", "critical",
+            # the server is the subject (its label can be a file name: kept out of the claim)
+            f"SGLang's scheduler watchdog fired on the {svc.role} server"
+            + (f" ({', '.join(ranks)})" if ranks else "") + ": a batch ran past --watchdog-timeout",
             tuple(ev),
-            "Xid 79 (fallen off the bus), 48/94/95 (ECC), 74 (NVLink) and 119/120 (GSP) need "
-            "the GPU drained and reset or the node rebooted; others (13, 31, 43) are "
-            "application faults: match the pid to a rank.",
-            section="gpu", since=min((x.epoch for x in h.xids if x.epoch is not None), default=None))
+            "The dumped stack is where the batch hung (a collective: find the rank behind; a CUDA "
+            "sync or a kernel: check the GPU). SGLang then tears the server down: its launcher "
+            "dumps stacks and waits for CUDA core dumps in its signal handler (its HTTP server, "
+            "/metrics included, answers nothing meanwhile), then kills the process tree; restart "
+            "prefill and decode together.",
+            section="logs", wedge=True, subject=svc.label)

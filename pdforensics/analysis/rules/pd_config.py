@@ -76,8 +76,18 @@ def _bootstrap_trouble(pre: ServiceView, dec: ServiceView) -> list[Evidence | st
     return out
 
 
+#: Spellings SGLang itself turns into another value: 0.5.23 starts a `mooncake_tcp` server as
+#: `mooncake` with MC_FORCE_TCP=1 ("disaggregation transfer backend 'mooncake_tcp' -> mooncake"),
+#: and its /server_info says mooncake; the other side's command line still says mooncake_tcp.
+ALIASES = {"mooncake_tcp": "mooncake"}
+
+
 def _same(a: str, b: str) -> bool:
-    return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
+    def canon(v: str) -> str:
+        v = v.strip().rstrip("/").lower()
+        return ALIASES.get(v, v)
+
+    return canon(a) == canon(b)
 
 
 @rule("PD_CONFIG_MISMATCH", needs=(Need.PD,), rank=70)

@@ -43,7 +43,7 @@ def process_state(ctx: Context) -> Iterator[Finding]:
                     (Evidence(svc.host, "ps", "no process listens on or matches "
                               f":{svc.port}"), *logs),
                     "Check the unit (systemctl status / journalctl) and why it exited.",
-                    section="processes")
+                    section="processes", subject=svc.label)
             continue
         want = expected_ranks(svc)
         have = svc.ranks
@@ -58,7 +58,7 @@ def process_state(ctx: Context) -> Iterator[Finding]:
                 "A rank died and the server did not exit: its peers wait for it forever. "
                 "Read the rank's last log lines (exception, CUDA/NCCL error, OOM), check "
                 "Xid events, then restart the whole server (and its PD partner).",
-                section="processes", wedge=frozen)
+                section="processes", wedge=frozen, subject=svc.label)
         for r in (*have, *(x for x in svc.processes if x.info.kind != "scheduler")):
             st = r.info.state[:1]
             if st not in STATE_WORDS:
@@ -77,7 +77,7 @@ def process_state(ctx: Context) -> Iterator[Finding]:
                 "A D-state process waits in the kernel (GPU driver, NFS, disk): check dmesg "
                 "and Xid events; a stopped one was SIGSTOPped or is traced; a zombie has "
                 "exited and its parent did not reap it.",
-                section="processes", wedge=bad and frozen)
+                section="processes", wedge=bad and frozen, subject=svc.label)
 
 
 def ps_failed(ctx: Context, host: str) -> str | None:

@@ -59,8 +59,11 @@ def idle_note(ctx: Context, svc: ServiceView) -> str:
     if idle.rising:
         return (f"scheduler_idle_seconds_total {idle.text()}: the scheduler loop still turns "
                 "but schedules nothing")
-    return (f"scheduler_idle_seconds_total {idle.text()}: the scheduler loop itself is "
-            "blocked (not even idling)")
+    # SGLang 0.5.23 writes this counter with its stats, i.e. only when a batch runs: a decode loop
+    # busy-polling for KV that never comes leaves it frozen too (seen on the real engine), so a
+    # frozen value says the loop ran no batch, not that it is blocked; the stacks tell which.
+    return (f"scheduler_idle_seconds_total {idle.text()}: frozen too (SGLang updates it only "
+            "when a batch runs; the stacks tell a blocked loop from an idle one)")
 
 
 @rule("REQUESTS_FROZEN", needs=(Need.METRICS, Need.SAMPLES2), rank=60)

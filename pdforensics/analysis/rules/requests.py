@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pdforensics.analysis.findings import Evidence, Finding, Need, SkipRule, rule
-from pdforensics.analysis.metrics_view import gauge_track, short
+from pdforensics.analysis.metrics_view import gauge_track, requests_track, short
 from pdforensics.analysis.requests_track import (
     ENABLE_HINT,
     STAGE_TITLES,
@@ -64,6 +64,9 @@ def _gauges(ctx: Context, role: str, names: Sequence[str]) -> list[Evidence]:
     for svc in ctx.servers(role):
         parts = [f"{short(n)} {gauge_track(svc, n).text()}" for n in names
                  if gauge_track(svc, n).present]
+        held = requests_track(svc, "sglang:http_requests_active")
+        if held.last:  # the real 0.5.23's queue gauges read 0 while requests wait: this holds them
+            parts.append(f"http_requests_active (requests, not probes) {held.text()}")
         if parts:
             out.append(metrics_evidence(ctx, svc, "; ".join(parts)))
     return out

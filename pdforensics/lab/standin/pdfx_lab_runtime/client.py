@@ -1,5 +1,5 @@
-"""`python -m pdfx_lab_runtime.client URL`: the lab's clients, a steady trickle of small
-generate requests through the router (two a second), so the gateway's per-worker counters,
+"""`python -m pdfx_lab_runtime.client URL [INTERVAL_S]`: the lab's clients, a steady trickle of
+small generate requests through the router (two a second by default), so the gateway's per-worker counters,
 circuit breakers and request logs move as they do under real traffic."""
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ def send_one(url: str) -> int:
         return 0
 
 
-def main(url: str) -> None:
+def main(url: str, interval_s: float = INTERVAL_S) -> None:
     while True:
         started = time.monotonic()
         send_one(url)
-        time.sleep(max(0.0, INTERVAL_S - (time.monotonic() - started)))
+        time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else INTERVAL_S)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pdfx_lab_runtime import current_fault, log, log_planted, titles_enabled
 from pdfx_lab_runtime.gateway import GENERATE_PATHS, generate_reply, listen_bootstrap
 from pdfx_lab_runtime.hooks import configure_logging_refused, publish_logging
-from pdfx_lab_runtime.traffic import Traffic
+from pdfx_lab_runtime.traffic import STRANDED, Traffic
 
 import sglang
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
@@ -23,6 +23,9 @@ from sglang.srt.utils.request_logger import RequestLogger
 
 JSON = "application/json"
 PROM = "text/plain; version=0.0.4; charset=utf-8"
+
+
+HELD_AT_DECODE = ("transfer-stuck", "forgotten-requests", "prealloc-leak")
 
 
 def _model_info(args: dict) -> dict:
@@ -96,7 +99,9 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
             if path == "/metrics" and args["enable_metrics"]:
-                self._send(200, render(role, args["served_model_name"], tm.rank_states()).encode(), PROM)
+                fault = current_fault()  # requests a fault strands inside decode keep their HTTP call open
+                held = STRANDED[fault] if role == "decode" and fault in HELD_AT_DECODE else 0
+                self._send(200, render(role, args["served_model_name"], tm.rank_states(), held).encode(), PROM)
             elif path == "/health":
                 self._send(200, b"", "text/plain; charset=utf-8")
             elif path == "/health_generate":  # through the scheduler: hangs when it is stuck
@@ -106,7 +111,7 @@ def make_handler(args: dict, tm: TokenizerManager) -> type[BaseHTTPRequestHandle
             elif path in ("/server_info", "/get_server_info"):
                 internal = tm.get_internal_state()
                 self._json({**args, "version": sglang.__version__, "internal_states": internal})
-            elif path in ("/v1/loads", "/get_load"):
+            elif path == "/v1/loads":  # /get_load: 404 in the real 0.5.23 (smg asks /loads too: 404)
                 self._json(_loads(args, tm.rank_states()))
             elif path == "/v1/models":
                 self._json(

@@ -195,10 +195,11 @@ class SchedulerMetricsMixin:
             )
 
     def log_idle(self, frozen_gauges: dict[str, float] | None = None) -> None:
-        """Nothing runs: progress counters frozen, idle time accrues, GPU at 0 %."""
-        dt = self._tick()
+        """Nothing runs: progress counters frozen, GPU at 0 %. scheduler_idle_seconds_total is
+        frozen too: the real 0.5.23 writes it with its batch stats, so it stands still whenever no
+        batch runs, whether the loop idles or is blocked."""
+        self._tick()
         s = self.state
-        s["idle_seconds"] = round(s["idle_seconds"] + dt, 4)
         s["gen_throughput"] = 0.0
         s["gpu_util"] = 0.0
         s["utilization"] = 0.0

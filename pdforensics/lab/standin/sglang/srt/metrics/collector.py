@@ -127,13 +127,6 @@ METRICS: tuple[tuple[str, str, str, tuple[tuple[tuple[tuple[str, str], ...], str
         "rank",
     ),
     (
-        "sglang:forward_execution_seconds_total",
-        "counter",
-        "Total time that GPU is busy executing a forward pass.",
-        (((("category", "extend"),), "fwd_extend"), ((("category", "decode"),), "fwd_decode")),
-        "rank",
-    ),
-    (
         "sglang:scheduler_idle_seconds_total",
         "counter",
         "Total time the scheduler spent idle.",
@@ -204,6 +197,14 @@ HISTOGRAM_BUCKETS = {
 _TYPICAL = {"sglang:time_to_first_token_seconds": 0.7, "sglang:e2e_request_latency_seconds": 9.0}
 
 METRIC_NAMES: tuple[str, ...] = tuple(row[0] for row in METRICS)
+# As in the real 0.5.23: these labelled counters have no series until their first event (a
+# missing series means zero), and sglang:forward_execution_seconds_total does not exist.
+ABSENT_UNTIL_FIRST = ("sglang:num_bootstrap_failed_reqs_total", "sglang:num_transfer_failed_reqs_total",
+                      "sglang:num_retracted_requests_total")
+# The HTTP server's own gauge, one series per endpoint it has served; the scrape that reads it
+# counts itself (1 on /metrics in every real scrape).
+HTTP_ENDPOINTS = ("/model_info", "/generate", "/health", "/v1/models", "/server_info", "/v1/loads",
+                  "/health_generate", "/metrics")
 
 
 def _labels(pairs: list[tuple[str, str]]) -> str:
@@ -229,8 +230,19 @@ def _histogram_lines(name: str, base: list[tuple[str, str]], count: float) -> li
     return out
 
 
-def render(role: str, model_name: str, ranks: list[dict]) -> str:
-    """Prometheus text exposition for one server from its ranks' published states."""
+def _http_lines(held: int) -> list[str]:
+    name = "sglang:http_requests_active"
+    out = [f"# HELP {name} Number of currently active HTTP requests", f"# TYPE {name} gauge"]
+    for ep in HTTP_ENDPOINTS:
+        value = 1 if ep == "/metrics" else held if ep == "/generate" else 0
+        method = "POST" if ep == "/generate" else "GET"
+        out.append(f'{name}{{endpoint="{ep}",method="{method}"}} {_fmt(value)}')
+    return out
+
+
+def render(role: str, model_name: str, ranks: list[dict], held: int = 0) -> str:
+    """Prometheus text exposition for one server from its ranks' published states; `held`:
+    /generate requests the server holds open (a request fault's stranded ones)."""
     engine = role if role in ("prefill", "decode") else "unified"
     lines: list[str] = []
     first = ranks[0] if ranks else None
@@ -254,9 +266,11 @@ def render(role: str, model_name: str, ranks: list[dict]) -> str:
                     value = float(sum(float(s.get(key, 0.0)) for s in ranks[:1]))
                 if mtype == "histogram":
                     lines.extend(_histogram_lines(name, base, value))
+                elif name in ABSENT_UNTIL_FIRST and value <= 0:
+                    continue
                 else:
                     lines.append(f"{name}{_labels(base + list(extra))} {_fmt(value)}")
-    return "\n".join(lines + _planted_lines(engine, model_name)) + "\n"
+    return "\n".join(lines + _http_lines(held) + _planted_lines(engine, model_name)) + "\n"
 
 
 def _planted_lines(engine: str, model_name: str) -> list[str]:

@@ -1,0 +1,201 @@
+"""Collectives beneath SGLang -> clues: torch's NCCL watchdog (read across the ranks of one
+text), NCCL's own lines, NCCL RAS, Flight Recorder dumps and fr_trace reports, cuda-gdb
+listings and native (gdb / UCX) stacks.
+
+Labels: every watchdog line is a victim's (consequence); the conclusion across ranks is the
+cause -- the rank behind, the rank that never joined, the ranks that disagree, or, when every
+rank shows the same, the hung collective itself with no rank named. A stuck watchdog is a cause
+unless a collective timeout came first. NCCL's failure warnings are causes (a verbs set-up
+failure at start-up), the `-> code [Thread]` chain and `Abort COMPLETE` consequences. RAS: a
+missing or straggling minority is named, ranks ahead never.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.errors import ParseError
+from pdforensics.parsers.cuda_gdb import looks_like_cuda_gdb, parse_cuda_kernels
+from pdforensics.parsers.flight_recorder import (
+    FrDump,
+    dump_from_doc,
+    looks_like_fr,
+    looks_like_fr_trace,
+    parse_fr_bytes,
+    parse_fr_trace_text,
+    rank_from_name,
+)
+from pdforensics.parsers.nccl_debug import (
+    ABORT,
+    ERROR_CHAIN,
+    IBV_CALL,
+    INIT,
+    PEER_CLOSED,
+    init_phase,
+    read_nccl_lines,
+)
+from pdforensics.parsers.nccl_ras import parse_ras, read_ras
+from pdforensics.parsers.nccl_watchdog import HEARTBEAT, STATUS, TAKEDOWN, TIMEOUT, cross_rank, read_watchdog
+
+_WHY_WD = "torch ProcessGroupNCCL watchdog"
+
+
+def _clue(src: Source, key: str, label: str, text: str, line: int | None = None, **kw: object) -> Clue:
+    return Clue(key=key, label=label, text=text[:500], source=src.path, line=line,  # type: ignore[arg-type]
+                host=src.host, role=src.role, side="collective", **kw)  # type: ignore[arg-type]
+
+
+@reader("nccl_watchdog")
+def nccl_watchdog(src: Source) -> Iterator[Clue]:
+    """torch's NCCL watchdog lines: victims as consequences, the cross-rank reading as the
+    cause (the rank behind, never joined, a mismatch, or the hung collective unnamed)."""
+    if "NCCL" not in src.text and "watchdog" not in src.text:
+        return
+    recs = read_watchdog(src.text)
+    if not recs:
+        return
+    cr = cross_rank(recs)
+    stuck = {r.lineno for r in cr.stuck_watchdogs}
+    for r in recs:
+        rank = f"Rank {r.rank}" if r.rank else None
+        if r.kind == HEARTBEAT and r.lineno in stuck:
+            yield _clue(src, "NCCL_WATCHDOG_STUCK", "cause", r.text, r.lineno, rank=rank,
+                        suspect=rank, wedge=True, strength=3,
+                        why=f"{_WHY_WD} heartbeat: this rank's watchdog made no progress, no "
+                            "collective timeout before it")
+            continue
+        key = {TIMEOUT: "NCCL_WATCHDOG_TIMEOUT", STATUS: "NCCL_WATCHDOG_STATUS",
+               TAKEDOWN: "NCCL_PROCESS_TAKEN_DOWN", HEARTBEAT: "NCCL_WATCHDOG_STUCK"}.get(
+                   r.kind, "NCCL_DEBUG_DUMP")
+        yield _clue(src, key, "consequence", r.text, r.lineno, rank=rank,
+                    wedge=True if r.kind in (TIMEOUT, STATUS, HEARTBEAT) else None,
+                    strength=2 if r.kind in (TIMEOUT, STATUS) else 1,
+                    why=f"{_WHY_WD}: what a rank waiting in the collective reports")
+    first = next((r.lineno for r in recs if r.kind in (TIMEOUT, STATUS)), None)
+    for s in cr.behind:
+        yield _clue(src, "NCCL_RANK_BEHIND", "cause", f"Rank {s.rank}: last completed NCCL work "
+                    f"{s.last_completed}, the other ranks further", None, rank=f"Rank {s.rank}",
+                    suspect=f"Rank {s.rank}", wedge=True, strength=3,
+                    why="the lowest last completed SeqNum of the process group, a minority")
+    for s in cr.never_joined:
+        yield _clue(src, "NCCL_RANK_NEVER_JOINED", "cause", f"Rank {s.rank}: last enqueued "
+                    f"{s.last_enqueued}, never joined the collective the others wait in", None,
+                    rank=f"Rank {s.rank}", suspect=f"Rank {s.rank}", wedge=True, strength=3,
+                    why="nothing enqueued (-1), or idle while the others wait in the next one")
+    if first is not None and not cr.behind and not cr.never_joined:
+        seq = next((r.seq for r in recs if r.seq is not None), None)
+        what = (f"ranks disagree at SeqNum {cr.mismatched[0][0]}: " + ", ".join(
+            f"Rank {r} {op}" for r, op in cr.mismatched[0][1])) if cr.mismatched else (
+            f"a collective (SeqNum {seq}) did not complete on the ranks shown; none stands out")
+        # no line of its own: it reads every line (a line would make it that line's victim)
+        yield _clue(src, "NCCL_COLLECTIVE_HUNG", "cause", what, None, wedge=True, strength=2,
+                    why="every rank shown waits in it: the watchdog names no rank behind")
+
+
+@reader("nccl_debug")
+def nccl_debug(src: Source) -> Iterator[Clue]:
+    """NCCL's WARN lines that name a failure (causes), the error chains and aborts that
+    follow (consequences); healthy init lines as context."""
+    if "NCCL " not in src.text:
+        return
+    lines = read_nccl_lines(src.text)
+    phase = init_phase(lines)
+    if phase is not None and all(n.kind == INIT for n in lines):
+        first = lines[0].lineno
+        yield Clue(key="NCCL_BOOTSTRAP" if phase == "bootstrap" else "NCCL_INIT", label="noise",
+                   text=lines[0].text[:500], source=src.path, line=first, host=src.host,
+                   role=src.role, wedge=False,
+                   why="NCCL communicator start-up lines, no failure" if phase == "bootstrap"
+                   else "NCCL communicators set up (rings, channels), no failure")
+        return
+    for n in lines:
+        if n.kind == INIT:
+            continue
+        if n.kind in (ERROR_CHAIN, ABORT, PEER_CLOSED):
+            yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", n.text, n.lineno,
+                        strength=1, why="NCCL passing an error up, or tearing a communicator down")
+            continue
+        stage: Stage | None = "startup" if n.kind == IBV_CALL and n.setup else None
+        yield _clue(src, f"NCCL_{n.kind.upper()}", "cause", n.text, n.lineno, stage=stage,
+                    wedge=False, strength=3 if n.kind != "warn" else 2,
+                    why="NCCL's own warning names the failure" + (
+                        " (a verbs call of connection set-up)" if stage else ""))
+
+
+@reader("nccl_ras")
+def nccl_ras(src: Source) -> Iterator[Clue]:
+    """An NCCL RAS report: missing or dead ranks and a straggling minority (causes, named);
+    ranks ahead are never named; a self-contradicting report names nobody."""
+    if "Communicators..." not in src.text and "Job summary" not in src.text:
+        return
+    rep = parse_ras(src.text)
+    if rep is None:
+        return
+    if rep.ok:
+        yield _clue(src, "NCCL_RAS_OK", "noise", "NCCL RAS: every communicator RUNNING, no error",
+                    why="RAS sees every rank inside NCCL")
+        return
+    r = read_ras(rep)
+    named = (r.missing + r.behind) if r.reliable else ()
+    for e in r.errors:
+        text = " | ".join(ln.strip() for ln in e.lines[:3])
+        suspect = next((n for n in named if e.comm is None or (e.comm in n)), None)
+        yield _clue(src, f"NCCL_RAS_{e.title}", "cause", text, e.lineno, suspect=suspect,
+                    wedge=True if e.title == "MISMATCH" else None, strength=3 if suspect else 2,
+                    why="NCCL RAS" + ("" if r.reliable else ": the report contradicts itself") + (
+                        f"; ahead, not stragglers: {', '.join(r.ahead)}" if r.ahead else ""))
+
+
+def _fr_dump(src: Source) -> FrDump | None:
+    try:
+        if src.data:
+            return parse_fr_bytes(src.data, src.path)
+        if src.kind == "flight_recorder" and src.text.lstrip().startswith("{"):
+            doc = json.loads(src.text)
+            return dump_from_doc(doc, rank_from_name(src.path)) if looks_like_fr(doc) else None
+    except (ParseError, ValueError, RecursionError):
+        return None
+    return None
+
+
+@reader("flight_recorder")
+def flight_recorder(src: Source) -> Iterator[Clue]:
+    """One rank's Flight Recorder dump (work outstanding: the rank waits in a collective) or
+    the fr_trace analyzer's report (the collective it flags, the ranks it names)."""
+    d = _fr_dump(src)
+    if d is not None:
+        outstanding = [s for s in d.status if s.last_enqueued is not None
+                       and s.last_completed is not None and s.last_enqueued > s.last_completed]
+        pend = d.pending()
+        rank = f"Rank {d.rank}" if d.rank is not None else None
+        if outstanding or pend:
+            what = (f"{pend[-1].op} SeqNum {pend[-1].seq} not completed" if pend else
+                    f"last enqueued {outstanding[0].last_enqueued} > last completed "
+                    f"{outstanding[0].last_completed}")
+            # the rank is in the text only: one rank's dump never says who is at fault
+            yield _clue(src, "FR_COLLECTIVE_OUTSTANDING", "cause", f"{rank or 'a rank'}: {what}",
+                        wedge=True, strength=2,
+                        why="Flight Recorder: a collective this rank entered has not completed")
+        return
+    if looks_like_fr_trace(src.text):
+        for rep in parse_fr_trace_text(src.text):
+            ranks = rep.missing or ((rep.culprit,) if rep.culprit is not None else ())
+            yield _clue(src, "FR_TRACE_COLLECTIVE", "cause", rep.lines[0], rep.lineno,
+                        suspect=", ".join(f"Rank {r}" for r in ranks) or None, wedge=True,
+                        strength=3 if ranks else 2, why="PyTorch's Flight Recorder analyzer")
+
+
+@reader("cuda_gdb")
+def cuda_gdb(src: Source) -> Iterator[Clue]:
+    """cuda-gdb: an NCCL collective kernel active on the GPU waits for its peers."""
+    if not looks_like_cuda_gdb(src.text):
+        return
+    for k in parse_cuda_kernels(src.text):
+        if k.collective:
+            yield _clue(src, "CUDA_KERNEL_WAITS_ON_PEERS", "cause",
+                        f"kernel {k.kernel}: {k.name or ', '.join(k.files[:1])} {k.status}",
+                        wedge=True, strength=2, why="an NCCL collective kernel spins until every "
+                                                    "peer joins")

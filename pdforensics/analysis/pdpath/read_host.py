@@ -1,0 +1,240 @@
+"""The GPU, the host and the transfer engine beneath SGLang -> clues: the kernel log, Mooncake
+/ NIXL / UCX errors, native stacks (gdb, UCX), the debugger that printed nothing, py-spy top
+and load documents.
+
+Kernel: an Xid is a cause on the GPU it names (its class from NVIDIA's catalog), except the
+ones that follow another (45, 154; 109 after an earlier Xid of the same GPU), which are
+consequences; an uncorrected PCIe AER error before a GPU falls off the bus is that loss's
+cause; nvidia-smi failing to reach a GPU that did not fall off means work on it hangs. Nothing
+here is a wedge of requests by itself except that (a GPU present but not answering).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.parsers.beneath import read_beneath
+from pdforensics.parsers.kernel_log import AER, GPU_LOST, GSP, OOM_KILL, SMI_UNREACHABLE, XID, KernelEvent
+from pdforensics.parsers.load_json import read_load_doc
+from pdforensics.parsers.native_stacks import (
+    looks_like_gdb,
+    looks_like_ucx_backtrace,
+    parse_gdb,
+    parse_ucx_backtrace,
+)
+from pdforensics.parsers.pyspy_top import looks_like_pyspy_top, parse_pyspy_top
+from pdforensics.parsers.transfer_engine import transfer_context
+from pdforensics.parsers.xid_table import classify
+
+_FOLLOWS = frozenset({45, 154})
+_AFTER_ANOTHER = frozenset({109, 43})
+_LOST = (GPU_LOST, SMI_UNREACHABLE)
+
+
+def _lost_after(events: list[KernelEvent], i: int) -> KernelEvent | None:
+    return next((e for e in events[i + 1:] if e.kind == GPU_LOST or (e.kind == XID and e.xid == 79)),
+                None)
+
+
+def _xid_clue(src: Source, e: KernelEvent, seen: set[str | None], aer_before: bool) -> Clue:
+    assert e.xid is not None
+    c = classify(e.xid)
+    follows = e.xid in _FOLLOWS or (e.xid in _AFTER_ANOTHER and e.device in seen) or (
+        e.xid == 79 and aer_before)
+    label = "consequence" if follows else "cause"
+    strength = {"critical": 3, "warning": 2, "info": 1}[c.severity]
+    return Clue(key=f"GPU_XID_{e.xid}", label=label, text=e.text[:500], source=src.path,  # type: ignore[arg-type]
+                line=e.lineno, time=e.epoch, host=src.host, side="gpu", suspect=e.suspect,
+                wedge=False, strength=strength,
+                why=f"Xid {e.xid} ({c.mnemonic}): {c.meaning}" + (
+                    " -- it follows an earlier error" if follows else ""))
+
+
+def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
+    seen: set[str | None] = set()
+    lost = {e.device for e in events if e.kind == GPU_LOST or (e.kind == XID and e.xid == 79)}
+    fatal_aer = False
+    for i, e in enumerate(events):
+        base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
+        if e.kind == XID and e.xid is not None:
+            yield _xid_clue(src, e, seen, fatal_aer)
+            seen.add(e.device)
+        elif e.kind == GPU_LOST:
+            yield Clue(key="GPU_LOST", label="consequence" if fatal_aer else "cause",
+                       text=e.text[:500], side="gpu", suspect=e.suspect, wedge=False,
+                       strength=3, why="the GPU no longer answers on PCIe", **base)  # type: ignore[arg-type]
+        elif e.kind == AER:
+            fatal = bool(e.severity) and not str(e.severity).startswith("Corrected")
+            gone = _lost_after(events, i)
+            fatal_aer = fatal_aer or (fatal and gone is not None)
+            yield Clue(key="PCIE_AER", label="cause", text=e.text[:500], side="gpu",
+                       suspect=gone.suspect if gone is not None and fatal else None,
+                       wedge=False if gone is not None else None, strength=3 if fatal else 2,
+                       why=f"PCIe AER {e.severity} on {e.device}", **base)  # type: ignore[arg-type]
+        elif e.kind == SMI_UNREACHABLE:
+            yield Clue(key="GPU_UNREACHABLE", label="consequence", text=e.text[:500], side="gpu",
+                       suspect=e.suspect, wedge=None if e.device in lost else True, strength=2,
+                       why="nvidia-smi cannot reach the GPU: work on it no longer completes",
+                       **base)  # type: ignore[arg-type]
+        elif e.kind == OOM_KILL:
+            yield Clue(key="OOM_KILL", label="cause", text=e.text[:500], side="host",
+                       suspect=e.suspect, wedge=False, strength=3,
+                       why="the kernel's OOM killer killed this process", **base)  # type: ignore[arg-type]
+        elif e.kind == GSP:
+            yield Clue(key="GSP_RPC", label="cause", text=e.text[:500], side="gpu",
+                       suspect=e.suspect, strength=2,
+                       why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
+
+
+def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
+    from pdforensics.parsers.beneath import Beneath
+
+    assert isinstance(b, Beneath)
+    for e in b.transfer:
+        stage: Stage | None = e.stage  # type: ignore[assignment]
+        if stage == "kv_send" and src.role == "decode":
+            stage = "decode_transfer_wait"
+        yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
+                   text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
+                   stage=stage, side="transfer_engine", wedge=False,
+                   strength=3 if e.label == "cause" else 1,
+                   why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))
+
+
+@reader("beneath_host")
+def beneath_host(src: Source) -> Iterator[Clue]:
+    """The kernel log and the transfer engine: each event on its side (gpu, host,
+    transfer_engine) and, for transfer errors, the PD stage it breaks."""
+    if not src.text or src.kind in ("metrics", "goroutines", "server_info", "load"):
+        return
+    b = read_beneath(src.text)
+    if b.kernel:
+        events = list(b.kernel)
+        clues = list(_kernel_clues(src, events))
+        if not any(c.label == "cause" for c in clues):  # only follow-ons: not on the PD path
+            clues = [Clue(**{**c.__dict__, "stage": "not_applicable"}) for c in clues]
+        yield from clues
+    yield from _transfer_clues(src, b)
+    context = transfer_context(src.text) if not b.transfer else None
+    if context is not None:
+        yield Clue(key={"startup": "TRANSFER_ENGINE_STARTUP", "metadata_ok": "TRANSFER_METADATA_OK",
+                        "ucx_info": "UCX_TRANSPORT_INFO"}[context], label="noise", source=src.path,
+                   host=src.host, role=src.role, wedge=False,
+                   text=f"transfer engine: {context.replace('_', ' ')}, no error",
+                   why="the transfer engine's own lines, none of them a failure")
+    if b.debugger_no_stack is not None:
+        yield Clue(key="DEBUGGER_NO_STACK", label="noise", source=src.path,
+                   line=b.debugger_no_stack, host=src.host,
+                   text="gdb started but printed no stack: the process was not read",
+                   why="a debugger banner with no thread after it")
+
+
+_WAITS_ON_PEER = ("recv", "recvfrom", "recvmsg", "poll", "epoll_wait", "select", "accept")
+_WAITS_ON_LOCK = ("sem_wait", "futex", "pthread_cond", "acquire", "__enter__", "lock")
+_SLEEPS = ("sleep", "nanosleep", "clock_nanosleep")
+_IDLE_LOOPS = ("serve_forever", "run_forever", "_run_once", "event_loop", "handle_request")
+_NCCL = ("nccl", "cudaStreamSynchronize", "cuStreamSynchronize")
+
+
+def _leaf_kind(functions: list[str], code: str) -> str:
+    low = [f.lower() for f in functions[:12]]
+    if any(any(n.lower() in f.lower() for n in _NCCL) for f in functions):
+        return "collective"
+    if any(f.lstrip("_").startswith(("libc_recv", "recv", "sock_recv")) for f in low) or ".recv(" in code:
+        return "peer"
+    if any(any(s in f for s in _SLEEPS) for f in low[:3]):
+        return "sleep"
+    if any(any(s.lower() in f for s in _IDLE_LOOPS) for f in low):
+        return "idle"
+    if any(any(w in f for w in _WAITS_ON_LOCK) for f in low[:6]):
+        return "lock"
+    return "other"
+
+
+@reader("native_stacks")
+def native_stacks(src: Source) -> Iterator[Clue]:
+    """gdb / UCX native stacks: a thread waiting in NCCL or a CUDA sync is a collective that
+    waits; a thread blocked receiving from a peer is upstream of threads waiting on its
+    process's locks (they are consequences); sleepers are noise."""
+    dumps = [d for d in src.dumps if d.kind == "gdb"]
+    if not dumps and src.text and src.kind in ("stacks", "log", None):
+        if looks_like_gdb(src.text):
+            dumps = list(parse_gdb(src.text))
+        elif looks_like_ucx_backtrace(src.text):
+            dumps = list(parse_ucx_backtrace(src.text))
+    for d in dumps:
+        for t in d.threads:
+            fns = [f.function for f in t.frames]
+            kind = _leaf_kind(fns, _code_after(src.text, t.frames[0].line if t.frames else None))
+            label = {"collective": "cause", "peer": "cause", "lock": "consequence"}.get(kind, "noise")
+            yield Clue(key=f"NATIVE_THREAD_{kind.upper()}", label=label,  # type: ignore[arg-type]
+                       text=f"{t.thread_id} {t.name or ''}: {' <- '.join(fns[:4])}"[:500],
+                       source=src.path, host=src.host, role=src.role,
+                       side="collective" if kind == "collective" else None,
+                       suspect=t.thread_id if kind == "peer" else None,
+                       wedge=True if kind in ("collective", "peer", "lock") else (
+                           False if kind == "idle" else None),
+                       strength=2 if label == "cause" else 1,
+                       why={"collective": "waits in NCCL or a CUDA sync: its peers have not joined",
+                            "peer": "blocked receiving from a peer that does not send",
+                            "lock": "waits on a lock another thread of the process holds",
+                            "idle": "a server loop waiting for its next request"}.get(
+                                kind, "no wait that matters"))
+
+
+def _code_after(text: str, line: int | None) -> str:
+    """py-bt prints a frame's source line under it: the call the thread is in."""
+    if line is None or "File \"" not in text:
+        return ""
+    marker = f", line {line}, in "
+    at = text.find(marker)
+    return text[at:at + 300].split("\n", 2)[1] if at >= 0 and text.count("\n", at) >= 1 else ""
+
+
+@reader("pyspy_top")
+def pyspy_top(src: Source) -> Iterator[Clue]:
+    """py-spy top: every thread idle, or where the CPU goes."""
+    if not looks_like_pyspy_top(src.text):
+        return
+    top = parse_pyspy_top(src.text)
+    if top is None:
+        return
+    if top.idle:
+        yield Clue(key="PYSPY_TOP_IDLE", label="consequence", source=src.path, host=src.host,
+                   text=f"py-spy top: {top.threads} thread(s), Active {top.active_pct}%, GIL "
+                        f"{top.gil_pct}%: no thread ran", wedge=True, strength=1,
+                   why="every thread waits (py-spy top over its samples)")
+    elif top.hottest is not None:
+        yield Clue(key="PYSPY_TOP_BUSY", label="progress", source=src.path, host=src.host,
+                   text=f"py-spy top: Active {top.active_pct}%, hottest {top.hottest.function} "
+                        f"{top.hottest.own_pct}%", wedge=False, strength=1,
+                   why="threads ran during the samples")
+
+
+@reader("load_documents")
+def load_documents(src: Source) -> Iterator[Clue]:
+    """/v1/loads, /get_load(s), /workers, /model_info: context, and a snapshot that stopped
+    with work in it."""
+    doc_json = src.json
+    if doc_json is None and src.kind == "load" and src.text.lstrip()[:1] in ("{", "["):
+        try:
+            doc_json = json.loads(src.text)
+        except (ValueError, RecursionError):
+            return
+    doc = read_load_doc(doc_json) if doc_json is not None else None
+    if doc is None:
+        return
+    role = doc.role or src.role
+    if doc.kind in ("router_loads", "router_workers"):
+        role = "router"
+    stale = doc.stale()
+    yield Clue(key="LOAD_SNAPSHOT_STALE" if stale else "LOAD_DOCUMENT",
+               label="cause" if stale else "noise", source=src.path, host=src.host, role=role,
+               side=role if role in ("prefill", "decode", "router") else None,  # type: ignore[arg-type]
+               text=f"{doc.kind}: " + "; ".join(doc.notes)[:400], wedge=True if stale else False,
+               strength=2 if stale else 1,
+               why="a load snapshot the scheduler stopped publishing with work in it" if stale
+               else "a load document: context, and how it misleads")

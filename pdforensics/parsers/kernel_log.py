@@ -1,0 +1,205 @@
+"""The kernel log (dmesg, dmesg -T / --time-format=iso, journalctl -k, syslog): GPU and host
+events beneath SGLang.
+
+- ``NVRM: Xid (PCI:0000:a1:00): 79, pid=..., name=..., <message>``: one Xid event, classed by
+  `xid_table` (Xid 45 names the earlier Xid it follows: ``caused by previous Xid 149``;
+  Xid 154 the recovery the driver now needs);
+- ``GPU has fallen off the bus`` with or without an Xid line, ``RmInitAdapter failed``: the
+  GPU is gone;
+- ``PCIe Bus Error: severity=..., type=...`` with its detail lines (``[ 5] Surprise Down
+  Error``): a PCIe AER event on a port or device;
+- ``Out of memory: Killed process 123 (python3)`` (also in a memory cgroup): the OOM killer's
+  victim; ``X invoked oom-killer`` names the allocator, not the victim;
+- GSP RPC timeouts and RPC history dumps (``NVRM: GPU6 RPC event history``): the GPU's
+  system processor stopped answering;
+- ``Unable to determine the device handle for GPU0000:03:00.0`` (nvidia-smi, often pasted
+  beside the log): the GPU no longer answers the driver.
+
+Every line is read on its own (no regex spans lines) and nothing here raises on arbitrary text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdforensics import linear
+from pdforensics.parsers.journal import parse_log_timestamp
+from pdforensics.parsers.nvidia_smi import XidEvent
+
+XID = "xid"
+GPU_LOST = "gpu_lost"
+AER = "aer"
+OOM_KILL = "oom_kill"
+GSP = "gsp"
+SMI_UNREACHABLE = "smi_unreachable"
+
+_PCI = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?")
+_UPTIME = linear.compile(r"\[\s{0,12}(\d{1,10}\.\d{1,9})\]")
+_AER = linear.compile(r"(?:^|\s)(\S{1,40} )?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): "
+                  r"PCIe Bus Error: severity=([^,]{1,40}), type=([^,]{1,60})")
+_AER_DETAIL = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d):\s{1,12}"
+                         r"(?:device \[|\[\s{0,2}\d{1,2}\] )")
+_OOM = linear.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_kill_allocating_task\))?: "
+                  r"Kill(?:ed)? process (\d{1,10}) \(([^)\n]{0,64})\)")
+_GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
+_SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
+_CAUSED_BY = linear.compile(r"caused by previous Xid (\d{1,4})")
+_RECOVERY = linear.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
+                       r"\(([^)]{1,40})\)")
+
+
+@dataclass(frozen=True)
+class KernelEvent:
+    """One event of the kernel log."""
+
+    lineno: int
+    kind: str  # XID | GPU_LOST | AER | OOM_KILL | GSP | SMI_UNREACHABLE
+    text: str  # the line as found (AER: the severity line and its detail lines)
+    device: str | None = None  # "0000:a1:00" (PCI) or "GPU6"
+    xid: int | None = None
+    pid: int | None = None
+    process: str | None = None
+    severity: str | None = None  # AER: Corrected / Uncorrected (Fatal) / ...
+    caused_by: int | None = None  # Xid 45: the Xid it follows
+    recovery: str | None = None  # Xid 154: the recovery the driver now requires
+    epoch: float | None = None
+    uptime_s: float | None = None
+
+    @property
+    def suspect(self) -> str | None:
+        """What to look at, in the words the log uses (``PCI:0000:a1:00``, ``GPU6``, a pid)."""
+        if self.kind == OOM_KILL:
+            return str(self.pid) if self.pid is not None else None
+        if self.device is None or self.kind == AER:
+            return None
+        return self.device if self.device.startswith("GPU") else f"PCI:{self.device}"
+
+
+@dataclass(frozen=True)
+class KernelLog:
+    events: tuple[KernelEvent, ...]
+    driver: str | None = None  # "535.161.07" from the module's load line
+
+    @property
+    def xids(self) -> tuple[XidEvent, ...]:
+        """The Xid events in the older record (HostView.xids, the report's GPU section)."""
+        return tuple(XidEvent(pci=e.device or "?", xid=e.xid, pid=e.pid, process=e.process,
+                              message=_xid_message(e.text), epoch=e.epoch, uptime_s=e.uptime_s,
+                              line=e.text)
+                     for e in self.events if e.kind == XID and e.xid is not None)
+
+
+def _xid_message(line: str) -> str:
+    i = line.find("): ")
+    return line[i + 3:].strip() if i >= 0 else line
+
+
+def _pci(text: str) -> str | None:
+    m = _PCI.search(text)
+    return m.group(1).lower() if m else None
+
+
+def _comm(line: str, start: int) -> str:
+    """The victim's name: from its "(" to the ")" before " total-vm" (a name may hold
+    parentheses: "(resolved)")."""
+    end = line.find(") total-vm", start)
+    if end < 0:
+        end = line.rfind(")")
+    return line[start:end][:64] if end >= start else line[start:start + 64]
+
+
+def _times(line: str) -> tuple[float | None, float | None]:
+    up = _UPTIME.search(line[:80])
+    return parse_log_timestamp(line), float(up.group(1)) if up else None
+
+
+def _xid(no: int, line: str) -> KernelEvent | None:
+    i = line.find("NVRM: Xid (")
+    j = line.find("): ", i)
+    if i < 0 or j < 0 or j - i > 80:
+        return None
+    rest = line[j + 3:]
+    digits = rest.split(",", 1)[0].strip()
+    if not digits.isdigit() or len(digits) > 4:
+        return None
+    tail = rest.split(",", 1)[1].strip() if "," in rest else ""
+    pid: int | None = None
+    proc: str | None = None
+    if tail.startswith("pid="):
+        value, _, tail = tail[4:].partition(", ")
+        pid = int(value.strip("'")) if value.strip("'").isdigit() else None
+    if tail.startswith("name="):
+        value, _, tail = tail[5:].partition(", ")
+        proc = None if value.strip("<>'") in ("unknown", "") else value
+    inside = line[i + len("NVRM: Xid ("):j]
+    dev = _pci(inside)
+    caused = _CAUSED_BY.search(rest)
+    rec = _RECOVERY.search(rest)
+    epoch, up = _times(line)
+    return KernelEvent(no, XID, line.strip(), dev, int(digits), pid, proc,
+                       caused_by=int(caused.group(1)) if caused else None,
+                       recovery=rec.group(2) if rec else None, epoch=epoch, uptime_s=up)
+
+
+def _other(no: int, line: str) -> KernelEvent | None:
+    epoch, up = _times(line)
+    if "fallen off the bus" in line or "RmInitAdapter failed" in line:
+        return KernelEvent(no, GPU_LOST, line.strip(), _pci(line), epoch=epoch, uptime_s=up)
+    if (m := _OOM.search(line)) is not None:
+        return KernelEvent(no, OOM_KILL, line.strip(), pid=int(m.group(1)),
+                           process=_comm(line, m.start(2)), epoch=epoch, uptime_s=up)
+    if "NVRM" in line and ("RPC event history" in line or "RPC history" in line
+                           or "waiting for RPC response" in line or "PMU has halted" in line):
+        g = _GSP_GPU.search(line)
+        return KernelEvent(no, GSP, line.strip(), f"GPU{g.group(1)}" if g else None,
+                           epoch=epoch, uptime_s=up)
+    if (m := _SMI.search(line)) is not None:
+        return KernelEvent(no, SMI_UNREACHABLE, line.strip(), _pci(m.group(1)))
+    return None
+
+
+def parse_kernel_log(text: str) -> KernelLog:
+    """Every GPU, PCIe, OOM and GSP event of a kernel log, in line order (see the module
+    docstring); GSP history rows after their title are one event, not one per row."""
+    events: list[KernelEvent] = []
+    driver = None
+    aer: tuple[int, list[str], linear.Match[str]] | None = None
+    gsp_seen: set[str | None] = set()
+    lines = text.split("\n")
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r")
+        if aer is not None:
+            dm = _AER_DETAIL.search(line)
+            if dm is not None and dm.group(1) == aer[2].group(2):
+                aer[1].append(line.strip())
+                continue
+            events.append(_aer(*aer))
+            aer = None
+        if "PCIe Bus Error" in line and (m := _AER.search(line)) is not None:
+            aer = (no, [line.strip()], m)
+            continue
+        if driver is None and "NVRM: loading NVIDIA" in line:
+            driver = next((w for w in line.split() if w[:1].isdigit() and w.count(".") >= 1
+                           and w.replace(".", "").isdigit()), None)
+        ev = _xid(no, line) if "NVRM: Xid" in line else _other(no, line)
+        if ev is None:
+            continue
+        if ev.kind == GSP:  # one event per GPU per history dump
+            if ev.device in gsp_seen and "waiting for RPC response" not in ev.text:
+                continue
+            gsp_seen.add(ev.device)
+        events.append(ev)
+    if aer is not None:
+        events.append(_aer(*aer))
+    return KernelLog(tuple(events), driver)
+
+
+def _aer(no: int, lines: list[str], m: linear.Match[str]) -> KernelEvent:
+    epoch, up = _times(lines[0])
+    return KernelEvent(no, AER, " | ".join(lines), m.group(2).lower()[:10], severity=m.group(3),
+                       epoch=epoch, uptime_s=up)
+
+
+def looks_like_kernel_log(text: str) -> bool:
+    return any(k in text for k in ("NVRM: ", "PCIe Bus Error", "Out of memory: Kill",
+                                   "out of memory: Kill", "invoked oom-killer", "pcieport "))

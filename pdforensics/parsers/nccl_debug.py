@@ -1,0 +1,131 @@
+"""NCCL's own debug lines (``NCCL_DEBUG=WARN|INFO``): what failed, and what followed from it.
+
+A line reads ``host:pid:tid [dev] [file.cc:123] NCCL WARN|INFO message`` (any log prefix
+before it: a pdsh ``10.0.0.1: ``, a compose service). The warnings that name a failure are
+causes: an InfiniBand work completion with an error (``NET/IB : Got completion from peer ...
+with error 4`` / ``status=12 ... vendor err 129``), a verbs call that failed (``Call to
+ibv_create_qp failed``: connection set-up, so the collective never started), a collective
+mismatch. The ``file.cc:N -> 6 [Proxy Thread]`` lines that follow carry the error code up
+the stack to a thread: one chain, one consequence (its last line). ``Abort COMPLETE`` is a
+communicator torn down after an error. INFO lines of a healthy start (rings, trees,
+channels, ``Init COMPLETE``) are context only. Never raises on arbitrary text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdforensics import linear
+
+LITERAL = "NCCL "
+
+_LINE = linear.compile(r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):(\d{1,10}) \[(\d{1,4})\] "
+                   r"(?:([\w./-]{1,300}:\d{1,7}) )?NCCL (WARN|INFO|TRACE|ABORT) ?(.*)$")
+_CHAIN = linear.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})(?: \[([^\]]{1,40})\])?\s*$")
+_IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
+                            r"status=(\d{1,5}))")
+_IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
+_BOOTSTRAP_MSG = ("Bootstrap", "cudaDriverVersion", "NET/IB : Using", "NET/Socket : Using",
+                  "Using network", "Plugin Path", "P2P plugin", "NET/Plugin")
+_SETUP_CALLS = ("ibv_create", "ibv_reg", "ibv_open", "ibv_query", "ibv_modify_qp", "ibv_alloc",
+                "ibv_get_device", "ibv_fork_init")
+
+#: classes of NCCL lines, with their label for the reasoning
+IB_COMPLETION = "ib_completion_error"
+IBV_CALL = "ibv_call_failed"
+MISMATCH = "collective_mismatch"
+WARN = "warn"
+ERROR_CHAIN = "error_chain"  # the end of a "file:line -> code [Thread]" chain
+ABORT = "comm_abort"
+PEER_CLOSED = "peer_closed"
+INIT = "init"  # healthy start-up lines (context)
+
+
+@dataclass(frozen=True)
+class NcclLine:
+    """One NCCL debug line that matters (or the end of one error chain)."""
+
+    lineno: int
+    text: str  # the line as found (its outer log prefix kept)
+    kind: str
+    host: str
+    pid: int
+    dev: int  # the local device index in brackets
+    level: str  # WARN | INFO | TRACE | ABORT
+    message: str  # after "NCCL WARN " / "NCCL INFO "
+    code: int | None = None  # ncclResult of an error chain (2 system, 3 internal, 5, 6 remote)
+    call: str | None = None  # the verbs call that failed
+    peer: str | None = None  # the peer an IB completion error names
+    setup: bool = False  # the failure is in connection set-up (stage: start-up)
+
+
+def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
+    extra: dict[str, str] = {}
+    if level == "WARN" or level == "ABORT":
+        if (m := _IB_COMPLETION.search(msg)) is not None:
+            extra["peer"] = m.group(1)
+            return IB_COMPLETION, extra
+        if (m := _IBV_FAILED.search(msg)) is not None:
+            extra["call"] = m.group(1)
+            extra["setup"] = "yes" if m.group(1).startswith(_SETUP_CALLS) else ""
+            return IBV_CALL, extra
+        if "ismatch" in msg:
+            return MISMATCH, extra
+        if "closed by remote peer" in msg or "reset by peer" in msg or "Connection closed" in msg:
+            return PEER_CLOSED, extra
+        return WARN, extra
+    if "Abort COMPLETE" in msg:
+        return ABORT, extra
+    if ("Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Channel ", "NVLS ",
+                                                                             "threadThresholds"))
+            or msg.startswith(_BOOTSTRAP_MSG) or "coll channels" in msg):
+        return INIT, extra
+    return None, extra
+
+
+def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
+    """The NCCL lines of ``text`` that matter, in file order; each error chain ends in one
+    ERROR_CHAIN line (its last ``-> code`` line)."""
+    if LITERAL not in text:
+        return ()
+    out: list[NcclLine] = []
+    chains: dict[tuple[str, int, str], NcclLine] = {}  # open chain per (host, pid, tid)
+    for no, raw in enumerate(text.split("\n"), 1):
+        line = raw.rstrip("\r")
+        if "NCCL " not in line:
+            continue
+        m = _LINE.search(line)
+        if m is None:
+            continue
+        host, pid, tid, dev, src, level, msg = m.groups()
+        key = (host, int(pid), tid)
+        body = f"{src} {msg}" if src else msg
+        cm = _CHAIN.match(body.strip())
+        if cm is not None and level == "INFO":
+            code = int(cm.group(2))
+            chains[key] = NcclLine(no, line, ERROR_CHAIN, host, int(pid), int(dev), level,
+                                   msg.strip(), code=code)
+            if cm.group(3):  # the chain reached a thread: it ends here
+                out.append(chains.pop(key))
+            continue
+        if key in chains:  # a chain broken off by another line of the same thread
+            out.append(chains.pop(key))
+        kind, extra = _classify(level, msg)
+        if kind is None:
+            continue
+        out.append(NcclLine(no, line, kind, host, int(pid), int(dev), level, msg.strip(),
+                            call=extra.get("call"), peer=extra.get("peer"),
+                            setup=bool(extra.get("setup"))))
+    out.extend(chains.values())
+    return tuple(sorted(out, key=lambda x: x.lineno))
+
+
+
+def init_phase(lines: tuple[NcclLine, ...]) -> str | None:
+    """``bootstrap`` when the NCCL lines stop in communicator bootstrap (nothing connected
+    yet), ``set_up`` when they show communicators set up, None without init lines."""
+    init = [n for n in lines if n.kind == INIT]
+    if not init and not lines:
+        return None
+    return "set_up" if any(not n.message.startswith(_BOOTSTRAP_MSG) for n in init) else (
+        "bootstrap" if init else None)

@@ -1,0 +1,144 @@
+"""KV transfer engine errors: Mooncake (glog lines of its C++ transfer engine) and NIXL / UCX.
+
+Each error is placed on the PD stage it breaks. Prefill pushes KV to decode through the
+transfer engine: a failed write, an RDMA work completion with an error, a failed handshake or
+segment (metadata) lookup break ``kv_send``; seen in a decode server's log the same failure
+is decode waiting for KV (``decode_transfer_wait``); memory registration and transport
+installation happen at start-up. A read that hits ``End of file`` / ``Connection reset`` is
+the peer going away (a consequence of the failure on the other side), and a flushed work
+request follows the error that moved its queue pair to the error state (a consequence when
+that error is in the same text). Never raises on arbitrary text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdforensics import linear
+
+# glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
+_GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
+                   r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
+_UCX = linear.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
+_SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
+_ERRNO = linear.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
+_SLICE = linear.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
+_PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
+#: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
+_BENIGN = ("Local segment descriptor not found",)
+_NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
+
+#: a line that can be a transfer error holds one of these (most lines of a log hold none)
+_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal")
+#: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
+_TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
+             "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
+             "multi_transport", "endpoint_store", "cxl_transport", "ascend_transport",
+             "hccl_transport", "efa_transport", "rpc_communicator")
+_PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
+_STARTUP = ("register memory", "registerLocalMemory", "install transport", "installTransport",
+            "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",
+            "Failed to init", "Failed to initialize")
+_HANDSHAKE = ("handshake", "Handshake")
+_METADATA = ("metadata not found", "segment", "Segment", "getSegmentDesc", "metadata server",
+             "Failed to get description")
+
+
+@dataclass(frozen=True)
+class TransferError:
+    """One transfer-engine error line."""
+
+    lineno: int
+    text: str  # the line as found
+    engine: str  # mooncake | ucx | nixl
+    kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash | error
+    stage: str | None  # kv_send | startup | None (decode: the caller maps to decode_transfer_wait)
+    label: str  # cause | consequence
+    detail: str  # errno text, the work completion status, the signal
+    peer: str | None = None
+    level: str = "E"
+
+
+def _mooncake_kind(src: str, msg: str) -> tuple[str, str | None, str]:
+    """(kind, stage, detail) of one Mooncake error message."""
+    errno = _ERRNO.search(msg)
+    detail = errno.group(1) if errno else ""
+    if any(w in msg for w in _STARTUP):
+        return "register", "startup", detail or msg[:80]
+    if "readBody" in msg or "readHeader" in msg or (errno and errno.group(1) in _PEER_GONE):
+        return ("read_eof" if errno and errno.group(1) in _PEER_GONE else "read"), "kv_send", detail
+    if "writeBody" in msg or "writeHeader" in msg:
+        return "write", "kv_send", detail
+    if (sl := _SLICE.search(msg)) is not None:
+        return "rdma_completion", "kv_send", sl.group(1).strip()
+    if any(w in msg for w in _HANDSHAKE):
+        return "handshake", "kv_send", msg[:80]
+    if any(w in msg for w in _METADATA):
+        return "metadata", "kv_send", msg[:80]
+    return "error", ("kv_send" if src.startswith(("tcp_", "rdma_", "worker_pool")) else None), msg[:80]
+
+
+def _line(no: int, line: str) -> TransferError | None:
+    g = _GLOG.search(line)
+    if g is not None:
+        src, msg = g.group(5), g.group(7)
+        if g.group(1) in "IW" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
+            return None
+        kind, stage, detail = _mooncake_kind(src, msg)
+        peer = _PEER_NIC.search(msg)
+        return TransferError(no, line.strip(), "mooncake", kind, stage,
+                             "consequence" if kind == "read_eof" else "cause", detail,
+                             peer.group(1) if peer else None, g.group(1))
+    u = _UCX.search(line)
+    if u is not None and u.group(3) != "WARN":
+        msg = u.group(4)
+        flushed = "Flushed" in msg
+        return TransferError(no, line.strip(), "ucx", "rdma_completion" if "completion" in msg
+                             else "error", "kv_send", "cause",
+                             "Work Request Flushed" if flushed else msg.strip()[:80],
+                             level=u.group(3)[0])
+    s = _SIGNAL.search(line)
+    if s is not None and line.lstrip().startswith("["):
+        return TransferError(no, line.strip(), "ucx", "crash", "kv_send", "cause",
+                             f"signal {s.group(1)}: {s.group(2)[:80]}")
+    n = _NIXL.search(line)
+    if n is not None:
+        return TransferError(no, line.strip(), "nixl", "error", "kv_send", "cause", n.group(0))
+    return None
+
+
+def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
+    """Every transfer-engine error of ``text``; a flushed work request after another error of
+    the same text is that error's consequence."""
+    if not any(k in text for k in (".cpp:", "UCX", "NIXL_ERR_", "Caught signal")):
+        return ()
+    out: list[TransferError] = []
+    for no, raw in enumerate(text.split("\n"), 1):
+        if not any(k in raw for k in _LINE_MARKS):
+            continue
+        e = _line(no, raw[:20000].rstrip("\r"))
+        if e is not None:
+            out.append(e)
+    first_real = next((e.lineno for e in out if "Flushed" not in e.detail
+                       and e.label == "cause"), None)
+    return tuple(
+        TransferError(e.lineno, e.text, e.engine, e.kind, e.stage, "consequence", e.detail,
+                      e.peer, e.level)
+        if "Flushed" in e.detail and first_real is not None and first_real < e.lineno else e
+        for e in out)
+
+
+def transfer_context(text: str) -> str | None:
+    """What a text without transfer errors shows of the transfer engine, when anything:
+    ``startup`` (Mooncake's own start-up lines), ``metadata_ok`` (its HTTP metadata server
+    answering 200), ``ucx_info`` (UCX's transport selection lines)."""
+    if "UCX  INFO" in text or "UCX INFO" in text:
+        return "ucx_info"
+    if "/metadata" in text and '" 200 ' in text:
+        return "metadata_ok"
+    for line in text.split("\n")[:20000]:
+        g = _GLOG.search(line) if ".cpp:" in line else None
+        if g is not None and g.group(1) == "I" and g.group(5).startswith(_TE_FILES) and (
+                "listen" in g.group(7) or "starting" in g.group(7)):
+            return "startup"
+    return None

@@ -1,0 +1,59 @@
+"""`triage` on the formats beneath SGLang: every field artifact of those families is read as
+the kind its sidecar names (flight_recorder, pyspy_top, load, log, stacks), without error;
+a gdb dump is never taken for a corrupt py-spy dump; a pickle is read without running it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pdforensics.cli import main
+from pdforensics.triage.read import read_path
+
+FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
+FAMILIES = ("nccl", "kernel", "gdb", "flight_recorder", "pyspy_top", "load", "transfer_engine")
+
+
+def _cases() -> list[tuple[Path, str]]:
+    out = []
+    for fam in FAMILIES:
+        for meta in sorted((FIELD / fam).glob("*.meta.json")):
+            art = next(p for p in meta.parent.glob(meta.name[: -len(".meta.json")] + ".*")
+                       if not p.name.endswith(".meta.json"))
+            out.append((art, json.loads(meta.read_text())["kind"]))
+    return out
+
+
+CASES = _cases()
+
+
+def test_the_families_are_there() -> None:
+    assert len(CASES) == 67 and {p.parent.name for p, _ in CASES} == set(FAMILIES)
+
+
+@pytest.mark.parametrize("path,kind", CASES, ids=[f"{p.parent.name}/{p.stem}" for p, _ in CASES])
+def test_each_artifact_is_read_as_its_kind(path: Path, kind: str) -> None:
+    art = read_path(str(path))
+    assert art.usable, art.error
+    assert kind in art.kinds and art.result_size > 0
+
+
+def test_a_gdb_dump_is_not_a_corrupt_pyspy_dump() -> None:
+    art = read_path(str(FIELD / "gdb" / "gen-gdb13-thread-apply-all-bt-recv-lock.txt"))
+    assert art.kind == "stacks" and art.error is None and art.dumps[0].kind == "gdb"
+
+
+def test_the_cli_describes_what_it_read() -> None:
+    paths = [FIELD / "flight_recorder" / "gen-torch213-gloo-fr-rank0-pickle.pkl",
+             FIELD / "pyspy_top" / "gen-pyspy043-top-idle-blocked.txt",
+             FIELD / "load" / "gen-sglang0523-decode-get-load-404.json",
+             FIELD / "nccl" / "nccl-1730-ras-ok-while-watchdog-times-out.txt"]
+    res = CliRunner().invoke(main, ["triage", *map(str, paths)])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "Flight Recorder dump, rank 0, 5 entries, 1 pending" in out
+    assert "py-spy top, 7 functions, Active 0.0%" in out and "not_found document" in out
+    assert "NCCL_COLLECTIVE_TIMEOUT" in out and "NCCL_RAS_REPORT" in out

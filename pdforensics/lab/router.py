@@ -77,6 +77,18 @@ def registered_workers(base: str) -> int:
     return len(workers) if isinstance(workers, list) else 0
 
 
+def healthy_workers(base: str) -> int:
+    """How many workers the router's /workers calls healthy (0 when it does not answer)."""
+    try:
+        with urllib.request.urlopen(base + "/workers", timeout=1.0) as resp:
+            body = json.loads(resp.read())
+    except (OSError, ValueError):
+        return 0
+    workers = body.get("workers") if isinstance(body, dict) else None
+    return sum(1 for w in workers if isinstance(w, dict) and w.get("is_healthy") is True) \
+        if isinstance(workers, list) else 0
+
+
 def routes_a_request(base: str) -> bool:
     """One generate request through the router got an HTTP answer (any status): the router
     has dispatched to its workers at least once, so its per-worker series exist."""

@@ -25,7 +25,7 @@ from pdforensics.lab.core import (
 )
 from pdforensics.lab.layout import LabHost, Ports, lab_hosts, paths
 from pdforensics.lab.requirements import require_lab_tools
-from pdforensics.lab.router import router_argv
+from pdforensics.lab.router import healthy_workers, router_argv
 from pdforensics.lab.servers import install_nvidia_smi, server_argv, server_env
 
 JOB_NAME = "pdfx-lab"
@@ -98,7 +98,7 @@ def _job_field(job_id: str, key: str) -> str:
 
 
 def slurm_lab_up(lab_dir: Path, fault: str = "healthy", base_port: int | None = None) -> SlurmLab:
-    """Submit the lab as a batch job and wait until its servers answer."""
+    """Submit the lab as a batch job and wait until its servers and its router answer."""
     _check_fault(fault)
     require_lab_tools(True)
     lab_dir = Path(lab_dir).resolve()
@@ -120,7 +120,12 @@ def slurm_lab_up(lab_dir: Path, fault: str = "healthy", base_port: int | None = 
     _write_atomic(paths(lab_dir)["json"], json.dumps(record, indent=2))
     try:
         node = _wait_running(job_id)
-        _wait_ready(lab_dir, {h.role: h for h in hosts}, ports, False, {}, phase="servers")
+        by_role = {h.role: h for h in hosts}
+        _wait_ready(lab_dir, by_role, ports, False, {}, phase="servers")
+        _wait_ready(lab_dir, by_role, ports, False, {}, phase="router")
+        # the router step starts with the servers: its first health check may have failed,
+        # and until a later one passes it routes nothing (a capture reads ROUTER_NO_WORKERS)
+        _wait_healthy_workers(f"http://{by_role['router'].bind}:{ports.router}", len(by_role) - 1)
     except BaseException as exc:
         logs = " | ".join(f"{p.name}: {_tail(p)}" for p in sorted(out_dir.glob("*")))
         slurm_lab_down(lab_dir)
@@ -128,6 +133,14 @@ def slurm_lab_up(lab_dir: Path, fault: str = "healthy", base_port: int | None = 
             raise PdforensicsError(f"{exc} (slurm job {job_id}; {logs})") from None
         raise
     return SlurmLab(dir=lab_dir, job_id=job_id, node=node, out_dir=out_dir, ports=ports)
+
+
+def _wait_healthy_workers(base: str, count: int, timeout_s: float = 30.0) -> None:
+    end = time.monotonic() + timeout_s
+    while healthy_workers(base) < count:
+        if time.monotonic() > end:
+            raise PdforensicsError(f"the lab's router ({base}) never called its {count} workers healthy")
+        time.sleep(0.25)
 
 
 def _wait_running(job_id: str) -> str:

@@ -25,6 +25,7 @@ from pdforensics.lab.core import LabInfo
 from pdforensics.lab.router import registered_workers
 from pdforensics.report.timeline import build_timeline
 from pdforensics.views.loaded import load_capture
+from pdforensics.views.window import Since
 from tests.support import ports
 from tests.support.rule_matrix import RuleMatrix
 
@@ -59,12 +60,13 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
     info, d = lab
     set_fault(info.dir, "healthy")  # reset queues a previous fault froze
     time.sleep(1.0)
+    since = fault_window()
     set_fault(info.dir, fault)
     time.sleep(2.5)
     cluster = load_cluster_file(info.cluster_file)
     assert {h.address for h in cluster.hosts} == LAB_HOSTS
     assert all(h.port == BASE_PORT + 5 for h in cluster.hosts)
-    opts = CaptureOptions(out_dir=d / f"{fault}-{samples}", deadline_s=40,
+    opts = CaptureOptions(out_dir=d / f"{fault}-{samples}", deadline_s=40, since=since,
                           plan=PlanOptions(samples=samples, interval_s=2.0, stack_dumps=stack_dumps))
     outcome = run_capture(cluster, opts)
     cap = load_capture(outcome.bundle)
@@ -75,6 +77,14 @@ def capture(lab: tuple[LabInfo, Path], fault: str, samples: int = 3,
     own = OWN_RULE.get(fault)
     MATRIX.check(a, row or fault, {own} if own else set(), TOP.get(fault, own))
     return a, doc
+
+
+def fault_window() -> Since:
+    """One lab hosts fault after fault: each capture's evidence window starts where its fault
+    was set (an operator's --since), so an earlier fault's log lines (rank-stuck's soft
+    watchdog dumps) are history, not this fault's evidence."""
+    now = time.time()
+    return Since(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), epoch=now)
 
 
 def keys(a: Analysis, severity: str | None = None) -> list[str]:
@@ -200,9 +210,10 @@ def test_clock_skew(lab: tuple[LabInfo, Path]) -> None:
     its offset and the round trip, and no other; py-spy (static, LD_PRELOAD ignored) still reads
     that host's ranks; the timeline says by how much its times were corrected."""
     info, d = lab
+    since = fault_window()
     set_fault(info.dir, "clock-skew")
     try:
-        opts = CaptureOptions(out_dir=d / "clock-skew", deadline_s=20,
+        opts = CaptureOptions(out_dir=d / "clock-skew", deadline_s=20, since=since,
                               plan=PlanOptions(samples=1, stack_dumps=1, probes=False))
         cap = load_capture(run_capture(load_cluster_file(info.cluster_file), opts).bundle)
     finally:

@@ -44,6 +44,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.lab]
 
 ESCAPES = ("fine\roverwritten\b\x7f\u202etxt.exe "  # CR overwrite, backspace, DEL, bidi
            "\x1b[2J\x1b[H"  # clear the screen
+           "\x1b[32;1mHEALTHY\x1b[0m "  # the summary's own colour, forged
            "\x1b]52;c;cm0gLXJmIH4=\x07"  # OSC 52: write the operator's clipboard
            "\x1b]8;;http://127.0.0.1/x\x1b\\link\x1b]8;;\x1b\\"  # OSC 8 hyperlink
            "\x1b]0;owned\x07")  # window title
@@ -55,6 +56,9 @@ def cluster(lab: Path) -> dict[str, Any]:  # noqa: F811
 
 
 # -- the operator's terminal -----------------------------------------------------------------
+PLAIN = {"NO_COLOR": "1"}
+
+
 def test_host_text_on_a_pseudo_terminal(lab: Path, cluster: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
     """stderr of a failing command, a log line and a process's argv carry escape sequences;
     `capture` (progress, gaps, findings) and `analyze` run on a real pty."""
@@ -71,7 +75,10 @@ def test_host_text_on_a_pseudo_terminal(lab: Path, cluster: dict[str, Any], tmp_
     cfile = fk.write_cluster(cluster, tmp_path / "c.toml")
     t0 = time.monotonic()
     try:
-        rc, seen = run_on_pty([*fk.CLI, "capture", "-c", str(cfile), "-o", str(tmp_path / "out"), *FAST])
+        # NO_COLOR: every ESC on this terminal other than the progress block's is a failure
+        # (the summary's own colours are checked in test_exit_codes_ssh)
+        rc, seen = run_on_pty([*fk.CLI, "capture", "-c", str(cfile), "-o", str(tmp_path / "out"), *FAST],
+                              env=PLAIN)
     finally:
         fake.kill()
         fake.wait()
@@ -79,7 +86,7 @@ def test_host_text_on_a_pseudo_terminal(lab: Path, cluster: dict[str, Any], tmp_
     wall = time.monotonic() - t0
     bundle = fk.newest_bundle(tmp_path / "out")
     assert rc in (0, 3) and bundle is not None, seen
-    arc, analyzed = run_on_pty([*fk.CLI, "analyze", str(bundle)])
+    arc, analyzed = run_on_pty([*fk.CLI, "analyze", str(bundle)], env=PLAIN)
     assert arc == 0, analyzed
     assert unsafe_bytes(seen, own_block=True) == [], seen  # the progress block's own, nothing else
     assert unsafe_bytes(analyzed) == [], analyzed

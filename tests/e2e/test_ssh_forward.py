@@ -362,7 +362,7 @@ def test_refused_forwarding_under_concurrent_fetches(refusing_host: HostSpec,
 
 
 # -- whole captures --------------------------------------------------------------------------
-ENDPOINTS = {"health", "model_info", "loads", "server_info", "metrics", "health_generate"}
+ENDPOINTS = {"health", "model_info", "loads", "server_info", "metrics", "health_generate", "ready"}
 
 
 @pytest.mark.parametrize("refused", [False, True], ids=["forwarding", "refused"])
@@ -387,7 +387,7 @@ def test_capture_endpoints_by_forwarding_or_by_curl(
     # curl on the host, or this process through the SSH connection: the server tells them apart
     agents = {h.get("User-Agent", "").split("/")[0] for _, h in service.seen}
     assert agents == ({"curl"} if refused else {"pdforensics"}), service.seen
-    assert len(service.seen) == len(endpoints)
+    assert len(service.seen) == len(endpoints), ([p for p, _ in service.seen], [e.source for e in endpoints])
     health = next(e for e in endpoints if e.source == "health")
     assert health.path is not None
     resp = parse_http_response((outcome.bundle / health.path).read_bytes())

@@ -72,4 +72,5 @@ def file_job(host: HostSpec, name: str, pid: int, log: Path) -> Job:
                        args="sleep 60", kind="server")
     svc = Service(role="decode", kind="server", port=1, address="127.0.0.1", root_pid=pid,
                   pids=(pid,), metrics_port=None, unit=None, log_file=str(log), declared=True)
-    return make_job(host, REGISTRY[name], Target(process=proc, service=svc))
+    # a path-named source (a Flight Recorder dump) reads the same file
+    return make_job(host, REGISTRY[name], Target(process=proc, service=svc, path=str(log)))

@@ -9,7 +9,6 @@ lab needs `lab down` + `lab up` after them."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import time
@@ -120,9 +119,22 @@ def metric(url: str, name: str, label: str = "") -> float | None:
             text = resp.read().decode(errors="replace")
     except OSError:
         return None
-    found = [float(m.group(2)) for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M)
-             if label in (m.group(1) or "")]
+    found = [value for labels, value in (_sample(line, name) for line in text.splitlines())
+             if value is not None and label in labels]
     return sum(found) if found else None
+
+
+def _sample(line: str, name: str) -> tuple[str, float | None]:
+    """(labels, value) of a sample line of `name`, or ("", None) for any other line."""
+    rest = line[len(name):] if line.startswith(name) else ""
+    labels = rest[:rest.find("}") + 1] if rest.startswith("{") else ""
+    parts = rest[len(labels):].split()
+    if not rest or not rest[len(labels):].startswith(" ") or len(parts) != 1:
+        return "", None
+    try:
+        return labels, float(parts[0])
+    except ValueError:
+        return "", None
 
 
 def _until(what: str, check: Callable[[], bool], timeout_s: float) -> float:

@@ -221,7 +221,9 @@ def test_healthy_then_wedged(stack: dict[str, Any]) -> None:
     # -- still exactly one capture, long after the hold ---------------------------------------
     assert time.time() - captured["at"] > HOLD + 2 * EVERY  # room for a second one: none came
     assert len(watch.of("capture_start")) == 1 and len(watch.of("captured")) == 1
-    assert [p.name for p in (d / "store" / "bundles").iterdir() if not p.name.startswith(".")] == [bundle.name]
+    # the one bundle, and the one file to attach beside it (archived by default)
+    assert sorted(p.name for p in (d / "store" / "bundles").iterdir() if not p.name.startswith(".")) == [
+        bundle.name, bundle.name + ".tar.gz"]
     assert (d / "hook.env").read_text().count("--") == 1
     assert watch.of("poll")[-1]["state"] == "open"
     print(f"\nswitch->capture_start {start['at'] - switch:.1f}s (poll {trigger_poll - last_before} after), "

@@ -187,6 +187,7 @@ def _path_without(shared: Path, tool: str) -> Path:
     """A bin directory with every command of the system but TOOL."""
     bindir = shared / "bin"
     bindir.mkdir()
+    bindir.chmod(0o755)  # the login user must enter it whatever the umask (077 in CI)
     for d in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
         for f in Path(d).iterdir() if Path(d).is_dir() else ():
             if f.name != tool and not (bindir / f.name).exists():

@@ -7,6 +7,10 @@ from typing import Literal
 
 Role = Literal["router", "prefill", "decode", "unified"]
 Scope = Literal["host", "process", "unit", "endpoint"]
+#: how a source's output is redacted before it reaches disk (redact/redactor.py): free text
+#: through the detectors, an environ block or an argv by allowlist, a log tail from its first
+#: whole line, a pickled dump as its redacted JSON form
+Redaction = Literal["text", "environ", "argv", "log_tail", "pickle"]
 
 
 @dataclass(frozen=True)

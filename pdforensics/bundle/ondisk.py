@@ -22,7 +22,7 @@ from typing import Any
 from pdforensics import __version__
 from pdforensics.bundle.schema import SchemaError, validate_discovery, validate_manifest, validate_row
 from pdforensics.errors import BundleError
-from pdforensics.model import CommandResult
+from pdforensics.model import CommandResult, Redaction
 from pdforensics.redact.redactor import Redactor
 from pdforensics.untrusted.read import (
     MAX_JSON_BYTES,
@@ -158,7 +158,7 @@ class BundleWriter:
         self.write_errors: list[str] = []
 
     def add(self, result: CommandResult, key: str, url: str | None = None,
-            extension: str = "txt", environ: bool = False,
+            extension: str = "txt", redaction: Redaction = "text",
             target: dict[str, Any] | None = None, read: str | None = None) -> ResultEntry:
         """Redact and write one result's output, then log its manifest row. BundleClosed when
         the bundle is already final (a command that came back after the capture ended)."""
@@ -167,15 +167,15 @@ class BundleWriter:
                 raise BundleClosed(f"{result.host}: {key} came back after the bundle was final")
             self._adding += 1
         try:
-            return self._add(result, key, url, extension, environ, target, read)
+            return self._add(result, key, url, extension, redaction, target, read)
         finally:
             with self._lock:
                 self._adding -= 1
                 self._idle.notify_all()
 
     def _add(self, result: CommandResult, key: str, url: str | None, extension: str,
-             environ: bool, target: dict[str, Any] | None, read: str | None) -> ResultEntry:
-        data = self.redactor.output(result.source, result.stdout, environ)
+             redaction: Redaction, target: dict[str, Any] | None, read: str | None) -> ResultEntry:
+        data = self.redactor.output(result.source, result.stdout, redaction)
         stderr = self.redactor.string(result.stderr)
         argv = self.redactor.argv(result.argv)
         url = self.redactor.string(url) if url else url

@@ -186,7 +186,7 @@ class HostRun:
         sent = {"sent": job.body.decode("utf-8", "replace")} if job.body is not None else {}
         try:
             entry = self.writer.add(result, key=job.key, url=job.url, extension=job.source.extension,
-                                    environ=job.source.redact_environ,
+                                    redaction=job.source.redaction,
                                     target=target_json(job.target) | sent, read=read)
         except BundleClosed:  # it came back after the capture ended: its row says "still collecting"
             return result
@@ -236,7 +236,7 @@ class HostRun:
             self._say(f"found {len(d.services)} service(s), {len(d.processes)} process(es)")
         with self._cond:
             self.jobs_run += 1
-            self._environ_empty |= job.source.redact_environ and not result.stdout
+            self._environ_empty |= job.source.redaction == "environ" and not result.stdout
             self.queue.release(job, follow)
         self._tick(job)
         for held in self._release_held():

@@ -62,7 +62,7 @@ class JobQueue:
         """Environ reads running or waiting: secrets learned from them must be known before
         the host's logs, stacks and endpoint bodies are written."""
         with self.cond:
-            return any(j.source.redact_environ for j in (*self._running.values(), *self._pending))
+            return any(j.source.redaction == "environ" for j in (*self._running.values(), *self._pending))
 
     # -- take and release -----------------------------------------------------------------
     def take(self, deadline: Deadline, stop: threading.Event) -> Job | None:
@@ -129,7 +129,7 @@ class JobQueue:
         if not self._discovered() or not slow_room:
             # slow, hang-prone calls wait for discovery, and never fill every channel
             ready = [j for j in ready if j.priority < SLOW]
-        if any(j.source.redact_environ for j in (*running, *self._pending)):
+        if any(j.source.redaction == "environ" for j in (*running, *self._pending)):
             # secrets learned from this host's environ must be known before its logs, stacks and
             # endpoint bodies are written: nothing unredacted reaches disk, even under SIGKILL.
             # A first py-spy dump may run meanwhile (it sets when the capture can end): its

@@ -158,7 +158,7 @@ def _redact_files(root: Path, rows: list[ResultEntry], r: Redactor) -> None:
     from pdforensics.collectors import REGISTRY
 
     environ = {e.path for e in rows if e.path and _inside(root, e.path)
-               and getattr(REGISTRY.get(e.source), "redact_environ", False)}
+               and getattr(REGISTRY.get(e.source), "redaction", "text") == "environ"}
     for rel in sorted(environ):
         f = root / rel
         if f.is_file() and not f.is_symlink():

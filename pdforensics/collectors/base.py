@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pdforensics.collectors.feeds import Feed
-from pdforensics.model import HostSpec, ProcessInfo, Scope
+from pdforensics.model import HostSpec, ProcessInfo, Redaction, Scope
 from pdforensics.sglang.discovery import Discovery, Service
 
 # Priorities: lower runs first. Cheap reads first, calls that can hang on a wedged box last.
@@ -127,7 +127,7 @@ class Source:
     sample: str | None  # file under tests/data that shows the real output format
     privileged: bool = False  # runs through `sudo -n` on hosts with sudo = true
     extension: str = "txt"
-    redact_environ: bool = False
+    redaction: Redaction = "text"  # how its output is redacted (model.Redaction)
     # exit codes that mean "timed out": coreutils timeout (124, 137 after -k), curl (28)
     timeout_exits: tuple[int, ...] = (124, 137)
     feeds: Feed | None = None  # the view of the loaded capture its reading fills

@@ -47,7 +47,7 @@ FLIGHT_RECORDER = register(Source(
     scope="host", build=lambda host, t: ("head", "-c", str(FR_MAX_BYTES), "--", t.path),
     reads=lambda host, t: t.path, timeout_s=10, max_bytes=FR_MAX_BYTES, priority=SLOW,
     parser="flight_recorder:parse_fr_bytes", sample="field/flight_recorder/"
-    "gen-torch213-gloo-fr-rank0-pickle.pkl", privileged=True, extension="fr",
+    "gen-torch213-gloo-fr-rank0-pickle.pkl", privileged=True, extension="fr", redaction="pickle",
     feeds=Feed("host.flight_recorder", fr_dump),
 ))
 

@@ -44,7 +44,7 @@ def log_file_source(name: str, description: str, max_bytes: int, parser: str, sa
     return register(Source(
         name=name, description=description, scope="endpoint",
         build=lambda host, t: ("tail", "-c", str(max_bytes), "--", t.log_file),
-        reads=lambda host, t: t.log_file, tail=True,
+        reads=lambda host, t: t.log_file, tail=True, redaction="log_tail",
         timeout_s=10, max_bytes=max_bytes, priority=NORMAL, parser=parser, sample=sample,
         privileged=True, feeds=feeds, runs=runs, switch=Switch.LOGS, only=has_log_file,
     ))

@@ -26,7 +26,7 @@ CMDLINE = register(Source(
     scope="process", build=lambda host, t: ("cat", f"/proc/{t.pid}/cmdline"),
     reads=lambda host, t: f"/proc/{t.pid}/cmdline",
     timeout_s=5, max_bytes=1 * MIB, priority=CHEAP, parser="proc:parse_cmdline",
-    sample="proc_cmdline.bin", extension="bin", feeds=Feed("process.cmdline", first_ok),
+    sample="proc_cmdline.bin", extension="bin", redaction="argv", feeds=Feed("process.cmdline", first_ok),
     runs=Runs.PER_PROCESS, retried=True, config=True,
 ))
 
@@ -35,7 +35,7 @@ ENVIRON = register(Source(
     scope="process", build=lambda host, t: ("cat", f"/proc/{t.pid}/environ"),
     reads=lambda host, t: f"/proc/{t.pid}/environ",
     timeout_s=5, max_bytes=2 * MIB, priority=CHEAP, parser="proc:parse_environ",
-    sample="proc_environ.bin", privileged=True, extension="bin", redact_environ=True,
+    sample="proc_environ.bin", privileged=True, extension="bin", redaction="environ",
     feeds=Feed("process.environ", first_ok), runs=Runs.PER_PROCESS, retried=True, config=True,
 ))
 

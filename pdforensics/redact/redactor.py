@@ -23,6 +23,7 @@ from typing import Any
 import platformdirs
 
 from pdforensics import linear
+from pdforensics.model import Redaction
 from pdforensics.redact.allow import DEFAULT, Allowlist, never_kept
 from pdforensics.redact.detectors import (
     EMPTY_VALUES,
@@ -209,18 +210,19 @@ class Redactor:
         self.learn(learned)
         return self.text(b"\0".join(args))
 
-    def output(self, source: str, data: bytes, environ: bool = False) -> bytes:
-        """A command's stdout, by source: environ and cmdline by allowlist, a log tail from its
-        first whole line, anything else through the detectors."""
+    def output(self, source: str, data: bytes, redaction: Redaction = "text") -> bytes:
+        """A command's stdout, as its source declares (model.Redaction): environ and argv by
+        allowlist, a log tail from its first whole line, a pickle as its redacted JSON form,
+        anything else through the detectors."""
         self._where.source = source
         try:
-            if environ:
+            if redaction == "environ":
                 return self.environ(data)
-            if source == "cmdline":
+            if redaction == "argv":
                 return self.cmdline(data)
-            if source == "log_file":
+            if redaction == "log_tail":
                 return self.log_window(data, cut=len(data) >= LOG_TAIL_BYTES)
-            if source == "flight_recorder":
+            if redaction == "pickle":
                 return self.pickled(data)
             return self.text(data)
         finally:

@@ -23,7 +23,7 @@ def test_write_finalise_verify(tmp_path: Path) -> None:
     w = BundleWriter(tmp_path, "c", Redactor(b"k"), time.time())
     w.add(result("ps", b"1 0 S 1 1 1 init\n"), key="ps")
     w.add(result("environ", b"HF_TOKEN=hf_abcdefghijklmnopqrstuv\0"), key="environ.pid1",
-          extension="bin", environ=True)
+          extension="bin", redaction="environ")
     w.add(result("health", b"", status=None, timed_out=True), key="health")
     assert not list(tmp_path.glob("c-*"))  # nothing under the final name yet
     final = w.finalise({"status": "complete", "partial_reasons": []})

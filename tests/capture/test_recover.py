@@ -32,7 +32,7 @@ def killed_capture(out: Path) -> Path:
     t = time.time()
     w.add(CommandResult("decode-0", "environ", ("cat", "/proc/1/environ"), 0,
                         f"PATH=/usr/bin\0HF_TOKEN={TOKEN}\0".encode(), "", 0.1, t), key="environ.pid1",
-          extension="bin", environ=True)
+          extension="bin", redaction="environ")
     w.add(CommandResult("decode-0", "ps", ("ps", "-eo", "pid,args"), 0,
                         f"  PID ARGS\n    1 python3 -m sglang.launch_server --token {TOKEN}\n".encode(),
                         "", 0.1, t), key="ps")

@@ -51,7 +51,7 @@ def make_bundle(out: Path, cluster: str = "crafted", at: float = T0, port_flag: 
     w.add(_result("cmdline", b"\0".join(a.encode() for a in argv) + b"\0", at), key=f"cmdline.pid{PID}",
           extension="bin", target=proc)
     w.add(_result("environ", b"CUDA_VISIBLE_DEVICES=0\0NCCL_DEBUG=WARN\0", at), key=f"environ.pid{PID}",
-          extension="bin", environ=True, target=proc)
+          extension="bin", redaction="environ", target=proc)
     w.add(_result("log_file", b"[2025] INFO server started\n", at), key="log_file.decode.30001", target=svc)
     w.add(_result("uname", b"Linux h1 6.1.0 x86_64\n", at), key="uname")
     w.write_json("parsed/h1/discovery.json", {

@@ -31,7 +31,7 @@ def _bundle(tmp_path: Path, redactor: Redactor | None = None, archive: bool = Fa
     w = BundleWriter(tmp_path / "out", "c", redactor or Redactor(b"k"), time.time())
     w.add(_result("ps", b"1 0 S 1 1 1 init\n"), key="ps")
     w.add(_result("environ", b"HF_TOKEN=" + ps.HF.encode() + b"\0DB_PASSWORD=SecTestIntegrity01\0"),
-          key="environ.pid1", extension="bin", environ=True)
+          key="environ.pid1", extension="bin", redaction="environ")
     w.write_json("parsed/h1/ps.json", {"parsed": {"rows": 1}})
     bundle = w.finalise({"status": "complete", "partial_reasons": []})
     if archive:
@@ -116,7 +116,7 @@ def test_manifest_rows_are_redacted_with_values_learned_later(tmp_path: Path) ->
     w.add(_result("health", b"", stderr="auth SecTestLate01 rejected", error="curl https://u:SecTestUrl02@h/",
                   argv=("curl", "-H", "Authorization: Bearer SecTestHdr03", "http://h/")),
           key="health", url="https://u:SecTestUrl02@h/", target={"unit": "x", "note": "SecTestLate01"})
-    w.add(_result("environ", b"PROXY_AUTH=SecTestLate01\0"), key="environ.pid1", extension="bin", environ=True)
+    w.add(_result("environ", b"PROXY_AUTH=SecTestLate01\0"), key="environ.pid1", extension="bin", redaction="environ")
     b = w.finalise({"status": "complete", "partial_reasons": [],
                     "hosts": [{"name": "h1", "error": "login with SecTestLate01 failed"}]})
     text = "".join(p.read_text(errors="replace") for p in b.rglob("*") if p.is_file())

@@ -51,7 +51,7 @@ def test_a_secret_in_a_syntax_the_detectors_did_not_know(case: str) -> None:
 def test_a_value_redacted_from_a_command_line_is_scrubbed_from_the_log() -> None:
     r = Redactor(R_KEY)
     r.cmdline(b"python3\0-m\0sglang.launch_server\0--api-key\0SecI32ServerKey\0--port\x0030000\0")
-    log = r.output("log_file", b"[2026-12-04 10:00:00] client sent key SecI32ServerKey (rejected)\n")
+    log = r.output("log_file", b"[2026-12-04 10:00:00] client sent key SecI32ServerKey (rejected)\n", "log_tail")
     assert b"SecI32ServerKey" not in log
 
 
@@ -239,7 +239,7 @@ def test_a_value_learned_in_one_snapshot_is_scrubbed_from_a_later_one(tmp_path: 
     assert stat.S_IMODE((tmp_path / LEARNED).stat().st_mode) == 0o600
     later = Redactor(R_KEY)
     later.remember(load_learned(tmp_path, key_id))
-    out = later.output("log_file", b"auth ok for SecI32Snapshot; token=SecI32Snapshot\n")
+    out = later.output("log_file", b"auth ok for SecI32Snapshot; token=SecI32Snapshot\n", "log_tail")
     assert b"SecI32Snapshot" not in out and out.count(first.marker(b"SecI32Snapshot")) == 2
 
 

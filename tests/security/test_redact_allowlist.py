@@ -75,15 +75,15 @@ def test_a_cut_log_window_starts_at_the_next_line() -> None:
     r = Redactor(b"k")
     # the cut fell inside `Authorization: Bearer <token>`: only the token's tail is in the window
     window = b"SecTestCutTail01 rest of a cut line\n[TP0] normal line\n"
-    out = r.output("log_file", window + b"x" * (LOG_TAIL_BYTES - len(window)))
+    out = r.output("log_file", window + b"x" * (LOG_TAIL_BYTES - len(window)), "log_tail")
     assert out.startswith(b"[TP0] normal line\n") and b"SecTestCutTail01" not in out
     # the cut fell inside a PEM block: its body lines before END are redacted
     pem = (b"cut-in-the-middle\nSecTestCutPem01abcdefghijklmnop\nSecTestCutPem02ABCDEF==\n"
            b"-----END RSA PRIVATE KEY-----\nafter\n")
-    out = r.output("log_file", pem + b"y" * (LOG_TAIL_BYTES - len(pem)))
+    out = r.output("log_file", pem + b"y" * (LOG_TAIL_BYTES - len(pem)), "log_tail")
     assert b"SecTestCutPem" not in out and b"-----END RSA PRIVATE KEY-----\nafter" in out
     short = b"whole file\n"  # shorter than the tail: nothing was cut
-    assert r.output("log_file", short) == short
+    assert r.output("log_file", short, "log_tail") == short
 
 
 def test_diff_sees_a_hashed_value_change_without_showing_it(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def _write_server(w: SynthWriter, s: Server, h: dict[str, Any], pid: int) -> int
         w.put(s.host, "environ", f"environ.pid{root}",
               "".join(f"{k}={v}\0" for k, v in s.env.items()).encode(), T0, ext="bin",
               target={"pid": root, "kind": s.kind, "rank": None, "role": s.role,
-                      "root_pid": root}, environ=True)
+                      "root_pid": root})
     h["services"].append({"role": s.role, "kind": s.kind, "port": s.port,
                           "address": "127.0.0.1", "root_pid": root, "declared": True,
                           "tp_size": s.tp, "dp_size": 1, "pids": [p["pid"] for p in procs]})

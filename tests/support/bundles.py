@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.bundle.ondisk import BundleWriter
+from pdforensics.collectors import REGISTRY
 from pdforensics.model import CommandResult
 from pdforensics.redact.redactor import NoRedactor, Redactor
 
@@ -38,16 +39,18 @@ class SynthWriter:
 
     def put(self, host: str, source: str, key: str, data: bytes, at: float, *,
             ext: str = "txt", url: str | None = None, target: dict[str, Any] | None = None,
-            environ: bool = False, exit_status: int | None = 0, timed_out: bool = False,
+            exit_status: int | None = 0, timed_out: bool = False,
             error: str | None = None, duration: float = 0.05, stderr: str = "",
             argv: tuple[str, ...] | None = None) -> None:
-        """One collector's result: `argv` defaults to the source name (none for a URL)."""
+        """One collector's result: `argv` defaults to the source name (none for a URL);
+        redacted as its source declares, as a capture does."""
         command = () if url else (argv if argv is not None else (source,))
         self.bundle.add(CommandResult(host=host, source=source, argv=command,
                                       exit_status=exit_status, stdout=data, stderr=stderr,
                                       duration_s=duration, started_at=at, timed_out=timed_out,
                                       error=error), key=key, url=url, extension=ext,
-                        environ=environ, target=target)
+                        redaction=REGISTRY[source].redaction if source in REGISTRY else "text",
+                        target=target)
 
     def discovery(self, host: str, processes: list[dict[str, Any]],
                   services: list[dict[str, Any]], discovered: bool = True) -> None:

@@ -90,7 +90,7 @@ def _put_processes(w: SynthWriter, h: SynthHost, s: SynthService, argv: tuple[st
               taken_at, ext="bin", target=tgt)
         env = "".join(f"{k}={v}\0" for k, v in s.env)
         w.put(h.name, "environ", f"environ.pid{p['pid']}", env.encode(), taken_at, ext="bin",
-              target=tgt, environ=True)
+              target=tgt)
     if s.kind == "server" and h.packages:
         freeze = "".join(f"{n}=={v}\n" for n, v in h.packages)
         w.put(h.name, "pip_freeze", f"pip_freeze.pid{root_pid}", freeze.encode(), taken_at,

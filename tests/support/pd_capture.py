@@ -50,11 +50,11 @@ class _Host:
         self.tp = max(1, min(spec.gpus, spec.processes - 2))
 
     def put(self, source: str, key: str, data: bytes, at: float, *, url: str | None = None,
-            ext: str = "txt", target: dict[str, Any] | None = None, environ: bool = False,
+            ext: str = "txt", target: dict[str, Any] | None = None,
             exit_status: int | None = 0, timed_out: bool = False, error: str | None = None,
             duration: float = 0.05, stderr: str = "") -> None:
         self.w.put(self.name, source, key, data, at, ext=ext, url=url, target=target,
-                   environ=environ, exit_status=exit_status, timed_out=timed_out, error=error,
+                   exit_status=exit_status, timed_out=timed_out, error=error,
                    duration=duration, stderr=stderr, argv=("timeout", "-k", "2", "5", source))
 
     # -- processes ----------------------------------------------------------------------
@@ -183,7 +183,7 @@ class _Host:
             self.put("cmdline", f"cmdline.pid{p['pid']}", b"\0".join(a.encode() for a in argv)
                      + b"\0", t + 0.1, ext="bin", target=pt)
             self.put("environ", f"environ.pid{p['pid']}", self.environ(), t + 0.1, ext="bin",
-                     target=pt, environ=True)
+                     target=pt)
         for n in range(s.samples):
             self.put("metrics", f"metrics.{self.role}.{self.port}.s{n + 1}", self.metrics(n),
                      t + 0.2 + n * s.interval_s, url=f"http://127.0.0.1:{self.port}/metrics",

@@ -2,6 +2,9 @@
 # The whole test suite, from a fresh clone: installs what it needs, then lint, types, tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the lab hosts log in as other local users, who must read what the suite creates (the venv's
+# py-spy, planted FIFOs and PATH directories): a private umask (077) would lock them out
+umask 022
 scripts/setup.sh --test
 .venv/bin/ruff check .
 .venv/bin/mypy

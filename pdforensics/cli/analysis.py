@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from pdforensics.cli.errors import handles_errors
-from pdforensics.cli.options import fail_on_option, since_option, verbose_option, verdict_exit
+from pdforensics.cli.options import (
+    fail_on_option,
+    markdown_option,
+    since_option,
+    verbose_option,
+    verdict_exit,
+)
 from pdforensics.errors import ExitStatus
 
 
@@ -24,8 +30,7 @@ from pdforensics.errors import ExitStatus
 @click.option("--requests", "with_requests", is_flag=True,
               help="Also list the requests seen in the logs: those never finished, the stage "
                    "each reached and for how long, and the per-stage funnel.")
-@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
+@markdown_option
 @fail_on_option
 @since_option
 @verbose_option
@@ -79,8 +84,7 @@ def _analyze(bundle: Path, as_json: bool, fmt: str, client_dumps: tuple[str, ...
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: files (path, kind, error), verdict, findings.")
-@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Also write a short Markdown summary to paste into a ticket (- for stdout).")
+@markdown_option
 @fail_on_option
 @since_option
 @verbose_option

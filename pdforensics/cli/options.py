@@ -286,8 +286,7 @@ def output_options(*offered: str, **help_for: str) -> Callable[[F], F]:
         "quiet": click.option("-q", "--quiet", is_flag=True, help=text["quiet"]),
         "verbose": click.option("-v", "--verbose", is_flag=True, help=text["verbose"]),
         "json": click.option("--json", "as_json", is_flag=True, help=text["json"]),
-        "markdown": click.option("--markdown", "markdown_file", help=text["markdown"],
-                                 type=click.Path(dir_okay=False, allow_dash=True)),
+        "markdown": _markdown(text["markdown"]),
     }
 
     def deco(fn: F) -> F:
@@ -295,6 +294,16 @@ def output_options(*offered: str, **help_for: str) -> Callable[[F], F]:
             _add(fn, *(options[n] for n in offered)))
 
     return deco
+
+
+def _markdown(help_text: str) -> Callable[[F], F]:
+    return click.option("--markdown", "markdown_file", help=help_text,
+                        type=click.Path(dir_okay=False, allow_dash=True))
+
+
+def markdown_option(fn: F) -> F:
+    """--markdown FILE as a plain option (for commands without an Output group)."""
+    return _markdown(OUTPUT_HELP["markdown"])(fn)
 
 
 def verbose_option(fn: F) -> F:

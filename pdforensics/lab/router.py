@@ -65,28 +65,25 @@ def client_argv(router_url: str) -> list[str]:
     return [sys.executable, "-m", "pdfx_lab_runtime.client", router_url]
 
 
-
-def registered_workers(base: str) -> int:
-    """How many workers the router lists on /workers (0 when it does not answer)."""
+def _workers(base: str) -> list[object]:
+    """The router's /workers list ([] when it does not answer)."""
     try:
         with urllib.request.urlopen(base + "/workers", timeout=1.0) as resp:
             body = json.loads(resp.read())
     except (OSError, ValueError):
-        return 0
+        return []
     workers = body.get("workers") if isinstance(body, dict) else None
-    return len(workers) if isinstance(workers, list) else 0
+    return workers if isinstance(workers, list) else []
+
+
+def registered_workers(base: str) -> int:
+    """How many workers the router lists on /workers (0 when it does not answer)."""
+    return len(_workers(base))
 
 
 def healthy_workers(base: str) -> int:
     """How many workers the router's /workers calls healthy (0 when it does not answer)."""
-    try:
-        with urllib.request.urlopen(base + "/workers", timeout=1.0) as resp:
-            body = json.loads(resp.read())
-    except (OSError, ValueError):
-        return 0
-    workers = body.get("workers") if isinstance(body, dict) else None
-    return sum(1 for w in workers if isinstance(w, dict) and w.get("is_healthy") is True) \
-        if isinstance(workers, list) else 0
+    return sum(1 for w in _workers(base) if isinstance(w, dict) and w.get("is_healthy") is True)
 
 
 def routes_a_request(base: str) -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pdforensics.analysis.findings import Evidence, EvidenceWindow, Finding, Since, Verdict
 from pdforensics.analysis.rules.context import Context
 from pdforensics.parsers.journal import SignatureHit
+from pdforensics.parsers.kernel_log import XID
 from pdforensics.views.loaded import LoadedCapture
 
 _KV = frozenset({
@@ -119,6 +120,10 @@ def evidence_window(capture: LoadedCapture) -> EvidenceWindow:
     for hv in capture.hosts:
         for x in hv.xid_history:
             history.append(f"{hv.name} kernel log: Xid {x.xid} on {x.pci} at {_utc(x.epoch)}")
+        for ev in hv.kernel_history:  # the Xids among them are listed above
+            if ev.kind != XID:
+                what = " ".join(w for w in (ev.kind, ev.device or ev.process) if w)
+                history.append(f"{hv.name} kernel log line {ev.lineno}: {what} at {_utc(ev.epoch)}")
     hows = sorted({s.window_from for s in capture.services() if s.window_from})
     return EvidenceWindow(capture.window_start, ", ".join(hows) or "whole logs (no window)",
                           tuple(history))

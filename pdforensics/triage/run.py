@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pdforensics.analysis.engine import analysis_json, analyze_context
@@ -12,13 +12,14 @@ from pdforensics.analysis.findings import Analysis
 from pdforensics.analysis.pdpath.codec import diagnosis_json
 from pdforensics.analysis.pdpath.diagnose import diagnose_evidence
 from pdforensics.analysis.pdpath.model import Diagnosis
+from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.analysis.rules.context import ClientDump, Context
 from pdforensics.errors import ExitStatus
 from pdforensics.terminal import Line, plain
 from pdforensics.triage.read import Artifact, read_paths
 from pdforensics.triage.sources import triage_sources
 from pdforensics.triage.view import build_capture, newest_time
-from pdforensics.views.window import Since
+from pdforensics.views.window import Since, window_text
 
 
 @dataclass(frozen=True)
@@ -42,16 +43,24 @@ def triage_artifacts(artifacts: Sequence[Artifact], since: Since | None = None) 
     (a duration is counted back from the newest time the files state) makes older log lines
     history."""
     arts = tuple(artifacts)
-    sources = triage_sources(arts)
+    start = since.at(newest_time(arts) or time.time()) if since is not None else None
+    sources = [_windowed(s, start) for s in triage_sources(arts)]
     if not any(a.usable for a in arts):
         text = any(a.text.strip() or a.data for a in arts)
         return TriageResult(arts, (), None, diagnose_evidence(sources) if text else None)
-    start = since.at(newest_time(arts) or time.time()) if since is not None else None
     capture, notes = build_capture(arts, start)
     clients = tuple(ClientDump(a.path, a.goroutines) for a in arts
                     if a.usable and a.kind == "goroutines")
     analysis = analyze_context(Context(capture, clients), sources)
     return TriageResult(arts, notes, analysis, analysis.diagnosis)
+
+
+def _windowed(src: Source, start: float | None) -> Source:
+    """A log's lines stamped before ``start`` blanked (line numbers kept), as the rules judge
+    it: the diagnosis reads the same window (a stack dump or a scrape keeps its text)."""
+    if start is None or not src.text or src.kind not in ("log", None):
+        return src
+    return replace(src, text=window_text(src.text, start))
 
 
 def triage_paths(paths: Sequence[str], since: Since | None = None) -> TriageResult:

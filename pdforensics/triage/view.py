@@ -397,8 +397,20 @@ def _dumps(obj: object) -> bytes:
 def newest_time(artifacts: Sequence[Artifact]) -> float | None:
     """The newest time the files themselves state (log lines, scrapes, dumps)."""
     times = [t for a in artifacts for t in (a.taken_at, *(h.last_epoch for h in a.log_hits),
-                                            *(x.taken_at for x in a.scrapes)) if t is not None]
+                                            *(x.taken_at for x in a.scrapes),
+                                            _last_stamp(a.text) if a.kind == "log" else None)
+             if t is not None]
     return max(times, default=None)
+
+
+def _last_stamp(text: str, lines: int = 200) -> float | None:
+    """The time of a log's last stamped line (among its last ``lines``): a log that went on
+    serving after its last failure states a newer time than its signatures do."""
+    for line in reversed(text[-(lines * 400):].split("\n")[-lines:]):
+        stamp = parse_log_timestamp(line) if line[:1] in "[0123456789" else None
+        if stamp is not None:
+            return stamp
+    return None
 
 
 def build_capture(artifacts: Sequence[Artifact], since_epoch: float | None = None

@@ -24,7 +24,7 @@ from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.journal import SignatureHit
 from pdforensics.parsers.k8s import PodEvent, PodFacts
-from pdforensics.parsers.kernel_log import KernelLog
+from pdforensics.parsers.kernel_log import KernelEvent, KernelLog
 from pdforensics.parsers.nccl_ras import RasReport
 from pdforensics.parsers.nvidia_smi import ComputeApp, GpuInfo, NvlinkGpu, RowRemap, XidEvent
 from pdforensics.parsers.nvml import NvmlReport
@@ -158,6 +158,7 @@ class HostView:
     k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
     xid_history: tuple[XidEvent, ...] = ()  # Xids from before the evidence window
     kernel: KernelLog | None = None  # Xid, GPU lost, PCIe AER, OOM kill, GSP (kernel log)
+    kernel_history: tuple[KernelEvent, ...] = ()  # kernel events from before the window
     kernel_source: str | None = None  # the source that gave it: kernel_log | kernel_journal
     flight_recorder: tuple[tuple[str, FrDump], ...] = ()  # (raw path, dump) harvested per rank
     nccl_ras: RasReport | None = None  # capture --nccl-ras

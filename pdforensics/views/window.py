@@ -150,15 +150,19 @@ def window_service(s: ServiceView, window: Window, captured_at: float, offset_s:
 
 
 def window_host(h: HostView, window: Window, captured_at: float, text_of: TextOf) -> HostView:
-    """Every service of the host windowed; Xids before the earliest window of the host's
-    services (the look-back when it runs none) become its history."""
+    """Every service of the host windowed; Xids and kernel events before the earliest window
+    of the host's services (the look-back when it runs none) become its history."""
     services = tuple(window_service(s, window, captured_at, h.clock_offset_s, text_of)
                      for s in h.services)
     starts = [s.window_start for s in services if s.window_start is not None]
     start = min(starts) if starts else window.start(captured_at, None)[0]
     old = tuple(x for x in h.xids if x.epoch is not None and x.epoch < start)
+    # kernel events stay in the log (the rules report an old one as information, never as
+    # current); those before the window are its history
+    kernel_old = tuple(e for e in h.kernel.events if e.epoch is not None and e.epoch < start) \
+        if h.kernel is not None else ()
     return replace(h, services=services, xids=tuple(x for x in h.xids if x not in old),
-                   xid_history=old)
+                   xid_history=old, kernel_history=kernel_old)
 
 
 def window_text(text: str, start: float | None, offset_s: float | None = None) -> str:

@@ -71,13 +71,15 @@ def capture_sources(cap: LoadedCapture,
     out: list[Source] = []
     for svc in cap.services():
         out.extend(_service_sources(cap, svc))
+    offsets = {h.name: h.clock_offset_s for h in cap.hosts}
     for e in cap.bundle.results:  # host-level logs (the kernel's: Xid, OOM killer, AER)
         if e.source in HOST_LOGS and e.path:
             try:
                 text = cap.bundle.text(e)
             except Exception:
                 continue
-            if text:
+            text = window_text(text, cap.window_start, offsets.get(e.host))  # as the rules read it
+            if text.strip():
                 out.append(Source(e.path, "log", e.host, None, text=text))
     out.extend(_host_sources(cap))
     out.extend(Source(path, "goroutines", goroutines=gs) for path, gs in clients if gs)

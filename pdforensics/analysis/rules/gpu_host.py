@@ -1,6 +1,6 @@
 """The GPU and the host beneath SGLang, from the kernel log: Xid events by class, a GPU that
-is gone, PCIe AER errors, the OOM killer. Events older than the look-back window before the
-capture are reported, not counted as current (``LOOKBACK_S``)."""
+is gone, PCIe AER errors, the OOM killer. Events before the evidence window (the host's
+history) or the look-back are reported, not counted as current (``LOOKBACK_S``)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ LOOKBACK_S = 6 * 3600.0
 _LOST_SMI = ("Unable to determine the device handle", "GPU is lost", "No devices were found")
 
 
-def _current(ctx: Context, e: KernelEvent) -> bool:
-    """Within the look-back window before the capture (events without a date count)."""
+def _current(ctx: Context, h: HostView, e: KernelEvent) -> bool:
+    """Inside the evidence window (not the host's history); without a window, inside the
+    look-back before the capture. Events without a date count."""
+    if ctx.capture.window_start is not None:
+        return e not in h.kernel_history
     start = ctx.capture.started_at or time.time()
     return e.epoch is None or e.epoch >= start - LOOKBACK_S
 
@@ -44,14 +47,14 @@ def gpu_xid(ctx: Context) -> Iterator[Finding]:
             c = classify(xid)
             if xid == 154:
                 continue  # the recovery it states goes with the Xid it follows
-            current = [e for e in events if _current(ctx, e)]
+            current = [e for e in events if _current(ctx, h, e)]
             devices = sorted({f"PCI:{e.device}" for e in events if e.device})
             sev: Severity = c.severity if current else "info"
             after = sorted({e.caused_by for e in events if e.caused_by})
             title = (f"{h.name}: Xid {xid} ({c.klass}: {c.meaning}) x{len(events)}"
                      + (f" on {', '.join(devices[:4])}" if devices else "")
                      + (f", caused by previous Xid {', '.join(map(str, after))}" if after else "")
-                     + ("" if current else " (before the look-back window)"))
+                     + ("" if current else " (before the evidence window)"))
             ev: list[Evidence | str] = [_ev(h, e, path) for e in events[-6:]]
             if recovery and c.severity == "critical":
                 ev.append(f"the driver states the recovery needed: {recovery[-1]}")
@@ -79,7 +82,7 @@ def gpu_lost(ctx: Context) -> Iterator[Finding]:
         smi = h.gpu_error if h.gpu_error and any(s in h.gpu_error for s in _LOST_SMI) else None
         if not lost and smi is None:
             continue
-        current = any(_current(ctx, e) for e in lost) or smi is not None
+        current = any(_current(ctx, h, e) for e in lost) or smi is not None
         devs = _lost_devices(h, lost)
         ev: list[Evidence | str] = [_ev(h, e, path) for e in lost[:8]]
         if smi:
@@ -89,7 +92,7 @@ def gpu_lost(ctx: Context) -> Iterator[Finding]:
         yield Finding(
             "GPU_LOST", "critical" if current else "info",
             f"{h.name}: GPU {', '.join('PCI:' + d for d in devs) or '?'} is gone (fallen off "
-            "the bus / not answering)" + ("" if current else " (before the look-back window)"),
+            "the bus / not answering)" + ("" if current else " (before the evidence window)"),
             tuple(ev),
             "All work on that GPU is lost and every collective with its rank hangs: drain the "
             "node and cold-reboot it; check the PCIe AER lines before it, power, cooling and "
@@ -101,7 +104,7 @@ def pcie_aer(ctx: Context) -> Iterator[Finding]:
     """PCIe Advanced Error Reporting: uncorrected (fatal) errors take a device off the bus;
     corrected ones repeating mean a degrading link."""
     for h, klog, path in kernel_logs(ctx.capture):
-        aer = [e for e in klog.events if e.kind == AER and _current(ctx, e)]
+        aer = [e for e in klog.events if e.kind == AER and _current(ctx, h, e)]
         if not aer:
             continue
         fatal = [e for e in aer if e.severity and not e.severity.startswith("Corrected")]
@@ -125,7 +128,7 @@ def host_oom_kill(ctx: Context) -> Iterator[Finding]:
     """The kernel's OOM killer killed a process: critical when it is an SGLang process (a pid
     the capture found, or a ``sglang::`` title)."""
     for h, klog, path in kernel_logs(ctx.capture):
-        kills = [e for e in klog.events if e.kind == OOM_KILL and _current(ctx, e)]
+        kills = [e for e in klog.events if e.kind == OOM_KILL and _current(ctx, h, e)]
         if not kills:
             continue
         ours = _sglang_pids(h)

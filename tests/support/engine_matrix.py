@@ -56,10 +56,11 @@ EXPECT: dict[str, Expect] = {
     "watchdog": Expect(("WEDGED",), ("SCHEDULER_WATCHDOG",), "decode server", ("LOG_SIGNATURE~decode",),
                        ("decode_forward",), ("decode",)),
     # the prefill scheduler SIGKILLed: SGLang's launcher tears the whole prefill server down
-    "server-killed": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE",), "prefill", (),
+    # smg then has no prefill to route to and every request fails: an OUTAGE (issue 33)
+    "server-killed": Expect(("OUTAGE",), ("ROUTER_NO_WORKERS",), "prefill", (),
                             ("prefill_forward", "decode_transfer_wait", "startup"), ("prefill",)),
-    # the prefill gone and load through smg: smg opens its breakers
-    "breaker-open": Expect(("WEDGED", "DEGRADED"), ("PROCESS_STATE", "ROUTER_BREAKER_OPEN"), "prefill",
+    # the prefill gone and load through smg: smg opens its breakers (an OUTAGE, as above)
+    "breaker-open": Expect(("OUTAGE",), ("ROUTER_NO_WORKERS",), "prefill",
                            ("ROUTER_BREAKER_OPEN",), ("router_dispatch", "prefill_forward"), ("router", "prefill")),
 }
 

@@ -39,7 +39,7 @@ class RuleMatrix:
                                     for k in NEW_RULES}})
         assert fired == expected, (fault, sorted(fired), [f.key for f in a.findings])
         if top is not None:
-            assert first == top, (fault, [f.key for f in a.findings])
+            assert first == top, (fault, [f"{f.key}: {f.title}" for f in a.findings])  # titles say why
 
     def write(self, path: Path = ARTIFACT) -> None:
         """Merge into the artifact: a row replaces the earlier row of its (lab, fault)."""

@@ -36,6 +36,7 @@ from pdforensics.views.loaded import (
     ServiceView,
     StackDump,
 )
+from pdforensics.views.window import line_stamp
 
 _SERVER_ROLES = ("prefill", "decode", "unified")
 _SCHEDULER_FRAMES = ("event_loop_normal", "event_loop_overlap", "event_loop_pp",
@@ -407,7 +408,7 @@ def _last_stamp(text: str, lines: int = 200) -> float | None:
     """The time of a log's last stamped line (among its last ``lines``): a log that went on
     serving after its last failure states a newer time than its signatures do."""
     for line in reversed(text[-(lines * 400):].split("\n")[-lines:]):
-        stamp = parse_log_timestamp(line) if line[:1] in "[0123456789" else None
+        stamp = line_stamp(line)
         if stamp is not None:
             return stamp
     return None

@@ -158,11 +158,19 @@ class HostView:
     k8s_debug: tuple[str, ...] = ()  # kubectl debug argv added to the pod (py-spy)
     xid_history: tuple[XidEvent, ...] = ()  # Xids from before the evidence window
     kernel: KernelLog | None = None  # Xid, GPU lost, PCIe AER, OOM kill, GSP (kernel log)
-    kernel_history: tuple[KernelEvent, ...] = ()  # kernel events from before the window
+    window_start: float | None = None  # the earliest evidence window of its services
     kernel_source: str | None = None  # the source that gave it: kernel_log | kernel_journal
     flight_recorder: tuple[tuple[str, FrDump], ...] = ()  # (raw path, dump) harvested per rank
     nccl_ras: RasReport | None = None  # capture --nccl-ras
     nccl_ras_error: str | None = None  # why that report is missing
+
+    @property
+    def kernel_history(self) -> tuple[KernelEvent, ...]:
+        """Kernel events from before the evidence window (dated ones only)."""
+        start = self.window_start
+        if self.kernel is None or start is None:
+            return ()
+        return tuple(e for e in self.kernel.events if e.epoch is not None and e.epoch < start)
 
 
 @dataclass(frozen=True)

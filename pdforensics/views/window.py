@@ -157,12 +157,14 @@ def window_host(h: HostView, window: Window, captured_at: float, text_of: TextOf
     starts = [s.window_start for s in services if s.window_start is not None]
     start = min(starts) if starts else window.start(captured_at, None)[0]
     old = tuple(x for x in h.xids if x.epoch is not None and x.epoch < start)
-    # kernel events stay in the log (the rules report an old one as information, never as
-    # current); those before the window are its history
-    kernel_old = tuple(e for e in h.kernel.events if e.epoch is not None and e.epoch < start) \
-        if h.kernel is not None else ()
+    # kernel events stay in the log: those before `start` are its history (kernel_history)
     return replace(h, services=services, xids=tuple(x for x in h.xids if x not in old),
-                   xid_history=old, kernel_history=kernel_old)
+                   xid_history=old, window_start=start)
+
+
+def line_stamp(line: str) -> float | None:
+    """The time a log line opens with (a bracket or a digit first), else None."""
+    return parse_log_timestamp(line) if line[:1] in "[0123456789" else None
 
 
 def window_text(text: str, start: float | None, offset_s: float | None = None) -> str:
@@ -175,7 +177,7 @@ def window_text(text: str, start: float | None, offset_s: float | None = None) -
     out: list[str] = []
     current: float | None = None
     for line in text.split("\n"):
-        stamp = parse_log_timestamp(line) if line[:1] in "[0123456789" else None
+        stamp = line_stamp(line)
         if stamp is not None:
             current = stamp
         out.append("" if current is not None and current < host_start else line)

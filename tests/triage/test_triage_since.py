@@ -5,6 +5,7 @@ rules and for the diagnosis alike (issue 33)."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import time
 from pathlib import Path
@@ -56,3 +57,16 @@ def test_since_through_the_cli(tmp_path: Path) -> None:
     assert "timed out after 300.0s" not in text and "rid-1" not in text, text[:2000]
     whole = json.loads(CliRunner().invoke(main, ["triage", path, "--json"]).stdout)
     assert "timed out after 300.0s" in json.dumps(whole["diagnosis"])
+
+
+def test_a_real_log_states_the_time_of_its_last_stamped_line() -> None:
+    """The real SGLang 0.5.23 decode log of the field corpus: its last signature is stamped
+    17:39:11, but it went on (a health check) to 17:39:13; --since counts back from there."""
+    from pdforensics.triage.read import read_paths
+    from pdforensics.triage.view import newest_time
+
+    field = Path(__file__).resolve().parent.parent / "data" / "field" / "log"
+    arts = read_paths(str(field / "real-sglang0523-decode-kv-wait-timeout.log"))
+    last = calendar.timegm(time.strptime("2026-12-04 17:39:13", "%Y-%m-%d %H:%M:%S"))
+    assert max(h.last_epoch or 0.0 for a in arts for h in a.log_hits) < last
+    assert newest_time(arts) == last

@@ -71,14 +71,16 @@ def capture_sources(cap: LoadedCapture,
     out: list[Source] = []
     for svc in cap.services():
         out.extend(_service_sources(cap, svc))
-    offsets = {h.name: h.clock_offset_s for h in cap.hosts}
+    hosts = {h.name: h for h in cap.hosts}
     for e in cap.bundle.results:  # host-level logs (the kernel's: Xid, OOM killer, AER)
         if e.source in HOST_LOGS and e.path:
             try:
                 text = cap.bundle.text(e)
             except Exception:
                 continue
-            text = window_text(text, cap.window_start, offsets.get(e.host))  # as the rules read it
+            h = hosts.get(e.host)  # the host's window, as the kernel rules judge it
+            if h is not None:
+                text = window_text(text, h.window_start, h.clock_offset_s)
             if text.strip():
                 out.append(Source(e.path, "log", e.host, None, text=text))
     out.extend(_host_sources(cap))

@@ -22,8 +22,8 @@ _LOST_SMI = ("Unable to determine the device handle", "GPU is lost", "No devices
 def _current(ctx: Context, h: HostView, e: KernelEvent) -> bool:
     """Inside the evidence window (not the host's history); without a window, inside the
     look-back before the capture. Events without a date count."""
-    if ctx.capture.window_start is not None:
-        return e not in h.kernel_history
+    if h.window_start is not None:
+        return e.epoch is None or e.epoch >= h.window_start
     start = ctx.capture.started_at or time.time()
     return e.epoch is None or e.epoch >= start - LOOKBACK_S
 

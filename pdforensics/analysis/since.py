@@ -100,6 +100,10 @@ def _utc(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t)) if t is not None else "?"
 
 
+def _rank(r: int | None) -> str:
+    return "?" if r is None else str(r)
+
+
 def evidence_window(capture: LoadedCapture) -> EvidenceWindow:
     """Where the window starts and one line per piece of timed evidence before it."""
     history: list[str] = []
@@ -124,6 +128,9 @@ def evidence_window(capture: LoadedCapture) -> EvidenceWindow:
             if ev.kind != XID:
                 what = " ".join(w for w in (ev.kind, ev.device or ev.process) if w)
                 history.append(f"{hv.name} kernel log line {ev.lineno}: {what} at {_utc(ev.epoch)}")
+        for path, d in hv.fr_history:
+            history.append(f"{hv.name} Flight Recorder dump {path} (rank {_rank(d.rank)}): "
+                           f"{len(d.entries)} entries, the newest at {_utc(d.newest_epoch)}")
     hows = sorted({s.window_from for s in capture.services() if s.window_from})
     return EvidenceWindow(capture.window_start, ", ".join(hows) or "whole logs (no window)",
                           tuple(history))

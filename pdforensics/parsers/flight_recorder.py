@@ -49,6 +49,7 @@ class FrEntry:
     output_sizes: str
     frame: str  # the innermost Python frame that called it ("" when none)
     timeout_ms: int | None
+    created_ns: int | None = None  # time_created_ns: when the rank enqueued it (its host's clock)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,13 @@ class FrDump:
     status: tuple[FrStatus, ...]
     groups: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, desc, ranks)
     pickled: bool
+
+    @property
+    def newest_epoch(self) -> float | None:
+        """When the rank enqueued its newest entry (epoch seconds on its host's clock): the
+        dump tells about no time after it. None when no entry is dated."""
+        times = [e.created_ns for e in self.entries if e.created_ns]
+        return max(times) / 1e9 if times else None
 
     def pending(self) -> tuple[FrEntry, ...]:
         """Entries not completed and not retired: where this rank waits."""
@@ -100,6 +108,13 @@ def _int(v: object) -> int | None:
     return None
 
 
+def _ns(v: object) -> int | None:
+    """A nanosecond time (positive, before the year 2200), else None."""
+    if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 7_258_118_400 * 10**9:
+        return v
+    return None
+
+
 def _ranks(v: object) -> tuple[int, ...]:
     if isinstance(v, str):
         return tuple(int(x) for x in _INTS.findall(v[:100000]))
@@ -124,7 +139,7 @@ def _entry(e: object) -> FrEntry | None:
                    state=str(e.get("state") or "?"), retired=e.get("retired") is True, p2p=p2p,
                    input_sizes=str(e.get("input_sizes"))[:200],
                    output_sizes=str(e.get("output_sizes"))[:200], frame=frame[:300],
-                   timeout_ms=_int(e.get("timeout_ms")))
+                   timeout_ms=_int(e.get("timeout_ms")), created_ns=_ns(e.get("time_created_ns")))
 
 
 def _status(pg_status: object) -> tuple[FrStatus, ...]:

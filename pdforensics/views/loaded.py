@@ -161,6 +161,7 @@ class HostView:
     window_start: float | None = None  # the earliest evidence window of its services
     kernel_source: str | None = None  # the source that gave it: kernel_log | kernel_journal
     flight_recorder: tuple[tuple[str, FrDump], ...] = ()  # (raw path, dump) harvested per rank
+    fr_history: tuple[tuple[str, FrDump], ...] = ()  # those whose newest entry predates the window
     nccl_ras: RasReport | None = None  # capture --nccl-ras
     nccl_ras_error: str | None = None  # why that report is missing
 

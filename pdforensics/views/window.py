@@ -4,9 +4,9 @@ Logs reach back hours (journald six hours, an 8 MiB tail of a file), so a line w
 incident that is over must not set today's verdict. Each service's window starts at
 ``--since`` when one was given, else at the later of the server's own start time and
 LOOKBACK_S before the capture started. Log signature hits, the router's breaker transitions
-and worker errors, and the kernel's Xid events from before the window are kept as *history*:
-the report and the analysis show them, no rule judges them. Live evidence (/metrics samples,
-probes, stacks, ps) is always inside the window.
+and worker errors, the kernel's events, and Flight Recorder dumps (by their newest entry) from
+before the window are kept as *history*: the report and the analysis show them, no rule judges
+them. Live evidence (/metrics samples, probes, stacks, ps) is always inside the window.
 """
 
 from __future__ import annotations
@@ -150,16 +150,22 @@ def window_service(s: ServiceView, window: Window, captured_at: float, offset_s:
 
 
 def window_host(h: HostView, window: Window, captured_at: float, text_of: TextOf) -> HostView:
-    """Every service of the host windowed; Xids and kernel events before the earliest window
-    of the host's services (the look-back when it runs none) become its history."""
+    """Every service of the host windowed; Xids, kernel events and Flight Recorder dumps
+    (by their newest entry) before the earliest window of the host's services (the look-back
+    when it runs none) become its history. A dump without a dated entry stays."""
     services = tuple(window_service(s, window, captured_at, h.clock_offset_s, text_of)
                      for s in h.services)
     starts = [s.window_start for s in services if s.window_start is not None]
     start = min(starts) if starts else window.start(captured_at, None)[0]
     old = tuple(x for x in h.xids if x.epoch is not None and x.epoch < start)
+    old_fr = tuple((p, d) for p, d in h.flight_recorder
+                   if (t := to_capture_clock(d.newest_epoch, h.clock_offset_s)) is not None
+                   and t < start)
     # kernel events stay in the log: those before `start` are its history (kernel_history)
     return replace(h, services=services, xids=tuple(x for x in h.xids if x not in old),
-                   xid_history=old, window_start=start)
+                   xid_history=old, window_start=start,
+                   flight_recorder=tuple(x for x in h.flight_recorder if x not in old_fr),
+                   fr_history=old_fr)
 
 
 def line_stamp(line: str) -> float | None:

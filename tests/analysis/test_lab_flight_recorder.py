@@ -24,6 +24,7 @@ from pdforensics.capture.run import CaptureOptions, run_capture
 from pdforensics.config.cluster import load_cluster_file
 from pdforensics.lab import lab_down, lab_up
 from pdforensics.views.loaded import load_capture
+from pdforensics.views.window import Since
 from tests.support import ports
 
 pytestmark = pytest.mark.lab
@@ -68,8 +69,24 @@ def test_the_dumps_the_environment_names_are_harvested_as_json(bundle: Path) -> 
     assert not any(b"SECRET-OUTSIDE" in p.read_bytes() for p in bundle.rglob("*") if p.is_file())
 
 
+#: the dumps were written on 2026-12-04 (their entries' time_created_ns), before the lab started
+WRITTEN = Since("2026-12-04", epoch=1_796_342_400.0)
+
+
+def test_dumps_from_before_the_servers_started_are_history(bundle: Path) -> None:
+    cap = load_capture(bundle)  # the window starts at the servers' start: the dumps predate it
+    assert not [d for h in cap.hosts for _p, d in h.flight_recorder]
+    old = sorted(d.rank for h in cap.hosts for _p, d in h.fr_history)
+    assert old == [0, 1]
+    a = analyze(cap)
+    assert "RANK_MISSING_FROM_COLLECTIVE" not in {f.key for f in a.findings}
+    assert a.window is not None
+    assert sum("Flight Recorder dump" in line for line in a.window.history) == 2, a.window.history
+    assert a.diagnosis is None or a.diagnosis.suspect != "Rank 1"
+
+
 def test_the_rank_that_never_joined_is_named(bundle: Path) -> None:
-    cap = load_capture(bundle)
+    cap = load_capture(bundle, since=WRITTEN)  # a window opened back to the incident judges them
     dumps = sorted((d.rank, len(d.entries)) for h in cap.hosts for _p, d in h.flight_recorder)
     assert dumps == [(0, 5), (1, 4)]
     a = analyze(cap)

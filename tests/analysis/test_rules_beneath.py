@@ -243,3 +243,25 @@ def test_a_bundles_kernel_log_reaches_the_diagnosis(builder: Any) -> None:
     a = analyze(load_capture(builder.write()))
     assert a.diagnosis is not None
     assert any(c.key == "PCIE_AER" and c.source.endswith("kernel_log.txt") for c in a.diagnosis.clues)
+
+
+def test_flight_recorder_dumps_from_before_the_window_are_history(builder: Any) -> None:
+    """Two ranks' dumps of 2026-12-04 (their entries' time_created_ns) left on a host captured
+    in 2027: an earlier incident's, listed as history and compared by no rule (issue 33); a
+    window opened back to them judges them again."""
+    builder.add(host="d", role="decode", port=2, samples=[{"sglang:generation_tokens_total": 5}] * 3)
+    for rank in (0, 1):
+        data = Path(_art("flight_recorder", f"gen-torch213-gloo-fr-rank{rank}-json")).read_bytes()
+        builder.fr.append(("d", f"/tmp/fr/nccl_trace_rank_{rank}", data))
+    root = builder.write()
+    cap = load_capture(root)
+    [host] = cap.hosts
+    assert not host.flight_recorder and sorted(d.rank for _p, d in host.fr_history) == [0, 1]
+    a = analyze(cap)
+    assert "RANK_MISSING_FROM_COLLECTIVE" not in {f.key for f in a.findings}
+    assert a.window is not None and sum("Flight Recorder dump" in h for h in a.window.history) == 2
+    assert a.diagnosis is None or not [c for c in a.diagnosis.clues if "flight_recorder" in c.source]
+    a = analyze(load_capture(root, since=Since("2026-12-04", epoch=1_796_342_400.0)))
+    [f] = [f for f in a.findings if f.key == "RANK_MISSING_FROM_COLLECTIVE"]
+    assert f.severity == "critical" and f.suspect == "Rank 1", f.title
+    assert a.diagnosis is not None and a.diagnosis.suspect == "Rank 1"

@@ -133,3 +133,16 @@ def test_a_real_dump_written_now_by_torch(tmp_path: Path) -> None:
     assert [d.rank for d in dumps] == [0, 1] and all(d.pickled for d in dumps)
     (f,) = compare_dumps(dumps)
     assert f.missing == (1,) and f.joined == (0,) and f.seq == 4, (f, sys.executable)
+
+
+def test_a_dump_is_dated_by_its_newest_entry() -> None:
+    d = _dump("gen-torch213-gloo-fr-rank0-json.json")
+    assert [e.created_ns for e in d.entries][-1] == 1796399286969300248
+    assert d.newest_epoch == pytest.approx(1796399286.9693, abs=1e-3)
+    doc = {"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": [
+        {"collective_seq_id": 1, "time_created_ns": True},
+        {"collective_seq_id": 2, "time_created_ns": 10**40},
+        {"collective_seq_id": 3, "time_created_ns": "1796399286969300248"},
+        {"collective_seq_id": 4, "time_created_ns": -5}]}
+    undated = dump_from_doc(doc)
+    assert [e.created_ns for e in undated.entries] == [None] * 4 and undated.newest_epoch is None

@@ -70,6 +70,7 @@ class BundleBuilder:
         self.kernel: dict[str, str] = {}
         self.host_outputs: dict[tuple[str, str], tuple[str, str]] = {}  # (host, source) -> (text, ext)
         self.no_gpu_hosts: list[str] = []  # reachable hosts whose nvidia-smi finds no GPU (exit 6)
+        self.fr: list[tuple[str, str, bytes]] = []  # (host, the dump's path there, its JSON)
 
     def add(self, **kw: Any) -> Server:
         s = Server(**kw)
@@ -94,6 +95,9 @@ class BundleBuilder:
                                     "error": None, "processes": [], "services": []})
             for source in ("nvidia_smi_query", "nvidia_smi_apps", "nvidia_smi"):
                 _put(w, host, source, source, b"No devices were found\n", T0, exit_status=6)
+        for i, (host, path, data) in enumerate(self.fr):  # read as `cat PATH` (rank: its name)
+            w.put(host, "flight_recorder", f"flight_recorder.{i}", data, T0, ext="json",
+                  argv=("cat", path))
         for (host, source), (text, ext) in self.host_outputs.items():
             _put(w, host, source, source, text.encode(), T0, ext=ext)
         for name, h in hosts.items():

@@ -49,10 +49,12 @@ _HOST_SOURCES = {"nccl_ras": "log", "flight_recorder": "flight_recorder"}
 
 
 def _host_sources(cap: LoadedCapture) -> Iterator[Source]:
-    """The NCCL RAS report and each Flight Recorder file of a host."""
+    """The NCCL RAS report and each Flight Recorder file of a host, those from before the
+    evidence window left out (history, views/window.py)."""
+    old = {path for h in cap.hosts for path, _d in h.fr_history}
     for e in cap.results:
         kind = _HOST_SOURCES.get(e.source)
-        if kind is None or not e.path:
+        if kind is None or not e.path or e.path in old:
             continue
         try:
             data = cap.bundle.read(e)

@@ -94,22 +94,60 @@ def _encodable(text: Any) -> Any:
     return text
 
 
+def _fast_calls() -> tuple[Any, Any, Any, Any] | None:
+    """google-re2's own match step, for ASCII text: (RE2.Match's anchors: unanchored, start,
+    both; the Match class). Its Python wrapper converts every offset between characters and
+    UTF-8 bytes (5 us a call, 30x `re`); on ASCII text they are the same, so the step can be
+    called directly (1 us). None when this version of google-re2 lacks any of it: then every
+    call takes the wrapper."""
+    try:
+        a = _re2._Anchor
+        anchors = (a.UNANCHORED, a.ANCHOR_START, a.ANCHOR_BOTH)
+        probe = _re2.compile(r"b(c)?", _re2.Options())
+        spans = probe._regexp.Match(anchors[0], b"abc", 0, 3)
+        m = _re2._Match(probe, "abc", 0, 3, spans)
+        if (m.span(), m.group(1), m.groups()) != ((1, 3), "c", ("c",)):
+            return None
+        return (*anchors, _re2._Match)
+    except Exception:  # noqa: BLE001 - any change in the library's internals: the wrapper
+        return None
+
+
+_FAST = _fast_calls() if _re2 is not None else None
+_NO_SPAN = (-1, -1)
+
+
 class _StrPattern:
     """An RE2 pattern over str whose text may hold lone surrogates (re accepts them, RE2's
-    UTF-8 encoder does not)."""
+    UTF-8 encoder does not). match / search / fullmatch of ASCII text call RE2's match step
+    directly (`_fast_calls`): same answer, a fifth of the time."""
 
-    __slots__ = ("_p",)
+    __slots__ = ("_p", "_rx")
 
     def __init__(self, p: Any) -> None:
         self._p = p
+        self._rx: Any = p._regexp if _FAST is not None else None
+
+    def _direct(self, anchor: Any, text: Any) -> Any:
+        data = text.encode("ascii")
+        spans = self._rx.Match(anchor, data, 0, len(data))
+        if spans[0] == _NO_SPAN:
+            return None
+        return _FAST[3](self._p, text, 0, len(text), spans)  # type: ignore[index]
 
     def search(self, text: Any, *a: Any) -> Any:
+        if self._rx is not None and not a and type(text) is str and text.isascii():
+            return self._direct(_FAST[0], text)  # type: ignore[index]
         return self._p.search(_encodable(text), *a)
 
     def match(self, text: Any, *a: Any) -> Any:
+        if self._rx is not None and not a and type(text) is str and text.isascii():
+            return self._direct(_FAST[1], text)  # type: ignore[index]
         return self._p.match(_encodable(text), *a)
 
     def fullmatch(self, text: Any, *a: Any) -> Any:
+        if self._rx is not None and not a and type(text) is str and text.isascii():
+            return self._direct(_FAST[2], text)  # type: ignore[index]
         return self._p.fullmatch(_encodable(text), *a)
 
     def finditer(self, text: Any, *a: Any) -> Any:
@@ -129,6 +167,19 @@ class _StrPattern:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._p, name)
+
+
+def union(patterns: list[Any], names: list[str] | None = None) -> str:
+    """The sources of str patterns as one alternation (compile it here): named groups inside
+    made plain, each alternative named by ``names`` when given (``Match.lastgroup`` then says
+    which one matched; RE2, like re, takes the first alternative that matches at a place).
+    One search of the union instead of one per pattern: a cheap test a line can skip on."""
+    parts = [re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in patterns]
+    if names is not None:
+        parts = [f"(?P<{n}>{part})" for n, part in zip(names, parts, strict=True)]
+    else:
+        parts = [f"(?:{part})" for part in parts]
+    return "|".join(parts)
 
 
 def escape(text: AnyStr) -> AnyStr:

@@ -78,14 +78,19 @@ def strip_compose_prefix(line: str) -> str:
 
 def parse_log_timestamp(line: str) -> float | None:
     """Epoch of a log line's leading time (SGLang prefix, journal short-iso, ISO, dmesg -T)."""
-    line = strip_compose_prefix(line)
+    first = line[:1]
+    if first.isascii() and first.isalnum():  # a compose prefix opens so (an ISO time too)
+        line = strip_compose_prefix(line)
+        first = line[:1]
     head = line[:80]
+    if first.isascii() and first.isdigit():
+        m = _ISO_RE.match(head)
+        return epoch(m.groups()) if m else None
+    if first != "[":  # every other time opens with a bracket
+        return None
     m = SGLANG_PREFIX.match(head)
     if m:
         return epoch(m.groups()[:7])
-    m = _ISO_RE.match(head)
-    if m:
-        return epoch(m.groups())
     m = _DMESG_T_RE.match(head)
     if m:
         mon = month(m.group(1))

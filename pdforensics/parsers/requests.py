@@ -103,6 +103,8 @@ def _event(no: int, line: str) -> RequestEvent | None:
 
 def _kind(line: str) -> tuple[str | None, str | None]:
     """The event a line records (and the queue an abort line names), or (None, None)."""
+    if "equest" not in line and "obj=" not in line:  # every event below names one of them
+        return None, None
     if "Receive: obj=" in line:
         return "received", None
     if "Finish: obj=" in line:

@@ -58,7 +58,8 @@ def split_by_writer(text: str) -> dict[str, str]:
     groups: dict[str, list[str]] = {}
     current = ""
     for line in text.split("\n"):
-        m = _COMPOSE.match(line) or _JOURNAL.match(line)
+        first = line[:1]  # both prefixes open with an ASCII letter or digit
+        m = (_COMPOSE.match(line) or _JOURNAL.match(line)) if first.isascii() and first.isalnum() else None
         if m is not None:
             current = m.group(1)
         groups.setdefault(current, []).append(line)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pdforensics
 from pdforensics import linear
@@ -192,3 +194,32 @@ def test_a_backtracking_pattern_would_fail_the_bound() -> None:
         assert _slow(p) is not None
     finally:
         SMALL, LARGE = saved
+
+
+def _answer(m: Any) -> Any:
+    if m is None:
+        return None
+    n = m.re.groups
+    return (m.span(), m.groups(), m.lastgroup, [m.span(i) for i in range(n + 1)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=80),
+                min_size=1, max_size=8))
+def test_the_direct_ascii_step_answers_as_the_wrapper(texts: list[str]) -> None:
+    """match / search / fullmatch of ASCII text skip google-re2's wrapper (linear._fast_calls):
+    every pattern of the package answers as the wrapper does, on random ASCII and on each
+    pattern's own source (which tends to match it)."""
+    assert linear.ENGINE != "re2" or linear._FAST is not None  # the direct step is in use
+    _load_everything()
+    patterns = linear.compiled_patterns()
+    assert len(patterns) > 300
+    for p in patterns:
+        inner = getattr(p, "_p", None)
+        if inner is None:  # a bytes pattern: the wrapper only
+            continue
+        source = p.pattern if p.pattern.isascii() else ""
+        for t in (*texts, source, source[::2]):
+            for fast, slow in ((p.search, inner.search), (p.match, inner.match),
+                               (p.fullmatch, inner.fullmatch)):
+                assert _answer(fast(t)) == _answer(slow(t)), (p.pattern, t)

@@ -169,6 +169,29 @@ class _StrPattern:
         return getattr(self._p, name)
 
 
+class PatternSet:
+    """Several str patterns searched at once (RE2::Set): ``matching(text)`` gives the indexes
+    of those that match anywhere in it, in one pass over the text instead of one per pattern.
+    Without google-re2 each pattern is searched in turn (same answer)."""
+
+    def __init__(self, patterns: list[Any]) -> None:
+        self._patterns = list(patterns)
+        self._set: Any = None
+        if _re2 is not None and self._patterns:
+            options = _re2.Options()
+            options.log_errors = False
+            rs = _re2.Set.SearchSet(options)
+            for p in self._patterns:
+                rs.Add(p.pattern)  # the source as built: inline flags included
+            rs.Compile()
+            self._set = rs
+
+    def matching(self, text: str) -> list[int]:
+        if self._set is None:
+            return [i for i, p in enumerate(self._patterns) if p.search(text)]
+        return sorted(self._set.Match(_encodable(text)) or ())
+
+
 def union(patterns: list[Any], names: list[str] | None = None) -> str:
     """The sources of str patterns as one alternation (compile it here): named groups inside
     made plain, each alternative named by ``names`` when given (``Match.lastgroup`` then says

@@ -161,12 +161,6 @@ def match_log_signatures(text: str, since_epoch: float | None = None,
     return hits
 
 
-def _all_keys(line: str, low: str, active: list[Signature]) -> list[Signature]:
-    """The signatures one line matches (_masked: a masking consequence drops the causes)."""
-    return [sig for sig in active
-            if any(lit in low for lit in sig.literals) and sig.pattern.search(line)]
-
-
 def _masked(got: list[Signature]) -> list[Signature]:
     if any(sig.masks_causes for sig in got):
         return [sig for sig in got if sig.kind != "cause"]
@@ -184,6 +178,10 @@ class SignatureLine:
     masked: tuple[Signature, ...] = ()  # causes the line names that a consequence masks
 
 
+#: every signature's pattern in one set: one search per line says which of them it holds
+_SIGNATURE_SET = linear.PatternSet([sig.pattern for sig in SIGNATURES])
+
+
 def iter_signature_lines(text: str, since_epoch: float | None = None,
                          with_noise: bool = True, until_epoch: float | None = None
                          ) -> Iterator[SignatureLine]:
@@ -192,20 +190,20 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
     ``until_epoch`` only lines known to be older than it."""
     if "\x1b[" in text:
         text = ANSI_CODE.sub("", text)
-    low_text = text.lower()
-    active = [sig for sig in SIGNATURES if (with_noise or sig.kind != "noise")
-              and any(lit in low_text for lit in sig.literals)]
-    if not active:
-        return
-    all_literals = tuple({lit for sig in active for lit in sig.literals})
     lines = text.split("\n")
-    low_lines = low_text.split("\n")  # lower() never adds or drops a newline: same indexes
     current: float | None = None  # the time of the newest timestamped line at or before i
     seen = -1  # lines up to here were looked at for `current`
-    for i, low in enumerate(low_lines):
-        if not any(lit in low for lit in all_literals):
+    for i, raw in enumerate(lines):
+        line = raw.rstrip("\r")
+        found = _SIGNATURE_SET.matching(line)
+        if not found:
             continue
-        line = lines[i].rstrip("\r")
+        low = line.lower()
+        # a signature counts where its pattern and one of its literals are on the line
+        every = [sig for sig in (SIGNATURES[k] for k in found)
+                 if (with_noise or sig.kind != "noise") and any(lit in low for lit in sig.literals)]
+        if not every:
+            continue
         # timestamps only where a signature is: walk back to the newest stamped line
         for j in range(i, seen, -1):
             ts = parse_log_timestamp(lines[j].rstrip("\r"))
@@ -217,11 +215,9 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             continue
         if until_epoch is not None and (current is None or current >= until_epoch):
             continue
-        every = _all_keys(line, low, active)
         matched = _masked(every)
-        if matched:
-            yield SignatureLine(i + 1, line, current, tuple(matched),
-                                tuple(s for s in every if s not in matched))
+        yield SignatureLine(i + 1, line, current, tuple(matched),
+                            tuple(s for s in every if s not in matched))
 
 
 def _scan(text: str, since_epoch: float | None, until_epoch: float | None

@@ -88,6 +88,28 @@ def parse_log_timestamp(line: str) -> float | None:
         return epoch(m.groups()) if m else None
     if first != "[":  # every other time opens with a bracket
         return None
+    close = head.find("]")
+    if close < 0:  # both bracketed forms close within the head
+        return None
+    key = head[:close + 1]
+    known = _BRACKETED.get(key, _UNKNOWN)
+    if known is _UNKNOWN:
+        known = _bracketed(key)  # neither form holds a "]" before its own: the key decides
+        if len(_BRACKETED) >= _BRACKETED_MAX:
+            _BRACKETED.clear()
+        _BRACKETED[key] = known
+    return known  # type: ignore[return-value]
+
+
+#: a bracketed time's epoch by the bracket (``[2026-01-29 13:12:37 TP0]``): a log's lines
+#: share their second and rank, and a log is read more than once
+_BRACKETED: dict[str, float | None] = {}
+_BRACKETED_MAX = 65536
+_UNKNOWN = object()
+
+
+def _bracketed(head: str) -> float | None:
+    """The epoch of an SGLang prefix or a dmesg -T time opening ``head``, else None."""
     m = SGLANG_PREFIX.match(head)
     if m:
         return epoch(m.groups()[:7])

@@ -119,8 +119,8 @@ _NO_SPAN = (-1, -1)
 
 class _StrPattern:
     """An RE2 pattern over str whose text may hold lone surrogates (re accepts them, RE2's
-    UTF-8 encoder does not). match / search / fullmatch of ASCII text call RE2's match step
-    directly (`_fast_calls`): same answer, a fifth of the time."""
+    UTF-8 encoder does not). match / search / fullmatch / finditer / findall of ASCII text
+    call RE2's match step directly (`_fast_calls`): same answer, a fifth of the time."""
 
     __slots__ = ("_p", "_rx")
 
@@ -150,10 +150,33 @@ class _StrPattern:
             return self._direct(_FAST[2], text)  # type: ignore[index]
         return self._p.fullmatch(_encodable(text), *a)
 
+    def _each(self, text: str) -> Any:
+        """Every match of ASCII text, as the wrapper's finditer steps (an empty match moves
+        one on)."""
+        data = text.encode("ascii")
+        pos, end, make, anchor = 0, len(data), _FAST[3], _FAST[0]  # type: ignore[index]
+        while True:
+            spans = self._rx.Match(anchor, data, pos, end)
+            if spans[0] == _NO_SPAN:
+                return
+            yield make(self._p, text, 0, end, spans)
+            if pos == end:
+                return
+            pos = pos + 1 if pos == spans[0][1] else spans[0][1]
+
     def finditer(self, text: Any, *a: Any) -> Any:
+        if self._rx is not None and not a and type(text) is str and text.isascii():
+            return self._each(text)
         return self._p.finditer(_encodable(text), *a)
 
     def findall(self, text: Any, *a: Any) -> Any:
+        if self._rx is not None and not a and type(text) is str and text.isascii():
+            groups = self._p.groups
+            if not groups:
+                return [m.group() for m in self._each(text)]
+            if groups == 1:
+                return [m.groups(default="")[0] for m in self._each(text)]
+            return [m.groups(default="") for m in self._each(text)]
         return self._p.findall(_encodable(text), *a)
 
     def split(self, text: Any, *a: Any) -> Any:

@@ -19,6 +19,7 @@ from pdforensics.parsers.nccl_debug import NcclLine, read_nccl_lines
 from pdforensics.parsers.nccl_ras import RasReport, parse_ras
 from pdforensics.parsers.nccl_watchdog import WatchdogRecord, read_watchdog
 from pdforensics.parsers.pyspy_top import PyspyTop, looks_like_pyspy_top, parse_pyspy_top
+from pdforensics.parsers.textcache import by_text
 from pdforensics.parsers.transfer_engine import TransferError, read_transfer_errors
 
 _GDB_BANNER = linear.compile(r"^GNU gdb \(|^GNU gdb \d|^\(cuda-gdb\)|^NVIDIA \(R\) CUDA Debugger", linear.M)
@@ -58,6 +59,7 @@ def _debugger_no_stack(text: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1
 
 
+@by_text
 def read_beneath(text: str) -> Beneath:
     """Every reading below SGLang in ``text`` (an empty Beneath when there is none)."""
     if not text:

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pdforensics import linear
 from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
+from pdforensics.parsers.textcache import by_text
 
 __all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
            "scan_log_signatures", "strip_compose_prefix"]
@@ -220,8 +221,17 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
                             tuple(s for s in every if s not in matched))
 
 
+@by_text
+def signature_lines(text: str) -> tuple[SignatureLine, ...]:
+    """Every line of ``text`` that matches a signature (noise included), remembered by the
+    text: the scan for hits and the diagnosis read the same lines."""
+    return tuple(iter_signature_lines(text))
+
+
 def _scan(text: str, since_epoch: float | None, until_epoch: float | None
           ) -> tuple[SignatureHit, ...]:
+    if since_epoch is None and until_epoch is None:
+        return _hits(signature_lines(text))
     return _hits(iter_signature_lines(text, since_epoch, until_epoch=until_epoch))
 
 

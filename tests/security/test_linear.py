@@ -207,7 +207,7 @@ def _answer(m: Any) -> Any:
 @given(st.lists(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=80),
                 min_size=1, max_size=8))
 def test_the_direct_ascii_step_answers_as_the_wrapper(texts: list[str]) -> None:
-    """match / search / fullmatch of ASCII text skip google-re2's wrapper (linear._fast_calls):
+    """match / search / fullmatch / findall / finditer of ASCII text skip google-re2's wrapper (linear._fast_calls):
     every pattern of the package answers as the wrapper does, on random ASCII and on each
     pattern's own source (which tends to match it)."""
     assert linear.ENGINE != "re2" or linear._FAST is not None  # the direct step is in use
@@ -223,3 +223,5 @@ def test_the_direct_ascii_step_answers_as_the_wrapper(texts: list[str]) -> None:
             for fast, slow in ((p.search, inner.search), (p.match, inner.match),
                                (p.fullmatch, inner.fullmatch)):
                 assert _answer(fast(t)) == _answer(slow(t)), (p.pattern, t)
+            assert p.findall(t) == inner.findall(t), (p.pattern, t)
+            assert [_answer(m) for m in p.finditer(t)] == [_answer(m) for m in inner.finditer(t)]

@@ -22,9 +22,9 @@ from pdforensics.analysis.pdpath.place import (
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import (
     SignatureLine,
-    iter_signature_lines,
     parse_log_timestamp,
     parse_rank,
+    signature_lines,
 )
 from pdforensics.parsers.requests import parse_request_lines
 
@@ -87,7 +87,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
     if not src.text or src.kind in _NOT_LOGS:
         return
-    for hit in iter_signature_lines(src.text):
+    for hit in signature_lines(src.text):
         line = hit.line
         rids, rooms = ids(line)
         for sig in hit.matched:

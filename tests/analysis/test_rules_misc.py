@@ -247,3 +247,20 @@ def test_log_signature_window_and_consequences(builder: Any) -> None:
     a = run(builder)
     sev = {f.title.split()[0]: f.severity for f in a.findings if f.key == "LOG_SIGNATURE"}
     assert sev == {"d": "info", "e": "warning"}
+
+
+def test_sglangs_watchdog_leads_the_endpoint_hang_it_explains(builder: Any) -> None:
+    """The real engine's TP 2 watchdog run (SGLang 0.5.23 on this CPU, field corpus): the
+    watchdog fired on both ranks and dumped their stacks; /server_info hangs and the counters
+    stand still. SGLang's own verdict, which names where the batch hung, comes first; the hang
+    is the same blocked loop seen from outside."""
+    log = (DATA / "field" / "sglang_log" / "real-sglang0523-decode-watchdog-tp2.log").read_text()
+    log = log.replace("[2026-12-04 17:47:", "[2027-01-15 07:57:")  # into the capture's window
+    builder.add(host="d", role="decode", port=2, samples=[FROZEN] * 3, server_info="timeout", log=log)
+    a = run(builder)
+    top = a.findings[0]
+    assert top.key == "SCHEDULER_WATCHDOG" and top.severity == "critical", keys(a)
+    assert "TP0" in top.title and "TP1" in top.title, top.title
+    hang = next(f for f in a.findings if f.key == "SCHEDULER_ENDPOINT_HANG")
+    assert hang.severity == "critical" and a.findings.index(hang) > 0
+    assert a.verdict == "WEDGED"

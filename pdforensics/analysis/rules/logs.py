@@ -110,4 +110,8 @@ def scheduler_watchdog(ctx: Context) -> Iterator[Finding]:
             "dumps stacks and waits for CUDA core dumps in its signal handler (its HTTP server, "
             "/metrics included, answers nothing meanwhile), then kills the process tree; restart "
             "prefill and decode together.",
-            section="logs", wedge=True, subject=svc.label)
+            section="logs", wedge=True, subject=svc.label,
+            # SGLang's own verdict on its scheduler, with the stack of the batch that hung: ahead
+            # of a frozen /server_info hang (15), which is that same blocked loop seen from
+            # outside (the real engine's TP 2 watchdog row, docs/real-engine.md)
+            rank=14)

@@ -37,6 +37,9 @@ def engine_env(env: EngineEnv, lab_dir: Path, host: LabHost, tp: int) -> dict[st
         "HF_HOME": str(lab_dir / "hf"),
         "PYTHONPATH": str(PYLIB),
         "PYTHONUNBUFFERED": "1",
+        # our PYTHONPATH folder lives in the installed package: the servers never write
+        # into it (their site-packages were compiled when the environment was built)
+        "PYTHONDONTWRITEBYTECODE": "1",
         "SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX": "false",
         # the KV manager and Mooncake advertise this address (unset: the NIC's)
         "SGLANG_HOST_IP": host.bind,

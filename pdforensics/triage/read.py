@@ -80,7 +80,27 @@ class Artifact:
             found.add("stacks")
         if self.pyspy_failure is not None or any(d.error for d in self.dumps):
             found.add("pyspy_error")
-        return frozenset(found)
+        return frozenset(found | set(self.beneath_kinds))
+
+    @property
+    def beneath_kinds(self) -> tuple[str, ...]:
+        """What the file holds from the layers beneath SGLang, by the name of the source it
+        comes from: kernel (Xid, AER, OOM), nccl (watchdog, NCCL lines, RAS), transfer_engine
+        (Mooncake, NIXL), gdb (gdb / cuda-gdb), flight_recorder (a dump, the analyzer)."""
+        b = self.beneath
+        found = []
+        if b is not None and b.kernel:
+            found.append("kernel")
+        if b is not None and (b.watchdog or b.nccl or b.ras is not None):
+            found.append("nccl")
+        if b is not None and b.transfer:
+            found.append("transfer_engine")
+        if (any(d.kind in ("gdb", "cuda-gdb") for d in self.dumps)
+                or (b is not None and (b.cuda or b.debugger_no_stack is not None))):
+            found.append("gdb")
+        if self.fr_dump is not None or (b is not None and b.fr_trace):
+            found.append("flight_recorder")
+        return tuple(found)
 
     @property
     def threads(self) -> int:

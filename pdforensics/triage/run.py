@@ -69,6 +69,13 @@ def triage_paths(paths: Sequence[str], since: Since | None = None) -> TriageResu
 
 
 def _describe(a: Artifact) -> str:
+    text = _what(a)
+    holds = [k for k in a.beneath_kinds if k != a.kind]
+    return text + (f"; holds {', '.join(k.replace('_', ' ') for k in holds)} evidence"
+                   if holds and a.usable else "")
+
+
+def _what(a: Artifact) -> str:
     if not a.usable:
         return "skipped"
     if a.kind == "stacks":

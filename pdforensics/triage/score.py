@@ -115,7 +115,20 @@ def _result_as(art: Artifact, kind: str | None) -> int:
         return sum(1 for ln in art.log_text.split("\n") if ln.strip())
     if kind == "pyspy_error":
         return len(_pyspy_reasons(art))
+    if art.kind != kind and kind in art.beneath_kinds:  # a layer beneath SGLang the file holds
+        return _beneath_size(art, kind)
     return art.result_size if art.kind == kind else 0
+
+
+def _beneath_size(art: Artifact, kind: str) -> int:
+    """How many records of one layer beneath SGLang came out of the file."""
+    b = art.beneath
+    if kind == "gdb":  # threads, kernels, or the debugger's "no stack" read as such
+        return art.threads + (len(b.cuda) + (b.debugger_no_stack is not None) if b is not None else 0)
+    if b is None:
+        return 0
+    return {"kernel": len(b.kernel), "nccl": len(b.watchdog) + len(b.nccl) + (b.ras is not None),
+            "transfer_engine": len(b.transfer), "flight_recorder": len(b.fr_trace)}.get(kind, 0)
 
 
 def _check_reading(art: Artifact, expect: dict[str, Any]) -> list[Miss]:

@@ -97,3 +97,24 @@ def test_parsed_means_a_reading_of_the_kind_the_sidecar_names(corpus: Path) -> N
     meta.write_text(json.dumps(json.loads(meta.read_text()) | {"kind": "stacks"}))
     s = score_artifact(meta)
     assert not s.parsed and any(m.key == "kind" for m in s.misses)
+
+
+@pytest.mark.parametrize(("slug", "kind", "ok"), [
+    ("kernel/gpu-burn-1-aer-surprise-down-then-xid79", "kernel", True),
+    ("nccl/basicsr-737-watchdog-allreduce-3-ranks", "nccl", True),
+    ("nccl/basicsr-737-watchdog-allreduce-3-ranks", "kernel", False),  # it holds no kernel line
+    ("gdb/gen-gdb13-thread-apply-all-bt-recv-lock", "gdb", True),
+])
+def test_a_sidecar_may_name_the_layer_beneath_sglang(tmp_path: Path, slug: str, kind: str, ok: bool) -> None:
+    """A sidecar written without our vocabulary names a kernel log `kernel`, not `log`: it is
+    met (and parsed) when the file holds records of that layer, and only then."""
+    fam = tmp_path / slug.split("/")[0]
+    fam.mkdir()
+    for p in (FIELD / slug).parent.glob(Path(slug).name + ".*"):
+        shutil.copy(p, fam / p.name)
+    meta = fam / (Path(slug).name + ".meta.json")
+    side = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**side, "kind": kind, "expect": {}}))
+    s = score_artifact(meta)
+    assert s.parsed is ok and s.expected is ok, s.misses
+    assert ok or [m.key for m in s.misses] == ["kind"]

@@ -57,3 +57,25 @@ def test_the_cli_describes_what_it_read() -> None:
     assert "Flight Recorder dump, rank 0, 5 entries, 1 pending" in out
     assert "py-spy top, 7 functions, Active 0.0%" in out and "not_found document" in out
     assert "NCCL_COLLECTIVE_TIMEOUT" in out and "NCCL_RAS_REPORT" in out
+
+
+@pytest.mark.parametrize(("path", "shown", "holds"), [
+    ("kernel/gpu-burn-1-aer-surprise-down-then-xid79.log", "log", {"kernel"}),
+    ("gdb/gen-gdb13-thread-apply-all-bt-recv-lock.txt", "stacks", {"gdb"}),
+    ("nccl/basicsr-737-watchdog-allreduce-3-ranks.log", "log", {"nccl"}),
+    ("transfer_engine/vllm-ascend-9747-tcp-writebody-readbody-eof.log", "log", {"transfer_engine"}),
+    ("flight_recorder/gen-torch213-gloo-fr-rank0-json.json", "flight_recorder", {"flight_recorder"}),
+    ("sglang_log/gen-sglang0523-prefill-startup-and-batches-control.log", "log", set()),
+])
+def test_a_file_says_which_layer_beneath_sglang_it_holds(path: str, shown: str, holds: set[str]) -> None:
+    """Beside the kind a file is shown as, the layers beneath SGLang it holds evidence of, by
+    the name of their source; the Files line says so."""
+    art = read_path(str(FIELD / path))
+    assert art.kind == shown and set(art.beneath_kinds) == holds, (art.kind, art.beneath_kinds)
+    assert holds <= art.kinds
+    out = CliRunner().invoke(main, ["triage", str(FIELD / path)]).output
+    line = next(ln for ln in out.splitlines() if path.rsplit("/", 1)[1] in ln)
+    extra = holds - {shown}
+    assert ("holds" in line) == bool(extra), line
+    for k in extra:
+        assert k.replace("_", " ") in line, line

@@ -76,7 +76,7 @@ WRITTEN = Since("2026-12-04", epoch=1_796_342_400.0)
 def test_dumps_from_before_the_servers_started_are_history(bundle: Path) -> None:
     cap = load_capture(bundle)  # the window starts at the servers' start: the dumps predate it
     assert not [d for h in cap.hosts for _p, d in h.flight_recorder]
-    old = sorted(d.rank for h in cap.hosts for _p, d in h.fr_history)
+    old = sorted(-1 if d.rank is None else d.rank for h in cap.hosts for _p, d in h.fr_history)
     assert old == [0, 1]
     a = analyze(cap)
     assert "RANK_MISSING_FROM_COLLECTIVE" not in {f.key for f in a.findings}

@@ -90,6 +90,11 @@ SPECS: tuple[SigSpec, ...] = (
             r"^(Scheduler|DataParallelController|DetokenizerManager|TokenizerManager|"
             r"TpModelWorkerClient) hit an exception", ("srt/managers/",),
             external=_short(r"Scheduler hit an exception", "scheduler hit an exception")),
+    SigSpec("SUBPROCESS_CRASHED", "cause",
+            "a child process of the server (a scheduler rank, the detokenizer) died; SGLang's "
+            "launcher then sends itself SIGQUIT and tears the whole server down",
+            r"^Subprocess \{\} \(pid=\{\}\) crashed with exit code", ("srt/utils",),
+            external=_short(r"Subprocess \S+ \(pid=\d+\) crashed with exit code", "crashed with exit code")),
     SigSpec("FROM_ANOTHER_RANK", "consequence",
             "a KV transfer failed on another rank: this rank has no failure of its own",
             r"from another rank", ("srt/disaggregation/",)),

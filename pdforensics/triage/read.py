@@ -337,14 +337,20 @@ def read_bytes(path: str, data: bytes) -> Artifact:
             art = Artifact(path, lower.FLIGHT_RECORDER, str(exc), size=len(data))
         return dataclasses.replace(art, data=data)
     text = data.decode("utf-8", errors="replace")
-    binary = "\x00" in text[:4096] or "\ufffd" in text[:4096]
-    return read_text(path, text, len(data), data if binary else b"")
+    return read_text(path, text, len(data), data if _binary(text) else b"")
+
+
+def _binary(text: str) -> bool:
+    """Bytes that are not text: a NUL, or more than one character in a hundred undecodable
+    near the start (a log with a few stray bytes -- a model's broken token in a request
+    line -- stays a log)."""
+    head = text[:4096]
+    return "\x00" in head or head.count("\ufffd") * 100 > max(len(head), 1)
 
 
 def _member(name: str, data: bytes) -> Artifact:
     text = data.decode("utf-8", errors="replace")
-    binary = "\x00" in text[:4096] or "\ufffd" in text[:4096]
-    return read_text(name, text, len(data), data if binary else b"")
+    return read_text(name, text, len(data), data if _binary(text) else b"")
 
 
 def read_paths(path: str) -> list[Artifact]:

@@ -79,3 +79,20 @@ def test_a_file_says_which_layer_beneath_sglang_it_holds(path: str, shown: str, 
     assert ("holds" in line) == bool(extra), line
     for k in extra:
         assert k.replace("_", " ") in line, line
+
+
+def test_a_log_with_a_stray_byte_is_read_as_text() -> None:
+    """A real 0.5.23 log holds a request line with a broken token (bytes that are not UTF-8):
+    it is still a log whose lines reach the diagnosis; bytes mostly undecodable are binary."""
+    from pdforensics.triage.read import read_bytes
+    from pdforensics.triage.run import triage_artifacts
+
+    log = (FIELD / "log" / "real-sglang0523-prefill-scheduler-killed.log").read_bytes()
+    assert "\ufffd" in log.decode("utf-8", "replace")
+    art = read_bytes("prefill-0.log", log)
+    assert art.kind == "log" and not art.data and art.text
+    d = triage_artifacts([art]).diagnosis
+    assert d is not None and d.side == "prefill"
+    assert any(c.key == "SUBPROCESS_CRASHED" and c.label == "cause" for c in d.clues)
+    noise = bytes(range(128, 256)) * 40
+    assert read_bytes("blob", noise).data == noise

@@ -68,6 +68,10 @@ KEY_PLACE: dict[str, Place] = {
     "PYSPY_DUMP": Place(None, None, None, 1, _SRC + "the watchdog's embedded py-spy dump"),
     "SCHEDULER_EXCEPTION": Place(None, None, False, 2, _SRC +
                                  "run_scheduler_process: the scheduler died of an exception"),
+    "SUBPROCESS_CRASHED": Place(None, None, False, 3, _SRC + "utils/watchdog.py "
+                                "SubprocessWatchdog: a child process exited (a negative code is "
+                                "the signal that ended it: -9 SIGKILL, the OOM killer or a kill); "
+                                "the launcher then kills the server"),
     "HEALTH_CHECK_FAILED": Place(None, None, None, 1, _SRC + "/health got no answer"),
     "ABORTED_BY_ABORTREQ": Place(None, None, None, 1, _SRC +
                                  "the abort path (prepare_abort / KVSender.abort)"),

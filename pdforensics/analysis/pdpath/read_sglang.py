@@ -166,7 +166,10 @@ def context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=when, host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in wanted if c[2] in ll]
+        # the launcher's own "Subprocess X crashed ... Triggering SIGQUIT" line: its cause is
+        # the crash (SUBPROCESS_CRASHED reads it); the SIGQUIT it announces is on the next line
+        hit = [c for c in wanted if c[2] in ll
+               and not (c[0] == "LAUNCHER_SIGQUIT" and "crashed with exit code" in ll)]
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,

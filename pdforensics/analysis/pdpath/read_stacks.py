@@ -20,6 +20,10 @@ from pdforensics.parsers.frames import ProcessDump, ThreadStack
 _MODE = linear.compile(r"--disaggregation-mode[ =](prefill|decode)")
 _FORWARD = ("run_batch", "forward_batch_generation", "ModelRunner.forward", "_forward_raw")
 _IDLE = ("maybe_sleep_on_idle", "IdleSleeper.maybe_sleep")
+#: a collective's own frames (torch.distributed, SGLang's group coordinator)
+_COLLECTIVE = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "all_to_all",
+               "send", "recv")
+_COLLECTIVE_FILES = ("torch/distributed/", "parallel_state.py", "communication_op.py")
 _WAIT_FOR_WORK = ("DetokenizerManager.event_loop", "TokenizerManager.handle_loop")
 _SGLANG_FILES = ("scheduler.py", "detokenizer_manager.py", "tokenizer_manager.py",
                  "http_server.py", "sglang/")
@@ -45,6 +49,16 @@ def _main(d: ProcessDump) -> ThreadStack | None:
     return next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
 
 
+def _in_collective(t: ThreadStack) -> bool:
+    """The innermost Python frames are a collective's (torch.distributed, SGLang's group
+    coordinator)."""
+    for f in t.frames[:4]:
+        if any(k in f.file for k in _COLLECTIVE_FILES):
+            return any(f.function.split(".")[-1].startswith(c) for c in _COLLECTIVE) or (
+                "torch/distributed/" in f.file)
+    return False
+
+
 def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
     role = _role(d, src)
     where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
@@ -56,14 +70,27 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
     if main is None:
         return
     funcs = _funcs(main)
-    if main.state.startswith("active") and any(any(k in f for k in _FORWARD) for f in funcs):
-        stage: Stage | None = ("decode_forward" if role == "decode" else
-                               "prefill_forward" if role == "prefill" else None)
+    in_forward = any(any(k in f for k in _FORWARD) for f in funcs)
+    stage: Stage | None = ("decode_forward" if role == "decode" else
+                           "prefill_forward" if role == "prefill" else None)
+    if in_forward and _in_collective(main):
+        # a forward waiting in a collective: for its peers (a rank behind, stopped or gone);
+        # what it waits for is on another rank, not in this stack
+        yield Clue(key="STACK_FORWARD_IN_COLLECTIVE", label="consequence", stage=stage,
+                   side="collective", role=role,
+                   text=f"{where}: {main.name or main.thread_id} waits in {funcs[0]} inside "
+                        "a forward", source=src.path, host=src.host, rank=d.rank, strength=1,
+                   why="the forward's collective returns only when every rank of the group "
+                       "joins it: this rank waits for its peers")
+    elif in_forward and (main.state.startswith("active") or main.state == "idle"):
+        # py-spy labels a thread idle when it is in native code without the GIL (a kernel, a
+        # matmul) or stopped: either way the forward is where the thread is
         yield Clue(key="STACK_ACTIVE_FORWARD", label="progress", stage=stage, role=role,
-                   text=f"{where}: {main.name or main.thread_id} active in a forward "
-                        f"({funcs[0] if funcs else '?'})",
+                   text=f"{where}: {main.name or main.thread_id} "
+                        f"{'active' if main.state.startswith('active') else 'in native code'} "
+                        f"in a forward ({funcs[0] if funcs else '?'})",
                    source=src.path, host=src.host, rank=d.rank, wedge=False, strength=2,
-                   why="py-spy saw the main thread running a forward batch")
+                   why="py-spy saw the main thread inside a forward batch")
     elif any(any(k in f for k in _IDLE) for f in funcs):
         yield Clue(key="SCHEDULER_FULLY_IDLE", label="noise", role=role, source=src.path,
                    text=f"{where}: the scheduler sleeps in maybe_sleep_on_idle", host=src.host,

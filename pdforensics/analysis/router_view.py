@@ -50,11 +50,15 @@ class WorkerBreaker:
         return self.log_last.to_state if self.log_last else "unknown"
 
     @property
+    def dispatch_rose(self) -> bool:
+        """Requests were dispatched to it during the capture."""
+        return (self.dispatched_first is not None and self.dispatched_last is not None
+                and self.dispatched_last > self.dispatched_first)
+
+    @property
     def got_traffic(self) -> bool:
         """Requests were dispatched to it during the capture, or are running on it."""
-        rose = (self.dispatched_first is not None and self.dispatched_last is not None
-                and self.dispatched_last > self.dispatched_first)
-        return rose or bool(self.active)
+        return self.dispatch_rose or bool(self.active)
 
 
 def _first(snap: MetricsSnapshot, names: tuple[str, ...]) -> str | None:

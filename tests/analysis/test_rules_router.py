@@ -112,3 +112,25 @@ def test_router_in_flight_counts_admitted_requests(builder: Any) -> None:
     cap = load_capture(builder.write())
     router = next(s for s in cap.services() if s.kind == "router")
     assert router_in_flight(router) == 4.0
+
+
+def test_requests_running_on_decode_alone_are_not_decode_only_dispatch(builder: Any) -> None:
+    """The real smg 1.13 while the real engine's decode scheduler is stopped: it sent 22
+    requests to each worker, prefill finished its halves (0 active), 3 stay active on decode.
+    Decode running requests alone is every PD generation; only decode's dispatch rising while
+    prefill's stays flat, or no prefill at all, is dispatch to decode alone."""
+    text = body("smg_metrics_decode_stopped.http")
+    builder.add(host="r", role="router", port=8000, kind="router", server_info=None,
+                raw_samples=[text, text, text],
+                raw_fetches={"workers": json.dumps({"workers": [
+                    {"url": "http://127.0.0.3:27936", "worker_type": "prefill"},
+                    {"url": "http://127.0.0.4:27937", "worker_type": "decode"}]})})
+    a = analyze(load_capture(builder.write()))
+    breakers = {b.role: b for b in worker_breakers(a_router(builder))}
+    assert breakers["decode"].active == 3 and breakers["prefill"].active == 0
+    assert breakers["decode"].dispatched_last == breakers["prefill"].dispatched_last == 22
+    assert "DECODE_ONLY_DISPATCH" not in keys(a), keys(a)
+
+
+def a_router(builder: Any) -> Any:
+    return next(load_capture(builder.root / "bundle").services("router"))

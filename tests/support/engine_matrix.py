@@ -98,14 +98,12 @@ def diagnosis_of(a: object) -> dict[str, Any] | None:
 
 #: The issue-30 diagnosis' misses seen on the real engine, by fault, with why: reported in every
 #: row (and the table), not failed on; a miss not listed here fails like any other expectation.
-#: Seen in some runs only (the reasoning weighs clues whose timing varies): a listed gap may pass.
-DIAGNOSIS_GAPS: dict[str, str] = {
-    "prefill-frozen": "issue 30: smg's relayed 'Decode server returned error status' lines place it at "
-                      "stream_back with no side, over the stopped prefill (PROCESS_STATE, wedge)",
-    "server-killed": "issue 30: in some runs the same router lines place it at stream_back with no side",
-    "breaker-open": "issue 30: placed at decode_transfer_wait (decode's lost-prefill line) rather than where "
-                    "smg refuses the requests (router_dispatch)",
-}
+#: Empty since 5 Dec 2026: prefill-frozen (a bootstrap-room finding outweighed decode's own
+#: waiting-timeout line), server-killed and breaker-open (smg's relayed errors and decode's
+#: lost-prefill line, with no reading of SGLang's "Subprocess ... crashed" line) and
+#: rank-stopped (a decode running its requests alone read as dispatch to decode only) were
+#: fixed and are pinned on real captures in tests/analysis/test_real_engine_bundles.py.
+DIAGNOSIS_GAPS: dict[str, str] = {}
 
 
 def judge(row: Row, expect: Expect) -> tuple[list[str], list[str]]:

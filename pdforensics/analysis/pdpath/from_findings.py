@@ -32,7 +32,9 @@ FINDING_PLACE: dict[str, tuple[str | None, str | None, int]] = {
     "RANK_OUTLIER": ("forward", "role", 3),
     "ALL_RANKS_STUCK": ("forward", "collective", 2),
     "PROCESS_STATE": (None, "role", 2),
-    "STRANDED_BOOTSTRAP": ("prefill_bootstrap", "decode", 2),
+    # decode failed first and prefill kept the room: decode's side unless decode's own failure
+    # line says why (a KV waiting timeout points at prefill, strength 2): weaker than that
+    "STRANDED_BOOTSTRAP": ("prefill_bootstrap", "decode", 1),
     "PREALLOC_LEAK": ("decode_prealloc", "decode", 3),
     "FORGOTTEN_REQUESTS": (None, None, 1),
     "ROUTER_BREAKER_OPEN": ("router_dispatch", "router", 2),

@@ -112,3 +112,30 @@ def test_a_weak_report_after_a_stronger_cause_with_the_same_room_is_its_conseque
 def test_no_evidence_is_no_reading() -> None:
     d = diagnose([])
     assert (d.stage, d.side, d.wedge, d.suspect) == ("not_applicable", "not_established", None, None)
+
+
+def test_a_rank_caught_in_a_collective_is_a_reading_only_where_its_role_stands_still() -> None:
+    """A stack sample of a TP forward waiting in all_reduce: alone it reads as a wait on the
+    collective side (the real engine's TP 2 rank whose peer was stopped); beside a counter of
+    that role rising (the real engine's healthy TP 2 pair) it is a moment of a working forward."""
+    wait = Clue("STACK_FORWARD_IN_COLLECTIVE", "consequence", "TP0 waits in all_reduce inside a forward",
+                "stacks", stage="prefill_forward", side="collective", role="prefill", strength=1)
+    alone = diagnose([wait])
+    assert (alone.stage, alone.side) == ("prefill_forward", "collective")
+    moving = Clue("COUNTER_ROSE", "progress", "sglang:generation_tokens_total rose 6 -> 10 in 4 s",
+                  "metrics", role="prefill", strength=2)
+    healthy = diagnose([wait, moving])
+    assert healthy.side != "collective" and not healthy.wedge, healthy
+
+
+def test_the_server_args_line_is_no_sigquit() -> None:
+    """SGLang 0.5.23 logs its server_args, 'custom_sigquit_handler': None among them: no
+    launcher SIGQUIT; the launcher's own 'SIGQUIT received' line is one."""
+    from pdforensics.analysis.pdpath.read_sglang import context_clues
+    from pdforensics.analysis.pdpath.sources import Source
+
+    text = ("[2026-12-05 11:25:16] server_args={'use_ray': False, 'custom_sigquit_handler': None}\n"
+            "[2026-12-05 11:43:33] SIGQUIT received. signum=None, frame=None. It usually means one "
+            "child failed.\n")
+    keys = [(c.key, c.line) for c in context_clues(Source("p.log", "log", role="prefill", text=text))]
+    assert ("LAUNCHER_SIGQUIT", 2) in keys and ("LAUNCHER_SIGQUIT", 1) not in keys, keys

@@ -168,8 +168,10 @@ def context_clues(src: Source) -> Iterator[Clue]:
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
         # the launcher's own "Subprocess X crashed ... Triggering SIGQUIT" line: its cause is
         # the crash (SUBPROCESS_CRASHED reads it); the SIGQUIT it announces is on the next line
+        # (and the server_args line names 'custom_sigquit_handler': no event at all)
         hit = [c for c in wanted if c[2] in ll
-               and not (c[0] == "LAUNCHER_SIGQUIT" and "crashed with exit code" in ll)]
+               and not (c[0] == "LAUNCHER_SIGQUIT" and ("crashed with exit code" in ll
+                                                        or "server_args=" in ll))]
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,

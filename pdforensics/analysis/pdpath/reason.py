@@ -47,10 +47,21 @@ def is_sglang(clues: Sequence[Clue]) -> bool:
                (c.rank is not None and c.rank.startswith(("TP", "DP", "PP"))) for c in clues)
 
 
+#: consequences seen in one instant (a stack sample): a rank waiting in a collective is what
+#: every healthy TP forward does between kernels; it stands only where its role shows no progress
+_MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE"})
+
+
+def _moving(clues: Sequence[Clue], role: str | None) -> bool:
+    """Evidence over time that the role's work moves (a counter rose, a busy batch line)."""
+    return any(c.label == "progress" and c.strength >= 2 and c.role == role for c in clues)
+
+
 def _primary(clues: Sequence[Clue], label: str = "cause") -> int | None:
     picked = [i for i in range(len(clues)) if clues[i].label == label]
     if label == "consequence":
-        picked = [i for i in picked if clues[i].stage is not None]
+        picked = [i for i in picked if clues[i].stage is not None
+                  and not (clues[i].key in _MOMENTARY and _moving(clues, clues[i].role))]
     if not picked:
         return None
     best = max(clues[i].strength for i in picked)

@@ -90,6 +90,12 @@ SPECS: tuple[SigSpec, ...] = (
             r"^(Scheduler|DataParallelController|DetokenizerManager|TokenizerManager|"
             r"TpModelWorkerClient) hit an exception", ("srt/managers/",),
             external=_short(r"Scheduler hit an exception", "scheduler hit an exception")),
+    SigSpec("KV_POOL_FULL", "cause",
+            "the scheduler's KV cache pool filled: it retracted running requests (they wait in "
+            "the retracted queue and are recomputed): overload, not a hang",
+            external=((r"KV cache pool is full\. Retract requests", "kv cache pool is full",
+                       "sglang scheduler.py update_running_batch (logger.warning of a "
+                       "concatenated message: its fixed words)"),)),
     SigSpec("SUBPROCESS_CRASHED", "cause",
             "a child process of the server (a scheduler rank, the detokenizer) died; SGLang's "
             "launcher then sends itself SIGQUIT and tears the whole server down",

@@ -264,3 +264,24 @@ def test_sglangs_watchdog_leads_the_endpoint_hang_it_explains(builder: Any) -> N
     hang = next(f for f in a.findings if f.key == "SCHEDULER_ENDPOINT_HANG")
     assert hang.severity == "critical" and a.findings.index(hang) > 0
     assert a.verdict == "WEDGED"
+
+
+def test_sglangs_kv_pool_full_line_is_kv_pressure(builder: Any) -> None:
+    """The real engine under long prompts (field corpus, SGLang 0.5.23, --max-total-tokens
+    4096): one 'KV cache pool is full. Retract requests.' line, the retraction counter at 1
+    and not rising during the capture, decoding goes on: an overloaded decode (a warning), not
+    a healthy one and not a wedge."""
+    log = (DATA / "field" / "log" / "real-sglang0523-decode-kv-pool-full-retract.log").read_text()
+    # into the capture's window: 11:29-11:30 -> 07:57-07:58
+    log = log.replace("[2026-12-05 11:29:", "[2027-01-15 07:57:").replace("[2026-12-05 11:30:", "[2027-01-15 07:58:")
+    retracted = "sglang:num_retracted_requests_total"
+    builder.add(host="d", role="decode", port=2, log=log,
+                samples=[moving(i, **{retracted: 1, "sglang:token_usage": 0.68}) for i in range(3)])
+    a = run(builder)
+    f = next(f for f in a.findings if f.key == "KV_CACHE_PRESSURE")
+    text = " | ".join(str(e) for e in f.evidence)
+    assert f.severity == "warning" and "KV cache pool is full" in text, text
+    assert "num_retracted_requests_total 1 (since the server started" in text, text
+    assert a.verdict == "DEGRADED" and a.findings[0].key == "KV_CACHE_PRESSURE", keys(a)
+    assert a.diagnosis is not None and (a.diagnosis.stage, a.diagnosis.side) == ("decode_forward", "decode")
+    assert not a.diagnosis.wedge

@@ -68,6 +68,9 @@ KEY_PLACE: dict[str, Place] = {
     "PYSPY_DUMP": Place(None, None, None, 1, _SRC + "the watchdog's embedded py-spy dump"),
     "SCHEDULER_EXCEPTION": Place(None, None, False, 2, _SRC +
                                  "run_scheduler_process: the scheduler died of an exception"),
+    "KV_POOL_FULL": Place("decode_forward", None, False, 2, _SRC + "managers/scheduler.py "
+                          "update_running_batch: check_decode_mem failed, requests retracted "
+                          "(the pool of the server that printed it is full)"),
     "SUBPROCESS_CRASHED": Place(None, None, False, 3, _SRC + "utils/watchdog.py "
                                 "SubprocessWatchdog: a child process exited (a negative code is "
                                 "the signal that ended it: -9 SIGKILL, the OOM killer or a kill); "

@@ -161,7 +161,8 @@ def kv_transfer_failures(ctx: Context) -> Iterator[Finding]:
 
 @rule("KV_CACHE_PRESSURE", needs=(Need.METRICS,), rank=50)
 def kv_cache_pressure(ctx: Context) -> Iterator[Finding]:
-    """Token usage near full, retractions, memory held by preallocation."""
+    """Token usage near full, retractions (the counter rising, or SGLang's own "KV cache pool is
+    full. Retract requests" line inside the evidence window), memory held by preallocation."""
     for svc in ctx.servers():
         ev: list[Evidence | str] = []
         usage = gauge_track(svc, "sglang:token_usage")
@@ -171,9 +172,19 @@ def kv_cache_pressure(ctx: Context) -> Iterator[Finding]:
         if retracted.last is not None and retracted.last > 0:
             ev.append(metrics_evidence(ctx, svc, f"num_retracted_reqs {retracted.text()}"))
         total = counter_track(svc, "sglang:num_retracted_requests_total")
+        full = [h for h in svc.log_hits if h.key == "KV_POOL_FULL"]  # inside the evidence window
         if total.rising:
             ev.append(metrics_evidence(ctx, svc, f"num_retracted_requests_total "
                                        f"{total.text()} (+{fmt(total.delta)})"))
+        elif full and total.last:  # the retractions the log line reports, counted since start
+            ev.append(metrics_evidence(ctx, svc, f"num_retracted_requests_total {fmt(total.last)} "
+                                       "(since the server started; not rising during the capture)"))
+        for h in full:
+            path = svc.log_entry.path if svc.log_entry is not None else None
+            ev.append(Evidence(svc.host, f"{svc.role} {svc.log_source or 'log'}",
+                               f"KV cache pool is full, requests retracted: {h.count} line(s) in "
+                               f"the evidence window: {h.samples[0][:240] if h.samples else ''}",
+                               path))
         if not ev:
             continue
         for name in ("sglang:prealloc_full_token_usage", "sglang:pending_prealloc_token_usage"):

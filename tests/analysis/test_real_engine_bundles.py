@@ -18,7 +18,7 @@ from tests.support.engine_matrix import EXPECT
 DATA = Path(__file__).resolve().parent.parent / "data" / "real_engine"
 
 
-@pytest.mark.parametrize("fault", ["rank-stopped", "prefill-frozen", "breaker-open"])
+@pytest.mark.parametrize("fault", ["rank-stopped", "prefill-frozen", "breaker-open", "kv-full"])
 def test_a_real_capture_reads_as_its_fault(fault: str) -> None:
     want = EXPECT[fault]
     with opened_bundle(DATA / f"{fault}.tar.gz") as bundle:

@@ -8,16 +8,13 @@ parsers/logtime.py, the one reader (a time without a zone is UTC).
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from pdforensics import linear
 from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
-from pdforensics.parsers.textcache import by_text
+from pdforensics.parsers.textcache import Memo, by_text, digest
 
 __all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
            "scan_log_signatures", "strip_compose_prefix"]
@@ -123,10 +120,7 @@ class _Acc:
 
 # A capture scans each log twice, the same text both times: for parsed/ while it collects and
 # for the analysis after. The answer (a few counts and samples) is kept by the text's digest.
-_SCANNED: OrderedDict[tuple[bytes, float | None, float | None], tuple[SignatureHit, ...]] = \
-    OrderedDict()
-_SCANNED_MAX = 256
-_SCANNED_LOCK = threading.Lock()
+_SCANNED = Memo(keep=256)
 
 
 def scan_log_signatures(text: str, since_epoch: float | None = None,
@@ -148,18 +142,12 @@ def match_log_signatures(text: str, since_epoch: float | None = None,
     """scan_log_signatures with noise signatures (the periodic batch lines) kept."""
     if "\x1b[" in text:  # smg colours its log even into a file or journald
         text = ANSI_CODE.sub("", text)
-    key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-           since_epoch, until_epoch)
-    with _SCANNED_LOCK:
-        known = _SCANNED.get(key)
-    if known is not None:
-        return known
-    hits = _scan(text, since_epoch, until_epoch)
-    with _SCANNED_LOCK:
-        _SCANNED[key] = hits
-        while len(_SCANNED) > _SCANNED_MAX:
-            _SCANNED.popitem(last=False)
-    return hits
+    key = (digest(text), since_epoch, until_epoch)
+    known: tuple[SignatureHit, ...] | None = _SCANNED.get(key)
+    if known is None:
+        known = _scan(text, since_epoch, until_epoch)
+        _SCANNED.put(key, known)
+    return known
 
 
 def _masked(got: list[Signature]) -> list[Signature]:

@@ -12,8 +12,8 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,26 +25,43 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+class Memo:
+    """The last ``keep`` values by key, thread-safe (a capture reads its hosts in threads)."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self._kept: OrderedDict[Hashable, Any] = OrderedDict()
+        self._keep = keep
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The value kept for ``key``, else None."""
+        with self._lock:
+            if key not in self._kept:
+                return None
+            self._kept.move_to_end(key)
+            return self._kept[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._kept[key] = value
+            while len(self._kept) > self._keep:
+                self._kept.popitem(last=False)
+
+
 def by_text(fn: Callable[[str], T]) -> Callable[[str], T]:
     """``fn(text)``, remembered for the last KEEP texts by their digest. Short texts are
     read again (the digest would cost more than the reading)."""
-    kept: OrderedDict[bytes, T] = OrderedDict()
-    lock = threading.Lock()
+    memo = Memo()
 
     @functools.wraps(fn)
     def wrapper(text: str) -> T:
         if len(text) < 65536:
             return fn(text)
         key = digest(text)
-        with lock:
-            if key in kept:
-                kept.move_to_end(key)
-                return kept[key]
-        value = fn(text)
-        with lock:
-            kept[key] = value
-            while len(kept) > KEEP:
-                kept.popitem(last=False)
-        return value
+        known = memo.get(key)
+        if known is None:
+            known = fn(text)
+            memo.put(key, known)
+        return known  # type: ignore[no-any-return]
 
     return wrapper

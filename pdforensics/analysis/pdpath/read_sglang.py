@@ -119,13 +119,16 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                           else ""))
 
 
-_CONTEXT: tuple[tuple[str, Label, str, Stage | None, bool | None, int, str], ...] = (
-    # (key, label, literal, stage, wedge, strength, why)
-    ("LAUNCHER_SIGQUIT", "consequence", "sigquit", None, False, 2,
+_CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, int, str], ...] = (
+    # (key, label, literals, stage, wedge, strength, why)
+    # the launcher's own words: "Received sigquit from a child process" (engine.py, 0.4-0.5.23),
+    # "SIGQUIT received. signum=..." (tokenizer_manager.py, 0.5.23) -- not a server_args line
+    # naming custom_sigquit_handler, not the crash line that announces the SIGQUIT
+    ("LAUNCHER_SIGQUIT", "consequence", ("received sigquit", "sigquit received"), None, False, 2,
      "sglang's launcher kills the server when a child process dies (SIGQUIT from the child)"),
-    ("SERVER_READY", "progress", "the server is fired up and ready to roll", "startup", False, 1,
+    ("SERVER_READY", "progress", ("the server is fired up and ready to roll",), "startup", False, 1,
      "sglang http_server: the warm-up request finished"),
-    ("WARMUP", "progress", "warmup", "startup", False, 1,
+    ("WARMUP", "progress", ("warmup",), "startup", False, 1,
      "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
 )
 _KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
@@ -147,7 +150,7 @@ def context_clues(src: Source) -> Iterator[Clue]:
     if not src.text or src.kind in _NOT_LOGS:
         return
     low = src.text.lower()
-    wanted = [c for c in _CONTEXT if c[2] in low]
+    wanted = [c for c in _CONTEXT if any(lit in low for lit in c[2])]
     killed = "killed" in low
     role_seen = marked = False
     when: float | None = None
@@ -166,12 +169,7 @@ def context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=when, host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        # the launcher's own "Subprocess X crashed ... Triggering SIGQUIT" line: its cause is
-        # the crash (SUBPROCESS_CRASHED reads it); the SIGQUIT it announces is on the next line
-        # (and the server_args line names 'custom_sigquit_handler': no event at all)
-        hit = [c for c in wanted if c[2] in ll
-               and not (c[0] == "LAUNCHER_SIGQUIT" and ("crashed with exit code" in ll
-                                                        or "server_args=" in ll))]
+        hit = [c for c in wanted if any(lit in ll for lit in c[2])]
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,

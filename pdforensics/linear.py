@@ -122,18 +122,20 @@ class _StrPattern:
     UTF-8 encoder does not). match / search / fullmatch / finditer / findall of ASCII text
     call RE2's match step directly (`_fast_calls`): same answer, a fifth of the time."""
 
-    __slots__ = ("_p", "_rx")
+    __slots__ = ("_names", "_n", "_p", "_rx")
 
     def __init__(self, p: Any) -> None:
         self._p = p
         self._rx: Any = p._regexp if _FAST is not None else None
+        self._n: int = p.groups  # asked once: the wrapper asks RE2 on every group access
+        self._names: dict[str, int] = p.groupindex
 
     def _direct(self, anchor: Any, text: Any) -> Any:
         data = text.encode("ascii")
         spans = self._rx.Match(anchor, data, 0, len(data))
         if spans[0] == _NO_SPAN:
             return None
-        return _FAST[3](self._p, text, 0, len(text), spans)  # type: ignore[index]
+        return _AsciiMatch(self, text, spans)
 
     def search(self, text: Any, *a: Any) -> Any:
         if self._rx is not None and not a and type(text) is str and text.isascii():
@@ -154,12 +156,12 @@ class _StrPattern:
         """Every match of ASCII text, as the wrapper's finditer steps (an empty match moves
         one on)."""
         data = text.encode("ascii")
-        pos, end, make, anchor = 0, len(data), _FAST[3], _FAST[0]  # type: ignore[index]
+        pos, end, anchor = 0, len(data), _FAST[0]  # type: ignore[index]
         while True:
             spans = self._rx.Match(anchor, data, pos, end)
             if spans[0] == _NO_SPAN:
                 return
-            yield make(self._p, text, 0, end, spans)
+            yield _AsciiMatch(self, text, spans)
             if pos == end:
                 return
             pos = pos + 1 if pos == spans[0][1] else spans[0][1]
@@ -171,11 +173,10 @@ class _StrPattern:
 
     def findall(self, text: Any, *a: Any) -> Any:
         if self._rx is not None and not a and type(text) is str and text.isascii():
-            groups = self._p.groups
-            if not groups:
+            if not self._n:
                 return [m.group() for m in self._each(text)]
-            if groups == 1:
-                return [m.groups(default="")[0] for m in self._each(text)]
+            if self._n == 1:
+                return [m[1] or "" for m in self._each(text)]
             return [m.groups(default="") for m in self._each(text)]
         return self._p.findall(_encodable(text), *a)
 
@@ -190,6 +191,63 @@ class _StrPattern:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._p, name)
+
+
+class _AsciiMatch:
+    """A match of ASCII text found by the direct step: group, groups, span and the rest read
+    the spans RE2 gave (characters and bytes are the same there), without the wrapper's
+    offset conversion and group-count call on every access. What it does not define
+    (expand, lastindex, lastgroup, re, pos, ...) is the wrapper's own Match's."""
+
+    __slots__ = ("_pat", "_spans", "_text")
+
+    def __init__(self, pat: _StrPattern, text: str, spans: Any) -> None:
+        self._pat = pat
+        self._text = text
+        self._spans = spans
+
+    def _index(self, group: Any) -> int:
+        if type(group) is not int:
+            try:
+                group = self._pat._names[group]
+            except (KeyError, TypeError):
+                raise IndexError("bad group name") from None
+        if not 0 <= group <= self._pat._n:
+            raise IndexError("bad group index")
+        return cast("int", group)
+
+    def __getitem__(self, group: Any) -> str | None:
+        a, b = self._spans[self._index(group)]
+        return None if a == -1 else self._text[a:b]
+
+    def group(self, *groups: Any) -> Any:
+        if not groups:
+            a, b = self._spans[0]
+            return self._text[a:b]
+        if len(groups) == 1:
+            return self[groups[0]]
+        return tuple(self[g] for g in groups)
+
+    def groups(self, default: Any = None) -> tuple[Any, ...]:
+        t = self._text
+        return tuple(default if a == -1 else t[a:b] for a, b in self._spans[1:])
+
+    def groupdict(self, default: Any = None) -> dict[str, Any]:
+        got = {name: self[i] for name, i in self._pat._names.items()}
+        return {name: default if v is None else v for name, v in got.items()}
+
+    def span(self, group: Any = 0) -> tuple[int, int]:
+        return cast("tuple[int, int]", self._spans[self._index(group)])
+
+    def start(self, group: Any = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: Any = 0) -> int:
+        return self.span(group)[1]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_FAST[3](self._pat._p, self._text, 0, len(self._text), self._spans),  # type: ignore[index]
+                       name)
 
 
 class PatternSet:

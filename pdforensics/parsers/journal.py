@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import lines_with
+from pdforensics.parsers.log_trends import BatchLine, batch_line
 from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
 from pdforensics.parsers.textcache import Memo, by_text, digest
 
@@ -88,14 +90,51 @@ RUN_GAP_S = 600.0
 _SAMPLE_CHARS = 500
 
 _RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+_RANK_OPENERS = ("[DP", "[TP", "[PP", "[EP", "[CP")  # _RANK_ONLY_RE cannot match without one
+
+
+#: an SGLang prefix's time, digits as 9: ``[2026-01-29 13:12:37`` (SGLANG_PREFIX's first part)
+_TIME_SHAPE = "[9999-99-99 99:99:99"
+_NINES = str.maketrans("0123456789", "9999999999")
+#: the rest of an SGLang prefix after its time (``.25 DP1 TP3]``): its ranks
+_PREFIX_TAIL = linear.compile(r"(?:[.,]\d{1,9})?((?: [A-Z]{1,3}\d+)*)\]")
+#: the rank a prefix's tail names ("" for none), by the tail (a log's lines share a few)
+_RANK_BY_TAIL: dict[str, str | None] = {}
+_RANK_BY_TAIL_MAX = 4096
+
+
+def _prefix_rank(line: str) -> str | None:
+    """The ranks of an SGLang prefix opening ``line`` ("" for a prefix without ranks); None
+    when the line does not open with one."""
+    if line[:20].translate(_NINES) != _TIME_SHAPE:
+        return None
+    close = line.find("]", 20, 80)
+    if close < 0:
+        return None
+    tail = line[20:close + 1]
+    known = _RANK_BY_TAIL.get(tail, _RANK_BY_TAIL)
+    if known is _RANK_BY_TAIL:
+        m = _PREFIX_TAIL.fullmatch(tail)
+        known = None if m is None else "_".join(m.group(1).split())
+        if len(_RANK_BY_TAIL) >= _RANK_BY_TAIL_MAX:
+            _RANK_BY_TAIL.clear()
+        _RANK_BY_TAIL[tail] = known
+    return known  # type: ignore[return-value]
 
 
 def parse_rank(line: str) -> str | None:
     """The SGLang rank of a line (``TP0``, ``DP1_TP3``) from its ``[... TPn]`` prefix."""
-    m = SGLANG_PREFIX.search(line[:300])
-    if m and m.group(8):
-        return "_".join(m.group(8).split())
-    m = _RANK_ONLY_RE.search(line[:300])
+    head = line[:300]
+    known = _prefix_rank(head) if head[:1] == "[" else None
+    if known:  # an SGLang prefix opening the line: it is the leftmost, it decides
+        return known
+    if known is None:
+        m = SGLANG_PREFIX.search(head)
+        if m and m.group(8):
+            return "_".join(m.group(8).split())
+    if not any(opener in head for opener in _RANK_OPENERS):
+        return None
+    m = _RANK_ONLY_RE.search(head)
     if m:
         return "_".join(m.group(1).split())
     return None
@@ -165,10 +204,25 @@ class SignatureLine:
     time: float | None
     matched: tuple[Signature, ...]
     masked: tuple[Signature, ...] = ()  # causes the line names that a consequence masks
+    rank: str | None = None  # parse_rank of the line, read once for every reader
+    batch: BatchLine | None = None  # a BATCH_STATS line, its queue counts read
 
 
 #: every signature's pattern in one set: one search per line says which of them it holds
 _SIGNATURE_SET = linear.PatternSet([sig.pattern for sig in SIGNATURES])
+_LITERALS = tuple(sorted({lit for sig in SIGNATURES for lit in sig.literals}))
+#: letters whose lower case is an ASCII letter (lower() of the line would find a literal
+#: in them; the whole-text scan folds ASCII only)
+_FOLDS_TO_ASCII = ("\u0130", "\u212a")
+
+
+def _candidates(text: str, lines: list[str]) -> Iterable[int]:
+    """Indexes of the lines whose lower case holds a signature literal (no other line can
+    match), found by one scan of the whole text."""
+    if any(c in text for c in _FOLDS_TO_ASCII):
+        return (i for i, line in enumerate(lines)
+                if any(lit in line.lower() for lit in _LITERALS))
+    return [no - 1 for no, _line in lines_with(text, _LITERALS, ignore_case=True)]
 
 
 def iter_signature_lines(text: str, since_epoch: float | None = None,
@@ -182,8 +236,8 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
     lines = text.split("\n")
     current: float | None = None  # the time of the newest timestamped line at or before i
     seen = -1  # lines up to here were looked at for `current`
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r")
+    for i in _candidates(text, lines):
+        line = lines[i].rstrip("\r")
         found = _SIGNATURE_SET.matching(line)
         if not found:
             continue
@@ -205,8 +259,11 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         if until_epoch is not None and (current is None or current >= until_epoch):
             continue
         matched = _masked(every)
+        rank = parse_rank(line)
+        batch = (batch_line(current, rank, line[:_SAMPLE_CHARS])
+                 if any(s.key == "BATCH_STATS" for s in matched) else None)
         yield SignatureLine(i + 1, line, current, tuple(matched),
-                            tuple(s for s in every if s not in matched))
+                            tuple(s for s in every if s not in matched), rank, batch)
 
 
 @by_text
@@ -218,25 +275,28 @@ def signature_lines(text: str) -> tuple[SignatureLine, ...]:
 
 def _scan(text: str, since_epoch: float | None, until_epoch: float | None
           ) -> tuple[SignatureHit, ...]:
-    if since_epoch is None and until_epoch is None:
-        return _hits(signature_lines(text))
-    return _hits(iter_signature_lines(text, since_epoch, until_epoch=until_epoch))
+    found = signature_lines(text)  # read once; each window is a choice among its lines
+    if since_epoch is not None:
+        found = tuple(h for h in found if h.time is None or h.time >= since_epoch)
+    if until_epoch is not None:
+        found = tuple(h for h in found if h.time is not None and h.time < until_epoch)
+    return _hits(found)
 
 
 def split_log_signatures(text: str, at: float) -> tuple[tuple[SignatureHit, ...],
                                                          tuple[SignatureHit, ...]]:
     """(hits of lines at or after ``at`` or of unknown time, hits of older lines), noise left
-    out, in one pass over the text (the evidence window's split of a log)."""
+    out (the evidence window's split of a log)."""
     inside: list[SignatureLine] = []
     before: list[SignatureLine] = []
-    for hit in iter_signature_lines(text):
+    for hit in signature_lines(text):
         (before if hit.time is not None and hit.time < at else inside).append(hit)
     return (tuple(h for h in _hits(inside) if h.kind != "noise"),
             tuple(h for h in _hits(before) if h.kind != "noise"))
 
 
 def _hits(found: Iterable[SignatureLine]) -> tuple[SignatureHit, ...]:
-    from pdforensics.parsers.log_trends import BatchLine, rising_queues
+    from pdforensics.parsers.log_trends import rising_queues
 
     accs: dict[str, _Acc] = {}
     samples: dict[str, list[str]] = {}
@@ -244,7 +304,7 @@ def _hits(found: Iterable[SignatureLine]) -> tuple[SignatureHit, ...]:
     batch_lines: list[BatchLine] = []
     for hit in found:
         line, current = hit.line, hit.time
-        rank = parse_rank(line)
+        rank = hit.rank
         for sig in hit.matched:
             accs.setdefault(sig.key, _Acc()).add(current)
             got = samples.setdefault(sig.key, [])
@@ -253,7 +313,7 @@ def _hits(found: Iterable[SignatureLine]) -> tuple[SignatureHit, ...]:
             if rank is not None:
                 ranks.setdefault(sig.key, set()).add(rank)
             if sig.key == "BATCH_STATS":
-                batch_lines.append(BatchLine(current, rank, line[:_SAMPLE_CHARS]))
+                batch_lines.append(hit.batch or batch_line(current, rank, line[:_SAMPLE_CHARS]))
     hits = [SignatureHit(sig.key, sig.kind, accs[sig.key].count, accs[sig.key].first,
                          accs[sig.key].last, tuple(samples[sig.key]),
                          tuple(sorted(ranks.get(sig.key, ()))), accs[sig.key].run_start)

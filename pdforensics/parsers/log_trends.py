@@ -25,11 +25,40 @@ _ROLE_RE = linear.compile(r"\b(prefill|decode) batch", linear.I)
 
 @dataclass(frozen=True)
 class BatchLine:
-    """One batch line: its time (None when unknown), rank (None when unlabelled), text."""
+    """One batch line: its time (None when unknown), rank (None when unlabelled), text, and
+    what `batch_line` read of it: its role ("?" when unnamed) and the counts of the fields a
+    queue signature watches."""
 
     epoch: float | None
     rank: str | None
     line: str
+    role: str = "?"
+    counts: tuple[tuple[str, int], ...] = ()
+
+
+def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
+    """The batch line with its role and queue counts read (``#name: N`` for each watched
+    name, in line order: what ``_FIELD_RE.findall`` filtered by name gives, without a match
+    object per field of the line)."""
+    found: list[tuple[int, str, int]] = []
+    for name in queue_field_keys():
+        needle = name + ": "
+        at = line.find(needle)
+        while at >= 0:
+            start = end = at + len(needle)
+            while end < len(line) and line[end] in _DIGITS:
+                end += 1
+            if end > start:  # "#name: " with digits after it: the pattern matches here
+                found.append((at, name, int(line[start:end])))
+            at = line.find(needle, end)
+    if not found:
+        return BatchLine(epoch, rank, line)
+    role_m = _ROLE_RE.search(line)
+    role = role_m.group(1).lower() if role_m else "?"
+    return BatchLine(epoch, rank, line, role, tuple((n, v) for _at, n, v in sorted(found)))
+
+
+_DIGITS = frozenset("0123456789")
 
 
 @dataclass(frozen=True)
@@ -71,12 +100,8 @@ def rising_queues(lines: Iterable[BatchLine]) -> list[Rising]:
     fields = queue_field_keys()
     series: dict[tuple[str, str, str, str], list[tuple[int, BatchLine]]] = {}
     for bl in lines:
-        role_m = _ROLE_RE.search(bl.line)
-        role = role_m.group(1).lower() if role_m else "?"
-        for name, value in _FIELD_RE.findall(bl.line):
-            key = fields.get(name)
-            if key is not None:
-                series.setdefault((key, name, role, bl.rank or ""), []).append((int(value), bl))
+        for name, value in bl.counts:
+            series.setdefault((fields[name], name, bl.role, bl.rank or ""), []).append((value, bl))
     runs: dict[str, list[list[tuple[int, BatchLine]]]] = {}
     for (key, _name, _role, _rank), s in series.items():
         run = _final_run(s)

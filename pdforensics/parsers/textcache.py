@@ -2,8 +2,9 @@
 and the diagnosis, each wanting the same reading of the same text (a 10 MB log, three times).
 
 `by_text` wraps a function of one str whose result is immutable; the last few results are
-kept, keyed by a BLAKE2b digest of the text (never by the text itself: no reference to it is
-held).
+kept, keyed by a BLAKE2b digest of the text (never by the text itself). The digest of the
+last large text digested is kept beside a reference to that text, so the readers asking for
+the same text in turn hash it once (one text held, at most).
 """
 
 from __future__ import annotations
@@ -21,8 +22,19 @@ T = TypeVar("T")
 KEEP = 16
 
 
+_LAST: tuple[str, bytes] = ("", b"")
+
+
 def digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """The text's BLAKE2b digest (16 bytes); the last one of a large text is remembered."""
+    global _LAST
+    last = _LAST
+    if last[0] is text:
+        return last[1]
+    value = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if len(text) >= 65536:
+        _LAST = (text, value)
+    return value
 
 
 class Memo:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import SMALL, lines_with
 from pdforensics.parsers.logtime import epoch, month, read_stamp
 
 _CURL_V = linear.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
@@ -72,16 +73,24 @@ def http_date(value: str) -> float | None:
         return None
 
 
+#: a line _PROMPT matches holds one of these (the whole text is scanned for them once)
+_PROMPT_MARKS = tuple(f"{p} {w}" for w in ("curl", "wget", "http", "date", "sleep", "echo", "cat",
+                                            "kubectl", "docker") for p in ("$", "#", ">>>"))
+
+
 def unwrap(text: str) -> Unwrapped:
     """Strip prompts, curl -v chatter and an HTTP response head; keep status and time."""
     lines = text.split("\n")
     verbose = any(ln.startswith(("< HTTP/", "> GET ", "> POST ")) for ln in lines[:200])
+    # the lines that may be a prompt: in a large text, found by one scan of it
+    prompts = (None if len(text) < SMALL
+               else {no - 1 for no, _ in lines_with(text, _PROMPT_MARKS)})
     out: list[str] = []
     wrapped: list[str] = []
     status: int | None = None
     taken: float | None = None
     in_head = False
-    for raw in lines:
+    for i, raw in enumerate(lines):
         ln = raw.rstrip("\r")
         st = _STATUS.match(ln) if (not out or in_head or ln.startswith("< ")) else None
         if st is not None:
@@ -101,11 +110,11 @@ def unwrap(text: str) -> Unwrapped:
         if verbose and (_CURL_V.match(ln) or _CURL_METER.match(ln)):
             wrapped.append("curl -v")
             continue
-        if _PROMPT.match(ln):
+        if (prompts is None or i in prompts) and _PROMPT.match(ln):
             wrapped.append("prompt")
             continue
-        t = date_line(ln)
-        if t is not None and not out:
+        t = date_line(ln) if not out else None  # only a date before the payload is its time
+        if t is not None:
             taken = t
             wrapped.append("date")
             continue

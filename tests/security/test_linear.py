@@ -200,7 +200,11 @@ def _answer(m: Any) -> Any:
     if m is None:
         return None
     n = m.re.groups
-    return (m.span(), m.groups(), m.lastgroup, [m.span(i) for i in range(n + 1)])
+    names = sorted(m.re.groupindex)
+    return (m.span(), m.groups(), m.groups(""), m.lastgroup, m.lastindex, m.group(), m[0],
+            m.group(*range(n + 1)), m.groupdict(), m.groupdict("-"),
+            [m.group(name) for name in names], [(m.start(i), m.end(i)) for i in range(n + 1)],
+            [m.span(i) for i in range(n + 1)], m.string, m.pos, m.endpos)
 
 
 @settings(max_examples=60, deadline=None)

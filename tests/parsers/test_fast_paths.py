@@ -1,0 +1,96 @@
+"""The large-log fast paths answer as the plain readings they replace (issue 30's throughput):
+the whole-text line scan as a loop over the lines, the queue counts of a batch line as the
+field pattern, a line's rank by its prefix as the two searches. Random text built from the
+pieces these readings look for, and every line of tests/data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdforensics.parsers import journal, linescan
+from pdforensics.parsers.log_trends import _FIELD_RE, _ROLE_RE, batch_line, queue_field_keys
+from pdforensics.parsers.logtime import SGLANG_PREFIX
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+PIECES = ["[2026-01-29 13:12:37 TP0] ", "[2026-01-29 13:12:37.25 DP1 TP3] ", "[2026-01-29 13:12:37] ",
+          "[TP2] ", "[DP0 TP1]", " tp0 ", "Decode batch, ", "Prefill batch. ", "#prealloc-req: ",
+          "#transfer-req: ", "#inflight-req: ", "#bootstrap-req: ", "#running-req: ", "12", "7",
+          "-", "#", ", ", " ", "\t", "\r", "\n", "NCCL", "nccl", "UCX", "é", "\u212a", "\ud800",
+          "x" * 30, "]", "["]
+
+
+def _text(parts: list[str]) -> str:
+    return "".join(parts)
+
+
+def _old_counts(line: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    fields = queue_field_keys()
+    counts = tuple((n, int(v)) for n, v in _FIELD_RE.findall(line) if n in fields)
+    if not counts:
+        return "?", ()
+    m = _ROLE_RE.search(line)
+    return (m.group(1).lower() if m else "?"), counts
+
+
+def _old_rank(line: str) -> str | None:
+    m = SGLANG_PREFIX.search(line[:300])
+    if m and m.group(8):
+        return "_".join(m.group(8).split())
+    m = journal._RANK_ONLY_RE.search(line[:300])
+    return "_".join(m.group(1).split()) if m else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40))
+def test_batch_line_counts_as_the_field_pattern(parts: list[str]) -> None:
+    line = _text(parts).replace("\n", " ")
+    got = batch_line(None, None, line)
+    assert (got.role, got.counts) == _old_counts(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40))
+def test_rank_by_prefix_as_the_two_searches(parts: list[str]) -> None:
+    line = _text(parts).replace("\n", " ")
+    assert journal.parse_rank(line) == _old_rank(line)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.integers(0, 3000),
+       st.lists(st.sampled_from(["NCCL", "UCX", "batch", "req: 1", "\t", "é", "x]"]), min_size=1,
+                max_size=3), st.booleans())
+def test_line_scan_finds_the_lines_the_loop_finds(parts: list[str], pad: int, marks: list[str],
+                                                   fold: bool) -> None:
+    # padded past SMALL so the whole-text scan (not the loop) answers
+    text = _text(parts) + ("filler line\n" * (pad + 1)) + _text(parts[::-1])
+    text = text * (linescan.SMALL // max(len(text), 1) + 1)
+    assert len(text) >= linescan.SMALL
+    assert linescan.lines_with(text, marks, fold) == linescan._loop(text, tuple(marks), fold)
+
+
+def test_the_fast_paths_on_every_line_of_tests_data() -> None:
+    checked = 0
+    for path in sorted(DATA.rglob("*")):
+        if not path.is_file() or path.stat().st_size > 4_000_000:
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        for line in text.split("\n"):
+            assert journal.parse_rank(line) == _old_rank(line), (path, line)
+            got = batch_line(None, None, line[:500])
+            assert (got.role, got.counts) == _old_counts(line[:500]), (path, line)
+            checked += 1
+        if len(text) >= linescan.SMALL:
+            for marks in (("NCCL",), ("Decode batch", "Prefill batch"), ("Traceback", ".py\"")):
+                assert linescan.lines_with(text, marks) == linescan._loop(text, marks, False)
+                assert linescan.lines_with(text, marks, True) == linescan._loop(text, marks, True)
+    assert checked > 30_000
+
+
+def test_a_folded_mark_needs_an_ascii_letter() -> None:
+    """The scan folds ASCII only, as its docstring says: the Kelvin sign is not a k."""
+    text = ("ok line\n" * 9000) + "\u212aelvin\n"
+    assert linescan.lines_with(text, ["kelvin"], True) == []
+    assert linescan.lines_with(text, ["elvin"], True) == [(9001, "\u212aelvin")]

@@ -211,17 +211,11 @@ class SignatureLine:
 #: every signature's pattern in one set: one search per line says which of them it holds
 _SIGNATURE_SET = linear.PatternSet([sig.pattern for sig in SIGNATURES])
 _LITERALS = tuple(sorted({lit for sig in SIGNATURES for lit in sig.literals}))
-#: letters whose lower case is an ASCII letter (lower() of the line would find a literal
-#: in them; the whole-text scan folds ASCII only)
-_FOLDS_TO_ASCII = ("\u0130", "\u212a")
 
 
-def _candidates(text: str, lines: list[str]) -> Iterable[int]:
+def _candidates(text: str) -> list[int]:
     """Indexes of the lines whose lower case holds a signature literal (no other line can
     match), found by one scan of the whole text."""
-    if any(c in text for c in _FOLDS_TO_ASCII):
-        return (i for i, line in enumerate(lines)
-                if any(lit in line.lower() for lit in _LITERALS))
     return [no - 1 for no, _line in lines_with(text, _LITERALS, ignore_case=True)]
 
 
@@ -236,7 +230,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
     lines = text.split("\n")
     current: float | None = None  # the time of the newest timestamped line at or before i
     seen = -1  # lines up to here were looked at for `current`
-    for i in _candidates(text, lines):
+    for i in _candidates(text):
         line = lines[i].rstrip("\r")
         found = _SIGNATURE_SET.matching(line)
         if not found:

@@ -7,8 +7,10 @@ UTF-8 bytes once per question (an alternation of the marks, as literals) and onl
 it stops on come back to Python: the same lines, with the same numbers, as
 ``enumerate(text.split("\\n"), 1)`` filtered by ``any(mark in line ...)``.
 
-``ignore_case`` folds ASCII letters only (the marks are ASCII); a line whose only match needs a
-non-ASCII letter folded (KELVIN SIGN for ``k``) is not found, where ``line.lower()`` would.
+``ignore_case``: the marks are found in ``line.lower()``. The scan folds ASCII letters; the two
+letters whose lower case is ASCII (U+0130, U+212A: ``İ`` and the Kelvin sign) send a text
+that holds them to the loop, so the answer is the same (and so does a non-ASCII mark: RE2 folds
+bytes as Latin-1 letters).
 """
 
 from __future__ import annotations
@@ -38,8 +40,7 @@ def encoded(text: str) -> bytes:
 
 def _scanner(marks: tuple[str, ...], ignore_case: bool) -> linear.Pattern[bytes]:
     alternation = b"|".join(linear.escape(m.encode("utf-8", "surrogatepass")) for m in marks)
-    return linear.compile(b"^.*(?:" + alternation + b").*$",
-                          linear.M | (linear.I if ignore_case else 0))
+    return linear.compile(alternation, linear.I if ignore_case else 0)
 
 
 def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
@@ -49,15 +50,15 @@ def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
     wanted = tuple(m for m in dict.fromkeys(marks) if m)
     if not wanted or not text:
         return []
-    if len(text) < SMALL or any("\n" in m for m in wanted):
+    if len(text) < SMALL or any("\n" in m for m in wanted) or (
+            ignore_case and (not all(m.isascii() for m in wanted)
+                             or any(c in text for c in FOLDS_TO_ASCII))):
         return _loop(text, wanted, ignore_case)
     data = encoded(text)
     ascii_text = len(data) == len(text)
-    pattern = _scanner(wanted, ignore_case)
     out: list[tuple[int, str]] = []
     no, counted = 1, 0
-    for m in pattern.finditer(data):
-        start, end = m.span()
+    for start, end in linear.matching_lines(_scanner(wanted, ignore_case), data):
         no += data.count(b"\n", counted, start)
         counted = start
         line = text[start:end] if ascii_text else data[start:end].decode("utf-8", "surrogatepass")
@@ -69,14 +70,10 @@ def _loop(text: str, wanted: tuple[str, ...], ignore_case: bool) -> list[tuple[i
     if ignore_case:
         folded = tuple(m.lower() for m in wanted)
         return [(no, line) for no, line in enumerate(text.split("\n"), 1)
-                if any(m in _ascii_lower(line) for m in folded)]
+                if any(m in line.lower() for m in folded)]
     return [(no, line) for no, line in enumerate(text.split("\n"), 1)
             if any(m in line for m in wanted)]
 
 
-_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_FOLD = str.maketrans(_UPPER, _UPPER.lower())
-
-
-def _ascii_lower(line: str) -> str:
-    return line.translate(_FOLD) if not line.isascii() else line.lower()
+#: the letters whose lower case holds an ASCII letter (every other one folds outside ASCII)
+FOLDS_TO_ASCII = ("\u0130", "\u212a")

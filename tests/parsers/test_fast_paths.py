@@ -19,7 +19,7 @@ PIECES = ["[2026-01-29 13:12:37 TP0] ", "[2026-01-29 13:12:37.25 DP1 TP3] ", "[2
           "[TP2] ", "[DP0 TP1]", " tp0 ", "Decode batch, ", "Prefill batch. ", "#prealloc-req: ",
           "#transfer-req: ", "#inflight-req: ", "#bootstrap-req: ", "#running-req: ", "12", "7",
           "-", "#", ", ", " ", "\t", "\r", "\n", "NCCL", "nccl", "UCX", "é", "\u212a", "\ud800",
-          "x" * 30, "]", "["]
+          "x" * 30, "]", "[", "\u0130", "Killed", "KILLED"]
 
 
 def _text(parts: list[str]) -> str:
@@ -60,7 +60,7 @@ def test_rank_by_prefix_as_the_two_searches(parts: list[str]) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=60), st.integers(0, 3000),
-       st.lists(st.sampled_from(["NCCL", "UCX", "batch", "req: 1", "\t", "é", "x]"]), min_size=1,
+       st.lists(st.sampled_from(["NCCL", "UCX", "batch", "req: 1", "\t", "é", "É", "x]", "kill"]), min_size=1,
                 max_size=3), st.booleans())
 def test_line_scan_finds_the_lines_the_loop_finds(parts: list[str], pad: int, marks: list[str],
                                                    fold: bool) -> None:
@@ -89,8 +89,9 @@ def test_the_fast_paths_on_every_line_of_tests_data() -> None:
     assert checked > 30_000
 
 
-def test_a_folded_mark_needs_an_ascii_letter() -> None:
-    """The scan folds ASCII only, as its docstring says: the Kelvin sign is not a k."""
-    text = ("ok line\n" * 9000) + "\u212aelvin\n"
-    assert linescan.lines_with(text, ["kelvin"], True) == []
-    assert linescan.lines_with(text, ["elvin"], True) == [(9001, "\u212aelvin")]
+def test_a_folded_mark_is_found_as_lower_finds_it() -> None:
+    """The Kelvin sign and dotted capital I fold to ASCII under lower(): the scan answers so."""
+    text = ("ok line\n" * 9000) + "\u212aelvin\n" + "\u0130nit\n"
+    assert linescan.lines_with(text, ["kelvin", "init"], True) == [(9001, "\u212aelvin")]
+    assert linescan.lines_with(text, ["i\u0307nit"], True) == [(9002, "\u0130nit")]
+    assert "i\u0307nit" in "\u0130nit".lower()

@@ -19,13 +19,14 @@ from pdforensics.analysis.pdpath.place import (
     role_of_line,
     sglang_role,
 )
-from pdforensics.analysis.pdpath.sources import Source, lines, reader
+from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.journal import (
     SignatureLine,
     parse_log_timestamp,
     parse_rank,
     signature_lines,
 )
+from pdforensics.parsers.linescan import lines_with
 from pdforensics.parsers.requests import parse_request_lines
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
@@ -63,7 +64,7 @@ def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
     stage: Stage = "decode_forward" if kind == "decode" else "prefill_forward"
     return Clue(key="BATCH_STATS", label="progress", text=line[:_MAX_TEXT], source=src.path,
                 line=hit.no, time=hit.time, stage=stage if busy else None,
-                role=batch_role(line) or role, host=src.host, rank=parse_rank(line),
+                role=batch_role(line) or role, host=src.host, rank=hit.rank,
                 strength=2 if busy else 1,
                 why=f"sglang's periodic {kind} batch line" + (" with running requests" if busy
                                                               else ""))
@@ -89,13 +90,16 @@ def signature_clues(src: Source) -> Iterator[Clue]:
         return
     for hit in signature_lines(src.text):
         line = hit.line
+        if len(hit.matched) == 1 and hit.matched[0].key == "BATCH_STATS":
+            yield _batch_clue(src, hit, src.role)  # the periodic line: nothing else to read
+            continue
         rids, rooms = ids(line)
         for sig in hit.matched:
-            # the line's own role, else the one role whose code prints it (sglang's source)
-            line_role = role_of_line(line) or (sig.roles[0] if len(sig.roles) == 1 else src.role)
             if sig.key == "BATCH_STATS":
                 yield _batch_clue(src, hit, src.role)
                 continue
+            # the line's own role, else the one role whose code prints it (sglang's source)
+            line_role = role_of_line(line) or (sig.roles[0] if len(sig.roles) == 1 else src.role)
             if "returned error status" in line:
                 yield _relayed(src, hit, rids, rooms)
                 continue
@@ -109,7 +113,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
                        line=hit.no, time=hit.time, stage=place.stage if place else None,
                        side=place.side if place else None, role=line_role, host=src.host,
-                       rank=parse_rank(line), rids=rids, rooms=rooms,
+                       rank=hit.rank, rids=rids, rooms=rooms,
                        suspect=bootstrap_suspect(line) if sig.key == "BOOTSTRAP_INFO_FAILED"
                        else None,
                        wedge=place.wedge if place else None,
@@ -142,24 +146,44 @@ def _sglang_mark(low_line: str) -> bool:
     return any(m in low_line for m in _SGLANG_MARKS)
 
 
+#: what a line must hold (lower case) for context_clues to read anything in it
+_CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggregation",
+                  *_SGLANG_MARKS)
+
+
+def _stamp(line: str) -> float | None:
+    """The line's own time, where its first characters can open one."""
+    return parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
+
+
 @reader("sglang_context")
 def context_clues(src: Source) -> Iterator[Clue]:
     """Lines that place other evidence: "from another rank", the launcher's SIGQUIT, a bare
     ``Killed``, warm-up and readiness, the server's PD role, SGLang's own endpoints, and the
-    last time the log shows (how long it ran on after its last batch)."""
+    last time the log shows (how long it ran on after its last batch).
+
+    Only the lines holding one of _CONTEXT_MARKS are read (one scan of the text finds them);
+    a line's time is that of the newest stamped line at or before it."""
     if not src.text or src.kind in _NOT_LOGS:
         return
-    low = src.text.lower()
-    wanted = [c for c in _CONTEXT if any(lit in low for lit in c[2])]
-    killed = "killed" in low
+    all_lines = src.text.split("\n")
     role_seen = marked = False
     when: float | None = None
-    last: tuple[int, float] | None = None
-    for no, line in lines(src):
+    looked = -1  # lines up to this index were looked at for `when`
+
+    def time_at(i: int) -> float | None:
+        nonlocal when, looked
+        for j in range(i, looked, -1):
+            t = _stamp(all_lines[j].rstrip("\r"))
+            if t is not None:
+                when = t
+                break
+        looked = i
+        return when
+
+    for no, raw in lines_with(src.text, _CONTEXT_MARKS, ignore_case=True):
+        line = raw.rstrip("\r")
         ll = line.lower()
-        t = parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
-        if t is not None:
-            when, last = t, (no, t)
         if not role_seen and (r := sglang_role(line)) is not None:
             role_seen = True
             yield Clue(key="SERVER_ROLE", label="noise", text=line[:_MAX_TEXT], source=src.path,
@@ -167,20 +191,22 @@ def context_clues(src: Source) -> Iterator[Clue]:
         if not marked and _sglang_mark(ll):
             marked = True
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
-                       source=src.path, line=no, time=when, host=src.host,
+                       source=src.path, line=no, time=time_at(no - 1), host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in wanted if any(lit in ll for lit in c[2])]
+        hit = [c for c in _CONTEXT if any(lit in ll for lit in c[2])]
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
-                           line=no, time=when, stage=stage, role=role_of_line(line) or src.role,
-                           host=src.host, rank=parse_rank(line), wedge=wedge,
-                           strength=strength, why=why)
-        elif killed and _KILLED.match(line) is not None:
+                           line=no, time=time_at(no - 1), stage=stage,
+                           role=role_of_line(line) or src.role, host=src.host,
+                           rank=parse_rank(line), wedge=wedge, strength=strength, why=why)
+        elif _KILLED.match(line) is not None:
             yield Clue(key="PROCESS_KILLED", label="consequence", text=line.strip(),
-                       source=src.path, line=no, time=when, host=src.host, wedge=False,
-                       strength=2, why="the shell reports the process was killed (SIGKILL): "
-                                       "what ended it, not why it hung")
+                       source=src.path, line=no, time=time_at(no - 1), host=src.host,
+                       wedge=False, strength=2, why="the shell reports the process was killed "
+                                                    "(SIGKILL): what ended it, not why it hung")
+    last = next(((i + 1, t) for i in range(len(all_lines) - 1, -1, -1)
+                 if (t := _stamp(all_lines[i].rstrip("\r"))) is not None), None)
     if last is not None:
         yield Clue(key="LOG_END", label="noise", text=f"the log's last time stamp (line {last[0]})",
                    source=src.path, line=last[0], time=last[1], role=src.role, host=src.host,

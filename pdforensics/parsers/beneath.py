@@ -15,6 +15,7 @@ from pdforensics import linear
 from pdforensics.parsers.cuda_gdb import CudaKernel, looks_like_cuda_gdb, parse_cuda_kernels
 from pdforensics.parsers.flight_recorder import FrTraceReport, looks_like_fr_trace, parse_fr_trace_text
 from pdforensics.parsers.kernel_log import KernelEvent, looks_like_kernel_log, parse_kernel_log
+from pdforensics.parsers.linescan import has_any
 from pdforensics.parsers.nccl_debug import NcclLine, read_nccl_lines
 from pdforensics.parsers.nccl_ras import RasReport, parse_ras
 from pdforensics.parsers.nccl_watchdog import WatchdogRecord, read_watchdog
@@ -52,7 +53,13 @@ class Beneath:
                 + (self.top is not None) + (self.debugger_no_stack is not None))
 
 
+#: a line _GDB_BANNER matches holds one of these
+_GDB_MARKS = ("GNU gdb ", "(cuda-gdb)", "NVIDIA (R) CUDA Debugger")
+
+
 def _debugger_no_stack(text: str) -> int | None:
+    if not has_any(text, _GDB_MARKS):
+        return None
     m = _GDB_BANNER.search(text)
     if m is None or _GDB_THREAD.search(text) is not None:
         return None

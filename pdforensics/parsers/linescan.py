@@ -38,6 +38,16 @@ def encoded(text: str) -> bytes:
     return data
 
 
+def has_any(text: str, marks: Iterable[str]) -> bool:
+    """Whether ``text`` contains one of ``marks``: on a large text, a search of its UTF-8
+    bytes (a substring of the text is one of its bytes and back: UTF-8 never starts a
+    character inside another), much faster than ``in`` over a text stored 4 bytes a character."""
+    if len(text) < SMALL or text.isascii():
+        return any(m in text for m in marks)
+    data = encoded(text)
+    return any(m.encode("utf-8", "surrogatepass") in data for m in marks)
+
+
 def _scanner(marks: tuple[str, ...], ignore_case: bool) -> linear.Pattern[bytes]:
     alternation = b"|".join(linear.escape(m.encode("utf-8", "surrogatepass")) for m in marks)
     return linear.compile(alternation, linear.I if ignore_case else 0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import has_any
 
 LITERAL = "NCCL "
 
@@ -86,7 +87,7 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
 def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
     """The NCCL lines of ``text`` that matter, in file order; each error chain ends in one
     ERROR_CHAIN line (its last ``-> code`` line)."""
-    if LITERAL not in text:
+    if not has_any(text, (LITERAL,)):
         return ()
     out: list[NcclLine] = []
     chains: dict[tuple[str, int, str], NcclLine] = {}  # open chain per (host, pid, tid)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import has_any
 
 _VERSION = linear.compile(r"^NCCL version (\S{1,40})")
 _TABLE_ROW = linear.compile(r"^\s{0,8}(\d{1,5})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})\s{1,12}(\S{1,12})\s{1,12}"
@@ -99,7 +100,8 @@ class RasReport:
 
 
 def looks_like_ras(text: str) -> bool:
-    return "Communicators..." in text or ("Job summary" in text and "NCCL version" in text)
+    return has_any(text, ("Communicators...",)) or (has_any(text, ("Job summary",))
+                                                    and has_any(text, ("NCCL version",)))
 
 
 def _job_total(lines: list[str]) -> int | None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import has_any, lines_with
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
 LITERALS = ("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
@@ -110,7 +111,8 @@ class CrossRank:
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, record) with terminal-wrapped continuations joined to their record."""
+    """(line number, record) with terminal-wrapped continuations joined to their record: the
+    plain walk over every line, the reference `_records_with_literals` is held to (tests)."""
     cur: list[str] = []
     start = 0
     joined = 0
@@ -127,6 +129,29 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         cur, start, joined = [line], no, 0
     if cur:
         yield start, "".join(cur)
+
+
+def _records_with_literals(text: str) -> Iterator[tuple[int, str]]:
+    """The `_logical_lines` records that hold one of LITERALS (no other one is a record):
+    only a record opened by a line with "ProcessGroupNCCL" has continuations, so each such
+    record opens on a line holding a literal, found by one scan of the text."""
+    every: list[str] | None = None
+    consumed = 0  # lines up to this number belong to a record already given
+    for no, raw in lines_with(text, LITERALS):
+        if no <= consumed:
+            continue
+        cur = [raw.rstrip("\r")]
+        if "ProcessGroupNCCL" in cur[0]:
+            every = text.split("\n") if every is None else every
+            j = no  # the index of the line after this one
+            while len(cur) - 1 < 40 and j < len(every):
+                nxt = every[j].rstrip("\r")
+                if not nxt.strip() or _OPENS.search(nxt) is not None:
+                    break
+                cur.append(nxt)
+                j += 1
+            consumed = j
+        yield no, "".join(cur)
 
 
 def _when(m: linear.Match[str]) -> float | None:
@@ -193,10 +218,10 @@ def _record(no: int, rec: str) -> WatchdogRecord | None:
 
 def read_watchdog(text: str) -> tuple[WatchdogRecord, ...]:
     """Every ProcessGroupNCCL watchdog record of ``text``, in file order."""
-    if not any(lit in text for lit in LITERALS):
+    if not has_any(text, LITERALS):
         return ()
     out = []
-    for no, rec in _logical_lines(text):
+    for no, rec in _records_with_literals(text):
         r = _record(no, rec)
         if r is not None:
             out.append(r)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.linescan import has_any, lines_with
 
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
 _GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
@@ -110,12 +111,10 @@ def _line(no: int, line: str) -> TransferError | None:
 def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
     """Every transfer-engine error of ``text``; a flushed work request after another error of
     the same text is that error's consequence."""
-    if not any(k in text for k in (".cpp:", "UCX", "NIXL_ERR_", "Caught signal")):
+    if not has_any(text, (".cpp:", "UCX", "NIXL_ERR_", "Caught signal")):
         return ()
     out: list[TransferError] = []
-    for no, raw in enumerate(text.split("\n"), 1):
-        if not any(k in raw for k in _LINE_MARKS):
-            continue
+    for no, raw in lines_with(text, _LINE_MARKS):
         e = _line(no, raw[:20000].rstrip("\r"))
         if e is not None:
             out.append(e)

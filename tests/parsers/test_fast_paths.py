@@ -95,3 +95,20 @@ def test_a_folded_mark_is_found_as_lower_finds_it() -> None:
     assert linescan.lines_with(text, ["kelvin", "init"], True) == [(9001, "\u212aelvin")]
     assert linescan.lines_with(text, ["i\u0307nit"], True) == [(9002, "\u0130nit")]
     assert "i\u0307nit" in "\u0130nit".lower()
+
+
+def test_watchdog_records_as_the_logical_line_walk() -> None:
+    """The NCCL watchdog's records holding a literal, by the scan, are those the walk over
+    every logical line gives (wrapped records joined, 40 continuations at most)."""
+    from pdforensics.parsers import nccl_watchdog as w
+
+    wrapped = ("[rank3]:[E1126 10:00:00.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+               "collective\noperation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)="
+               "600000)\n" + "more\n" * 45 + "\n[rank1]: WorkNCCL(SeqNum=2, OpType=X, Timeout(ms)=1)"
+               " ran for 2 milliseconds\nNCCL work 5\n")
+    texts = [wrapped * 300, "plain line\n" * 9000 + wrapped]
+    texts += [p.read_text(errors="replace") for p in sorted((DATA / "field").rglob("*.log"))]
+    for text in texts:
+        walk = [(no, rec) for no, rec in w._logical_lines(text)
+                if any(lit in rec for lit in w.LITERALS)]
+        assert list(w._records_with_literals(text)) == walk

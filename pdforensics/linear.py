@@ -270,6 +270,8 @@ class PatternSet:
     def matching(self, text: str) -> list[int]:
         if self._set is None:
             return [i for i, p in enumerate(self._patterns) if p.search(text)]
+        if type(text) is str and text.isascii():  # RE2's own step: no wrapper, no encoder
+            return sorted(self._set._set.Match(text.encode("ascii")) or ())
         return sorted(self._set.Match(_encodable(text)) or ())
 
 

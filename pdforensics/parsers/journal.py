@@ -178,9 +178,8 @@ def scan_log_signatures(text: str, since_epoch: float | None = None,
 
 def match_log_signatures(text: str, since_epoch: float | None = None,
                          until_epoch: float | None = None) -> tuple[SignatureHit, ...]:
-    """scan_log_signatures with noise signatures (the periodic batch lines) kept."""
-    if "\x1b[" in text:  # smg colours its log even into a file or journald
-        text = ANSI_CODE.sub("", text)
+    """scan_log_signatures with noise signatures (the periodic batch lines) kept. (smg colours
+    its log even into a file or journald: the lines are read without their colour codes.)"""
     key = (digest(text), since_epoch, until_epoch)
     known: tuple[SignatureHit, ...] | None = _SCANNED.get(key)
     if known is None:

@@ -9,8 +9,9 @@ belong to no dump are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pdforensics import linear
 from pdforensics.errors import ParseError
@@ -20,7 +21,8 @@ from pdforensics.parsers import pystack as ps
 from pdforensics.parsers import tracebacks as tb
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.goroutines import parse_goroutines
-from pdforensics.parsers.logprefix import LogLine, unwrap_log
+from pdforensics.parsers.linescan import encoded
+from pdforensics.parsers.logprefix import LogLine, strip_prefixes, unwrap_log
 from pdforensics.parsers.pyspy import _frame_body, _parse_frame, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
 
@@ -147,20 +149,30 @@ def _watchdog_failure(ll: LogLine, service: str | None) -> ProcessDump | None:
 class _StreamScanner:
     """Cuts one stream's lines into blocks and parses them."""
 
-    def __init__(self, stream: str, lines: Sequence[LogLine], cut_lineno: int = 0) -> None:
+    def __init__(self, stream: str, lines: Sequence[LogLine], cut_lineno: int = 0,
+                 pyspy_context: bool | None = None) -> None:
         self.service = stream or None
         self.cut_lineno = cut_lineno
         self.lines = lines
         self.dumps: list[ProcessDump] = []
         self.problems: list[str] = []
-        self.pyspy_context = any(w in ll.text for ll in lines for w in _PYSPY_WORDS) or all(
-            not ll.text.strip() or is_failure_line(ll.text) or _CMD_LINE.match(ll.text)
-            or ll.text[:1] in (" ", "\t") for ll in lines)
+        self.pyspy_context = pyspy_context if pyspy_context is not None else (
+            any(w in ll.text for ll in lines for w in _PYSPY_WORDS) or _all_pyspy_like(lines))
 
-    def run(self) -> None:
+    def run(self, starts: Sequence[int] | None = None) -> None:
+        """Cut the lines into blocks; with ``starts`` (the indexes of every line that can open
+        a block or be a one-line item, a superset), the lines between blocks that are not in
+        it are skipped unread (they would open nothing)."""
         block: _Block | None = None
         i = 0
+        k = 0  # the next of `starts` to jump to
         while i < len(self.lines):
+            if block is None and starts is not None:
+                while k < len(starts) and starts[k] < i:
+                    k += 1
+                if k == len(starts):
+                    break
+                i = starts[k]
             ll = self.lines[i]
             if block is not None and self._header(ll) is None and _continues(block, ll.text):
                 block.lines.append(ll.text)
@@ -264,8 +276,18 @@ _PARSERS: dict[str, Callable[[_Block, str | None], list[ProcessDump]]] = {
 }
 
 
+def _all_pyspy_like(lines: Iterable[LogLine]) -> bool:
+    """Every line is blank, py-spy failure output, a command or indented (a py-spy paste)."""
+    return all(not ll.text.strip() or is_failure_line(ll.text) or _CMD_LINE.match(ll.text)
+               or ll.text[:1] in (" ", "\t") for ll in lines)
+
+
 def scan_text(text: str) -> ScanResult:
     """Every dump in ``text``, stream by stream, in file order within each stream."""
+    if len(text) >= LARGE:
+        found = _scan_large(text)
+        if found is not None:
+            return found
     dumps: list[ProcessDump] = []
     problems: list[str] = []
     cut = 0 if text.endswith(("\n", "\r")) else text.count("\n") + 1
@@ -275,6 +297,126 @@ def scan_text(text: str) -> ScanResult:
         dumps.extend(sc.dumps)
         problems.extend(sc.problems)
     return ScanResult(tuple(dumps), tuple(problems))
+
+
+#: a text this long is scanned by `_scan_large`: only the lines that can matter are read
+LARGE = 65536
+
+# What a line must hold to open a block, be a header, a watchdog failure or an orphan frame:
+# a necessary part of each pattern of _MAYBE_START, of _WD_HEAD / _WD_FAIL / _WD_FAIL_CMD
+# ("Pyspy "), of an indented frame. Most of those patterns hold at the start of the line once
+# its log prefixes are gone, so they are looked for right after where a prefix of the plain
+# stream can end (the line's start, "] ", ">", a backtick, an ISO time and its space): an
+# indent, "created by ", "...", "--", a call ``name(...)`` ending the line.
+# tests/parsers/test_fast_paths.py holds it to be a superset on every line of tests/data.
+_START_SUPERSET = linear.compile(
+    rb"Pyspy |Traceback |hread |tack \(most recent call first\)|Fatal Python error: |Timeout \(|"
+    rb"File \"|Stack of |Process |goroutine | @ 0x| @ \.\.\.|"
+    rb"(?:^|\] |>|`|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
+    rb"(?:[ \t]|created by |\.\.\.|--\s*$|[\w.*/\[\]{}<>~$-]+\(.*\)\s*$)", linear.M)
+# _FAILURE_LINE without its anchor (read only where the text is a py-spy context)
+_FAILURE_SUPERSET = linear.compile(
+    rb"Error\s*:|Reason\s*:|Caused by:|Permission Denied|\d+: .*\(os error \d+\)|py-spy|py_spy|"
+    rb"Pyspy failed|Failed to (?:suspend|get stack trace|open process|find python|"
+    rb"get process executable|copy Py_Version)", linear.I)
+# where a stream prefix (compose, kubectl, journald) can be: each stream pattern of logprefix
+# without its anchor (a line that holds none has no stream)
+_STREAM_SUPERSET = linear.compile(
+    rb"\s\||\[pod/|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |"
+    rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) \S+ [^\s:\[]+\[\d+\]: ")
+
+
+class _Unprefixed(Sequence[LogLine]):
+    """The lines of one stream, freed of their prefixes only when read (most never are)."""
+
+    def __init__(self, raw: list[str], numbers: Sequence[int]) -> None:
+        self._raw = raw
+        self._numbers = numbers  # the 1-based line number of each
+        self._done: dict[int, LogLine] = {}
+
+    def __len__(self) -> int:
+        return len(self._numbers)
+
+    def _one(self, i: int) -> LogLine:
+        ll = self._done.get(i)
+        if ll is None:
+            no = self._numbers[i]
+            ll = self._done[i] = strip_prefixes(self._raw[no - 1], no)
+        return ll
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._one(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._one(i)
+
+
+def _numbers_of(data: bytes, pattern: linear.Pattern[bytes]) -> list[int]:
+    """The 1-based numbers of the lines of ``data`` holding a match of ``pattern``."""
+    out: list[int] = []
+    no, counted = 1, 0
+    for start, _end in linear.matching_lines(pattern, data):
+        no += data.count(b"\n", counted, start)
+        counted = start
+        out.append(no)
+    return out
+
+
+def _scan_large(text: str) -> ScanResult | None:
+    """scan_text's answer read from the lines that can matter, or None where this reading
+    does not apply (a text with line breaks other than a bare ``\\n``)."""
+    if "\r" in text:
+        return None
+    raw = text.splitlines()
+    if len(raw) != text.count("\n") + (0 if text.endswith("\n") else 1):
+        return None  # \x0b, \x1c, U+2028, ...: splitlines cuts where a log line goes on
+    data = encoded(text)
+    cut = 0 if text.endswith("\n") else len(raw)
+    # the lines of a stream: those a stream prefix can open, read
+    streams: dict[str, list[LogLine]] = {}
+    for no in _numbers_of(data, _STREAM_SUPERSET):
+        ll = strip_prefixes(raw[no - 1], no)
+        if ll.stream:
+            streams.setdefault(ll.stream, []).append(ll)
+    in_stream = {ll.lineno for lines in streams.values() for ll in lines}
+    plain: Sequence[int] = (range(1, len(raw) + 1) if not in_stream
+                            else [n for n in range(1, len(raw) + 1) if n not in in_stream])
+    # streams in the order of their first line, as unwrap_log gives them
+    order = sorted([(lines[0].lineno, s) for s, lines in streams.items()]
+                   + ([(plain[0], "")] if plain else []))
+    dumps: list[ProcessDump] = []
+    problems: list[str] = []
+    for _first, stream in order:
+        if stream:
+            sc = _StreamScanner(stream, streams[stream], cut)
+            sc.run()
+        else:
+            lines = _Unprefixed(raw, plain)
+            context = (any(w in lines[i].text for i in _indexes(data, _PYSPY_WORDS_SET, plain)
+                           for w in _PYSPY_WORDS) or _all_pyspy_like(lines))
+            starts = _indexes(data, _START_SUPERSET, plain)
+            if context:
+                starts = sorted({*starts, *_indexes(data, _FAILURE_SUPERSET, plain)})
+            sc = _StreamScanner("", lines, cut, context)
+            sc.run(starts)
+        dumps.extend(sc.dumps)
+        problems.extend(sc.problems)
+    return ScanResult(tuple(dumps), tuple(problems))
+
+
+_PYSPY_WORDS_SET = linear.compile(b"|".join(linear.escape(w.encode()) for w in _PYSPY_WORDS))
+
+
+def _indexes(data: bytes, pattern: linear.Pattern[bytes], plain: Sequence[int]) -> list[int]:
+    """The indexes into ``plain`` (line numbers, ascending) of its lines holding a match."""
+    numbers = _numbers_of(data, pattern)
+    if isinstance(plain, range):
+        return [n - 1 for n in numbers]
+    at = {n: i for i, n in enumerate(plain)}
+    return [at[n] for n in numbers if n in at]
 
 
 #: what opens a thread or frame of a Python dump: twice in one line, two dumps were written

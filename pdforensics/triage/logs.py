@@ -63,4 +63,6 @@ def split_by_writer(text: str) -> dict[str, str]:
         if m is not None:
             current = m.group(1)
         groups.setdefault(current, []).append(line)
+    if len(groups) == 1:  # one writer: the text itself (its readings are kept by it)
+        return {current: text}
     return {k: "\n".join(v) for k, v in groups.items()}

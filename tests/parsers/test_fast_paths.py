@@ -6,6 +6,7 @@ pieces these readings look for, and every line of tests/data."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,3 +113,81 @@ def test_watchdog_records_as_the_logical_line_walk() -> None:
         walk = [(no, rec) for no, rec in w._logical_lines(text)
                 if any(lit in rec for lit in w.LITERALS)]
         assert list(w._records_with_literals(text)) == walk
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, "#running-req: ", "#queue-req: ", "0", "0000000001",
+                                 "1234567890123"]), max_size=40))
+def test_running_requests_as_the_pattern(parts: list[str]) -> None:
+    from pdforensics.analysis.pdpath.read_sglang import _RUNNING, _running
+
+    line = _text(parts)
+    assert _running(line) == any(int(m.group(1)) > 0 for m in _RUNNING.finditer(line))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + ["Scheduler hit an exception", "KV cache pool is full",
+                                          "Traceback (most recent call last):", "timed out"]),
+                max_size=30))
+def test_the_signature_set_as_each_pattern(parts: list[str]) -> None:
+    """RE2's set step called directly on ASCII answers as every signature searched alone."""
+    line = _text(parts).replace("\n", " ")
+    want = [i for i, sig in enumerate(journal.SIGNATURES) if sig.pattern.search(line)]
+    assert journal._SIGNATURE_SET.matching(line) == want
+
+
+def _lines_of_tests_data() -> list[str]:
+    out: list[str] = []
+    for path in sorted(DATA.rglob("*")):
+        if path.is_file() and path.stat().st_size <= 4_000_000:
+            out.extend(path.read_bytes().decode("utf-8", "replace").splitlines())
+    return out
+
+
+HOSTILE = ["> \tFile \"x.py\", line 1, in f", "`` goroutine 1 [running]:", "[2026-01-29 13:12:37] "
+           "[tag] main.f(0x1)", "2026-01-29T13:12:37.5Z   created by main.g", "> ...", ">--",
+           "[2026-01-29 13:12:37 TP0]     Thread 0x7f (most recent call first):",
+           "svc-1  | \tmain.go:12", "[pod/a/b] Traceback (most recent call last):",
+           "Dec 28 06:43:00 host ident[12]: 1 @ 0x4", "   Error: permission denied"]
+
+
+def test_the_stack_scan_supersets_hold_on_every_line() -> None:
+    """A line the scanner would open a block on, read as py-spy failure output or give a
+    stream matches the superset pattern the large-text scan looks for (else that scan would
+    skip it)."""
+    from pdforensics.parsers import stackscan as ss
+    from pdforensics.parsers.logprefix import LogLine, strip_prefixes
+    from pdforensics.parsers.pyspy_errors import is_failure_line
+
+    checked = 0
+    for raw in [*_lines_of_tests_data(), *HOSTILE]:
+        line = raw.rstrip("\r")
+        data = line.encode("utf-8", "surrogatepass")
+        ll = strip_prefixes(line)
+        if ll.stream:
+            assert ss._STREAM_SUPERSET.search(data), line
+            continue
+        t = ll.text
+        opens = (ss._MAYBE_START.search(t) is not None or "Pyspy " in t
+                 or (t[:1] in " \t" and ss._pyspy_orphan(t))
+                 or ss._start([LogLine(t), LogLine("")], 0) is not None)
+        if opens:
+            assert ss._START_SUPERSET.search(data), line
+            checked += 1
+        if is_failure_line(t):
+            assert ss._FAILURE_SUPERSET.search(data), line
+    assert checked > 5_000
+
+
+def test_the_large_text_scan_finds_what_the_line_walk_finds(monkeypatch: Any) -> None:
+    """Every file of tests/data scanned both ways (the large-text path forced on)."""
+    from pdforensics.parsers import stackscan as ss
+
+    for path in sorted(DATA.rglob("*")):
+        if not path.is_file() or path.stat().st_size > 4_000_000:
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        monkeypatch.setattr(ss, "LARGE", 10**12)
+        walk = ss.scan_text(text)
+        monkeypatch.setattr(ss, "LARGE", 1)
+        assert ss.scan_text(text) == walk, path

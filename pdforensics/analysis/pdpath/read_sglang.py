@@ -56,10 +56,26 @@ def _place(hit: SignatureLine) -> tuple[str, Place | None]:
     return max(placed, key=lambda kp: kp[1].strength)
 
 
+def _running(line: str) -> bool:
+    """Whether a batch line counts a running or queued request: a ``#running-req: N`` or
+    ``#queue-req: N`` with N > 0 (of its first 9 digits, as _RUNNING reads it), found with
+    str.find rather than a match object per field."""
+    for needle in ("#running-req: ", "#queue-req: "):
+        at = line.find(needle)
+        while at >= 0:
+            start = end = at + len(needle)
+            while end < len(line) and line[end] in "0123456789":
+                end += 1
+            if end > start and int(line[start:min(end, start + 9)]) > 0:
+                return True
+            at = line.find(needle, end)
+    return False
+
+
 def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
     line = hit.line
     low = line.lower()
-    busy = any(int(m.group(1)) > 0 for m in _RUNNING.finditer(line))
+    busy = _running(line)
     kind = "decode" if "decode batch" in low else "prefill"
     stage: Stage = "decode_forward" if kind == "decode" else "prefill_forward"
     return Clue(key="BATCH_STATS", label="progress", text=line[:_MAX_TEXT], source=src.path,

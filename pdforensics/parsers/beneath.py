@@ -15,7 +15,7 @@ from pdforensics import linear
 from pdforensics.parsers.cuda_gdb import CudaKernel, looks_like_cuda_gdb, parse_cuda_kernels
 from pdforensics.parsers.flight_recorder import FrTraceReport, looks_like_fr_trace, parse_fr_trace_text
 from pdforensics.parsers.kernel_log import KernelEvent, looks_like_kernel_log, parse_kernel_log
-from pdforensics.parsers.linescan import has_any
+from pdforensics.parsers.linescan import has_any, marks
 from pdforensics.parsers.nccl_debug import NcclLine, read_nccl_lines
 from pdforensics.parsers.nccl_ras import RasReport, parse_ras
 from pdforensics.parsers.nccl_watchdog import WatchdogRecord, read_watchdog
@@ -54,7 +54,7 @@ class Beneath:
 
 
 #: a line _GDB_BANNER matches holds one of these
-_GDB_MARKS = ("GNU gdb ", "(cuda-gdb)", "NVIDIA (R) CUDA Debugger")
+_GDB_MARKS = marks("GNU gdb ", "(cuda-gdb)", "NVIDIA (R) CUDA Debugger")
 
 
 def _debugger_no_stack(text: str) -> int | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
-from pdforensics.parsers.linescan import has_any
+from pdforensics.parsers.linescan import has_any, marks
 from pdforensics.parsers.nvidia_smi import XidEvent
 
 XID = "xid"
@@ -202,5 +202,8 @@ def _aer(no: int, lines: list[str], m: linear.Match[str]) -> KernelEvent:
 
 
 def looks_like_kernel_log(text: str) -> bool:
-    return has_any(text, ("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
-                          "invoked oom-killer", "pcieport "))
+    return has_any(text, _KERNEL_MARKS)
+
+
+_KERNEL_MARKS = marks("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
+                      "invoked oom-killer", "pcieport ")

@@ -16,6 +16,7 @@ bytes as Latin-1 letters).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pdforensics import linear
 
@@ -38,14 +39,47 @@ def encoded(text: str) -> bytes:
     return data
 
 
-def has_any(text: str, marks: Iterable[str]) -> bool:
-    """Whether ``text`` contains one of ``marks``: on a large text, a search of its UTF-8
-    bytes (a substring of the text is one of its bytes and back: UTF-8 never starts a
-    character inside another), much faster than ``in`` over a text stored 4 bytes a character."""
-    if len(text) < SMALL or text.isascii():
-        return any(m in text for m in marks)
-    data = encoded(text)
-    return any(m.encode("utf-8", "surrogatepass") in data for m in marks)
+#: marks registered by the readers (`marks`): a large text is searched for all of them at once
+_MARKS: dict[str, None] = {}
+_SET: tuple[int, Any] = (0, None)  # (how many marks it holds, the RE2 set)
+_PRESENT: tuple[str, int, frozenset[str]] = ("", 0, frozenset())
+
+
+def marks(*wanted: str) -> tuple[str, ...]:
+    """Register literal marks a reader asks `has_any` about (at import): a large text is then
+    searched for every registered mark in one pass, not once per mark."""
+    for m in wanted:
+        _MARKS.setdefault(m, None)
+    return wanted
+
+
+def _present(text: str) -> frozenset[str]:
+    """The registered marks that ``text`` holds (one RE2 set pass over its bytes, kept for
+    the last text asked about)."""
+    global _SET, _PRESENT
+    known = len(_MARKS)
+    if _PRESENT[0] is text and _PRESENT[1] == known:
+        return _PRESENT[2]
+    names = list(_MARKS)
+    if _SET[0] != known:
+        _SET = (known, linear.LiteralSet([m.encode("utf-8", "surrogatepass") for m in names]))
+    found = frozenset(names[i] for i in _SET[1].matching(encoded(text)))
+    _PRESENT = (text, known, found)
+    return found
+
+
+def has_any(text: str, wanted: Iterable[str]) -> bool:
+    """Whether ``text`` contains one of ``wanted``. On a large text, marks registered with
+    `marks` are looked up in one search of its UTF-8 bytes for every registered mark (a
+    substring of the text is one of its bytes and back: UTF-8 never starts a character inside
+    another); any other mark is searched for alone."""
+    if len(text) < SMALL:
+        return any(m in text for m in wanted)
+    wanted = tuple(wanted)
+    if all(m in _MARKS for m in wanted):
+        present = _present(text)
+        return any(m in present for m in wanted)
+    return any(m in text for m in wanted)
 
 
 def _scanner(marks: tuple[str, ...], ignore_case: bool) -> linear.Pattern[bytes]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any
+from pdforensics.parsers.linescan import has_any, marks
 
 LITERAL = "NCCL "
+_LITERAL_MARK = marks(LITERAL)
 
 _LINE = linear.compile(r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):(\d{1,10}) \[(\d{1,4})\] "
                    r"(?:([\w./-]{1,300}:\d{1,7}) )?NCCL (WARN|INFO|TRACE|ABORT) ?(.*)$")
@@ -87,7 +88,7 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
 def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
     """The NCCL lines of ``text`` that matter, in file order; each error chain ends in one
     ERROR_CHAIN line (its last ``-> code`` line)."""
-    if not has_any(text, (LITERAL,)):
+    if not has_any(text, _LITERAL_MARK):
         return ()
     out: list[NcclLine] = []
     chains: dict[tuple[str, int, str], NcclLine] = {}  # open chain per (host, pid, tid)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any
+from pdforensics.parsers.linescan import has_any, marks
 
 _VERSION = linear.compile(r"^NCCL version (\S{1,40})")
 _TABLE_ROW = linear.compile(r"^\s{0,8}(\d{1,5})\s{1,12}(\d{1,9})\s{1,12}(\d{1,9})\s{1,12}(\S{1,12})\s{1,12}"
@@ -100,8 +100,13 @@ class RasReport:
 
 
 def looks_like_ras(text: str) -> bool:
-    return has_any(text, ("Communicators...",)) or (has_any(text, ("Job summary",))
-                                                    and has_any(text, ("NCCL version",)))
+    return has_any(text, _COMMUNICATORS) or (has_any(text, _SUMMARY)
+                                             and has_any(text, _VERSION_MARK))
+
+
+_COMMUNICATORS = marks("Communicators...")
+_SUMMARY = marks("Job summary")
+_VERSION_MARK = marks("NCCL version")
 
 
 def _job_total(lines: list[str]) -> int | None:

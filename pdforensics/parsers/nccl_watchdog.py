@@ -21,10 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any, lines_with
+from pdforensics.parsers.linescan import has_any, lines_with, marks
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
-LITERALS = ("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
+LITERALS = marks("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
 
 _RANK_TAG = linear.compile(r"\[rank(\d{1,7})\]:")
 _GLOG = linear.compile(r"\[([EWIF])(?:(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?)? "

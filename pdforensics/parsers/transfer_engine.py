@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any, lines_with
+from pdforensics.parsers.linescan import has_any, lines_with, marks
 
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
 _GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
@@ -29,6 +29,8 @@ _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 _BENIGN = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 
+#: a text that can hold a transfer error holds one of these
+_TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal")
 #: a line that can be a transfer error holds one of these (most lines of a log hold none)
 _LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal")
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
@@ -111,7 +113,7 @@ def _line(no: int, line: str) -> TransferError | None:
 def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
     """Every transfer-engine error of ``text``; a flushed work request after another error of
     the same text is that error's consequence."""
-    if not has_any(text, (".cpp:", "UCX", "NIXL_ERR_", "Caught signal")):
+    if not has_any(text, _TEXT_MARKS):
         return ()
     out: list[TransferError] = []
     for no, raw in lines_with(text, _LINE_MARKS):

@@ -191,3 +191,16 @@ def test_the_large_text_scan_finds_what_the_line_walk_finds(monkeypatch: Any) ->
         walk = ss.scan_text(text)
         monkeypatch.setattr(ss, "LARGE", 1)
         assert ss.scan_text(text) == walk, path
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, "NVRM: ", "UCX", "Job summary", "GNU gdb ", "NCCL "]),
+                max_size=30), st.sampled_from(["", "é", "\ud800", "\u212a"]))
+def test_has_any_as_in(parts: list[str], extra: str) -> None:
+    """The registered marks found by one set search of the bytes, others by `in`: as `in`."""
+    import pdforensics.parsers.beneath  # noqa: F401  (registers every reader's marks)
+
+    text = ("filler\n" * (linescan.SMALL // 7 + 1)) + extra + _text(parts)
+    for wanted in (("NVRM: ", "pcieport "), ("UCX",), ("Job summary",), ("GNU gdb ",),
+                   ("NCCL ",), ("not registered", "Decode batch"), ("é",)):
+        assert linescan.has_any(text, wanted) == any(m in text for m in wanted), wanted

@@ -121,3 +121,16 @@ def _loop(text: str, wanted: tuple[str, ...], ignore_case: bool) -> list[tuple[i
 
 #: the letters whose lower case holds an ASCII letter (every other one folds outside ASCII)
 FOLDS_TO_ASCII = ("\u0130", "\u212a")
+
+
+def line_numbers(text: str, pattern: linear.Pattern[bytes]) -> list[int]:
+    """The 1-based numbers of the lines of ``text`` (split on ``\\n``) holding a match of the
+    bytes ``pattern`` (one scan of the text's UTF-8)."""
+    data = encoded(text)
+    out: list[int] = []
+    no, counted = 1, 0
+    for start, _end in linear.matching_lines(pattern, data):
+        no += data.count(b"\n", counted, start)
+        counted = start
+        out.append(no)
+    return out

@@ -21,7 +21,7 @@ from pdforensics.parsers import pystack as ps
 from pdforensics.parsers import tracebacks as tb
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.goroutines import parse_goroutines
-from pdforensics.parsers.linescan import encoded
+from pdforensics.parsers.linescan import line_numbers
 from pdforensics.parsers.logprefix import LogLine, strip_prefixes, unwrap_log
 from pdforensics.parsers.pyspy import _frame_body, _parse_frame, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
@@ -354,17 +354,6 @@ class _Unprefixed(Sequence[LogLine]):
         return self._one(i)
 
 
-def _numbers_of(data: bytes, pattern: linear.Pattern[bytes]) -> list[int]:
-    """The 1-based numbers of the lines of ``data`` holding a match of ``pattern``."""
-    out: list[int] = []
-    no, counted = 1, 0
-    for start, _end in linear.matching_lines(pattern, data):
-        no += data.count(b"\n", counted, start)
-        counted = start
-        out.append(no)
-    return out
-
-
 def _scan_large(text: str) -> ScanResult | None:
     """scan_text's answer read from the lines that can matter, or None where this reading
     does not apply (a text with line breaks other than a bare ``\\n``)."""
@@ -373,11 +362,10 @@ def _scan_large(text: str) -> ScanResult | None:
     raw = text.splitlines()
     if len(raw) != text.count("\n") + (0 if text.endswith("\n") else 1):
         return None  # \x0b, \x1c, U+2028, ...: splitlines cuts where a log line goes on
-    data = encoded(text)
     cut = 0 if text.endswith("\n") else len(raw)
     # the lines of a stream: those a stream prefix can open, read
     streams: dict[str, list[LogLine]] = {}
-    for no in _numbers_of(data, _STREAM_SUPERSET):
+    for no in line_numbers(text, _STREAM_SUPERSET):
         ll = strip_prefixes(raw[no - 1], no)
         if ll.stream:
             streams.setdefault(ll.stream, []).append(ll)
@@ -395,11 +383,11 @@ def _scan_large(text: str) -> ScanResult | None:
             sc.run()
         else:
             lines = _Unprefixed(raw, plain)
-            context = (any(w in lines[i].text for i in _indexes(data, _PYSPY_WORDS_SET, plain)
+            context = (any(w in lines[i].text for i in _indexes(text, _PYSPY_WORDS_SET, plain)
                            for w in _PYSPY_WORDS) or _all_pyspy_like(lines))
-            starts = _indexes(data, _START_SUPERSET, plain)
+            starts = _indexes(text, _START_SUPERSET, plain)
             if context:
-                starts = sorted({*starts, *_indexes(data, _FAILURE_SUPERSET, plain)})
+                starts = sorted({*starts, *_indexes(text, _FAILURE_SUPERSET, plain)})
             sc = _StreamScanner("", lines, cut, context)
             sc.run(starts)
         dumps.extend(sc.dumps)
@@ -410,9 +398,9 @@ def _scan_large(text: str) -> ScanResult | None:
 _PYSPY_WORDS_SET = linear.compile(b"|".join(linear.escape(w.encode()) for w in _PYSPY_WORDS))
 
 
-def _indexes(data: bytes, pattern: linear.Pattern[bytes], plain: Sequence[int]) -> list[int]:
+def _indexes(text: str, pattern: linear.Pattern[bytes], plain: Sequence[int]) -> list[int]:
     """The indexes into ``plain`` (line numbers, ascending) of its lines holding a match."""
-    numbers = _numbers_of(data, pattern)
+    numbers = line_numbers(text, pattern)
     if isinstance(plain, range):
         return [n - 1 for n in numbers]
     at = {n: i for i, n in enumerate(plain)}

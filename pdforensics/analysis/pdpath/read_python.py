@@ -12,6 +12,7 @@ from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
+from pdforensics.parsers.linescan import line_numbers
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
 _EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
@@ -33,19 +34,46 @@ def _side(exc: str, role: str | None) -> Side | None:
     return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
 
 
+#: a line that can be a frame or a caret line holds one of these (a superset)
+_FRAME_OR_CARET = linear.compile(rb'File "|[\^~]{3}')
+
+
+def _stamp(line: str) -> float | None:
+    return parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
+
+
 @reader("python_exceptions")
 def exception_clues(src: Source) -> Iterator[Clue]:
-    """Each traceback's exception line (a cause): the frames and code above it say where."""
+    """Each traceback's exception line (a cause): the frames and code above it say where.
+
+    Only the lines near a frame or a caret line can end a traceback: those are read (one scan
+    of the text finds the frames); every other line only sets `recent`, and the time of an
+    exception line is that of the newest stamped line at or before it."""
     if "File \"" not in src.text or src.kind in ("metrics", "server_info", "load"):
         return
+    every = src.text.split("\n")
     funcs: list[str] = []
     code: list[str] = []
     last_frame = -_NEAR - 1
     when: float | None = None
+    looked = 0  # lines up to this number were looked at for `when`
     recent: list[str] = []  # the line before a traceback's tail (its failing code)
-    for no, line in lines(src):
-        t = parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
-        when = t if t is not None else when
+    anchors = line_numbers(src.text, _FRAME_OR_CARET)
+    k = 0
+    no = 0
+    while True:
+        no += 1
+        if no > len(every):
+            return
+        if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
+            while k < len(anchors) and anchors[k] < no:
+                k += 1
+            if k == len(anchors):
+                return
+            if anchors[k] > no:  # the lines skipped are far ones: the last sets `recent`
+                no = anchors[k]
+                recent = [every[no - 2].rstrip("\r").strip()]
+        line = every[no - 1].rstrip("\r")
         if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line
             last_frame = max(last_frame, no - 1)
         fm = _FRAME.match(line)
@@ -62,6 +90,12 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if m is None:
             code.insert(0, line.strip())
             continue
+        for j in range(no, looked, -1):
+            t = _stamp(every[j - 1].rstrip("\r"))
+            if t is not None:
+                when = t
+                break
+        looked = no
         code.extend(recent)
         role = frames_role(funcs) or src.role
         exc = line.strip()

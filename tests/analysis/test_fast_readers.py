@@ -1,0 +1,156 @@
+"""The readers that read only the lines that can matter in a large text (issue 30's
+throughput) give the clues the walk over every line gave: the walks as they were before
+(commit e672474) are kept here as the reference, and both run on every file of tests/data and
+on generated texts made of the lines each reader looks for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.place import frames_role, frames_stage, role_of_line, sglang_role
+from pdforensics.analysis.pdpath.read_python import (
+    _CARET,
+    _EXC_LINE,
+    _FRAME,
+    _MAX_TEXT,
+    _NEAR,
+    _side,
+    exception_clues,
+)
+from pdforensics.analysis.pdpath.read_sglang import (
+    _CONTEXT,
+    _KILLED,
+    _NOT_LOGS,
+    _sglang_mark,
+    context_clues,
+    ids,
+)
+from pdforensics.analysis.pdpath.sources import Source, lines
+from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def old_exception_clues(src: Source) -> Iterator[Clue]:
+    """Each traceback's exception line (a cause): the frames and code above it say where."""
+    if "File \"" not in src.text or src.kind in ("metrics", "server_info", "load"):
+        return
+    funcs: list[str] = []
+    code: list[str] = []
+    last_frame = -_NEAR - 1
+    when: float | None = None
+    recent: list[str] = []  # the line before a traceback's tail (its failing code)
+    for no, line in lines(src):
+        t = parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
+        when = t if t is not None else when
+        if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line
+            last_frame = max(last_frame, no - 1)
+        fm = _FRAME.match(line)
+        if fm is not None:
+            if no - last_frame > _NEAR + 8:
+                funcs, code = [], []
+            funcs.insert(0, fm.group(2))
+            last_frame = no
+            continue
+        if no - last_frame > _NEAR or not line.strip():
+            recent = [line.strip()]
+            continue
+        m = _EXC_LINE.match(line.strip())
+        if m is None:
+            code.insert(0, line.strip())
+            continue
+        code.extend(recent)
+        role = frames_role(funcs) or src.role
+        exc = line.strip()
+        rids, rooms = ids(exc)
+        yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
+                   line=no, time=when, stage=frames_stage(funcs, code, role),
+                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(line),
+                   rids=rids, rooms=rooms, wedge=False, strength=3,
+                   why="the exception a traceback ends with: what the failing code raised")
+        funcs, code, last_frame = [], [], -_NEAR - 1
+
+
+def old_context_clues(src: Source) -> Iterator[Clue]:
+    """Lines that place other evidence: "from another rank", the launcher's SIGQUIT, a bare
+    ``Killed``, warm-up and readiness, the server's PD role, SGLang's own endpoints, and the
+    last time the log shows (how long it ran on after its last batch)."""
+    if not src.text or src.kind in _NOT_LOGS:
+        return
+    low = src.text.lower()
+    wanted = [c for c in _CONTEXT if any(lit in low for lit in c[2])]
+    killed = "killed" in low
+    role_seen = marked = False
+    when: float | None = None
+    last: tuple[int, float] | None = None
+    for no, line in lines(src):
+        ll = line.lower()
+        t = parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
+        if t is not None:
+            when, last = t, (no, t)
+        if not role_seen and (r := sglang_role(line)) is not None:
+            role_seen = True
+            yield Clue(key="SERVER_ROLE", label="noise", text=line[:_MAX_TEXT], source=src.path,
+                       line=no, role=r, host=src.host, why="the server's --disaggregation-mode")
+        if not marked and _sglang_mark(ll):
+            marked = True
+            yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
+                       source=src.path, line=no, time=when, host=src.host,
+                       why="a line only an SGLang server writes (its endpoints, titles, paths)")
+        hit = [c for c in wanted if any(lit in ll for lit in c[2])]
+        if hit:
+            for key, label, _lit, stage, wedge, strength, why in hit[:1]:
+                yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
+                           line=no, time=when, stage=stage, role=role_of_line(line) or src.role,
+                           host=src.host, rank=parse_rank(line), wedge=wedge,
+                           strength=strength, why=why)
+        elif killed and _KILLED.match(line) is not None:
+            yield Clue(key="PROCESS_KILLED", label="consequence", text=line.strip(),
+                       source=src.path, line=no, time=when, host=src.host, wedge=False,
+                       strength=2, why="the shell reports the process was killed (SIGKILL): "
+                                       "what ended it, not why it hung")
+    if last is not None:
+        yield Clue(key="LOG_END", label="noise", text=f"the log's last time stamp (line {last[0]})",
+                   source=src.path, line=last[0], time=last[1], role=src.role, host=src.host,
+                   why="where the evidence of this log ends")
+
+
+PIECES = ["[2026-01-29 13:12:37 TP0] ", "2026-01-29T13:12:37Z ", "Traceback (most recent call last):",
+          '  File "/sglang/srt/managers/scheduler.py", line 12, in event_loop_normal',
+          '  File "/x.py", line 3, in recv_requests', "    self.recv()", "    ^^^^^^^^^",
+          "    ~~~~^^^", "RuntimeError: boom", "torch.distributed.DistBackendError: NCCL error",
+          "ValueError", "Killed", "  Killed  ", "Received sigquit from a child process",
+          "SIGQUIT received. signum=3", "The server is fired up and ready to roll!", "warmup",
+          "disaggregation_mode='decode'", "GET /health_generate HTTP/1.1", "sglang::scheduler",
+          "", " ", "plain text", "| x", "1 |", "\u212a"]
+
+
+def _clues(fn: object, text: str) -> list[Clue]:
+    src = Source("f.log", "log", "h", None, text)
+    return list(fn(src))  # type: ignore[operator]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.integers(0, 40))
+def test_on_generated_text(parts: list[str], pad: int) -> None:
+    text = "\n".join(parts[: len(parts) // 2] + ["filler"] * pad + parts[len(parts) // 2:])
+    for t in (text, "filler\n" * 9400 + text):  # small, and past linescan.SMALL
+        assert _clues(exception_clues, t) == _clues(old_exception_clues, t)
+        assert _clues(context_clues, t) == _clues(old_context_clues, t)
+
+
+def test_on_every_file_of_tests_data() -> None:
+    n = 0
+    for path in sorted(DATA.rglob("*")):
+        if not path.is_file() or path.stat().st_size > 4_000_000:
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert _clues(exception_clues, text) == _clues(old_exception_clues, text), path
+        assert _clues(context_clues, text) == _clues(old_context_clues, text), path
+        n += 1
+    assert n > 500

@@ -134,3 +134,20 @@ def line_numbers(text: str, pattern: linear.Pattern[bytes]) -> list[int]:
         counted = start
         out.append(no)
     return out
+
+
+_BREAKS: tuple[str, bool] = ("", True)
+
+
+def only_newlines(text: str) -> bool:
+    """Whether ``text`` breaks its lines at ``\\n`` alone (no ``\\r``, no other break
+    ``str.splitlines`` honours): its splitlines() are then its split("\\n") (less a last
+    empty one), so a reader numbering lines by splitlines may use `lines_with`."""
+    global _BREAKS
+    if _BREAKS[0] is text:
+        return _BREAKS[1]
+    answer = "\r" not in text and len(text.splitlines()) == text.count("\n") + (
+        0 if text.endswith("\n") else 1)
+    if len(text) >= SMALL:
+        _BREAKS = (text, answer)
+    return answer

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pdforensics import linear
 from pdforensics.hostnum import to_int
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
+from pdforensics.parsers.linescan import SMALL, lines_with, only_newlines
 
 # event -> the pipeline stage it proves a request reached (analysis/requests_stages.py)
 EVENTS = (
@@ -81,7 +82,10 @@ def parse_request_lines(text: str) -> RequestLog:
     """Every request-level line of a server or router log, in order."""
     events: list[RequestEvent] = []
     logging_on = False
-    for no, raw in enumerate(text.splitlines(), 1):
+    # every event names "equest" or "obj=" (_kind): a large text's other lines are not read
+    numbered = (lines_with(text, _EVENT_MARKS) if len(text) >= SMALL and only_newlines(text)
+                else enumerate(text.splitlines(), 1))
+    for no, raw in numbered:
         line = raw[:_MAX_LINE]
         ev = _event(no, line)
         if ev is not None:
@@ -99,6 +103,9 @@ def _event(no: int, line: str) -> RequestEvent | None:
         return None
     return RequestEvent(line_no=no, at=parse_log_timestamp(line), event=kind, rid=rid,
                         room=room, rank=parse_rank(line), queue=queue, text=line[:_DETAIL])
+
+
+_EVENT_MARKS = ("equest", "obj=")
 
 
 def _kind(line: str) -> tuple[str | None, str | None]:

@@ -21,7 +21,7 @@ from pdforensics.parsers import pystack as ps
 from pdforensics.parsers import tracebacks as tb
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.goroutines import parse_goroutines
-from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.linescan import line_numbers, only_newlines
 from pdforensics.parsers.logprefix import LogLine, strip_prefixes, unwrap_log
 from pdforensics.parsers.pyspy import _frame_body, _parse_frame, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
@@ -357,11 +357,9 @@ class _Unprefixed(Sequence[LogLine]):
 def _scan_large(text: str) -> ScanResult | None:
     """scan_text's answer read from the lines that can matter, or None where this reading
     does not apply (a text with line breaks other than a bare ``\\n``)."""
-    if "\r" in text:
-        return None
+    if not only_newlines(text):
+        return None  # \r, \x0b, \x1c, U+2028, ...: splitlines cuts where a log line goes on
     raw = text.splitlines()
-    if len(raw) != text.count("\n") + (0 if text.endswith("\n") else 1):
-        return None  # \x0b, \x1c, U+2028, ...: splitlines cuts where a log line goes on
     cut = 0 if text.endswith("\n") else len(raw)
     # the lines of a stream: those a stream prefix can open, read
     streams: dict[str, list[LogLine]] = {}

@@ -204,3 +204,18 @@ def test_has_any_as_in(parts: list[str], extra: str) -> None:
     for wanted in (("NVRM: ", "pcieport "), ("UCX",), ("Job summary",), ("GNU gdb ",),
                    ("NCCL ",), ("not registered", "Decode batch"), ("é",)):
         assert linescan.has_any(text, wanted) == any(m in text for m in wanted), wanted
+
+
+def test_request_lines_of_a_large_text_as_every_line(monkeypatch: Any) -> None:
+    """parse_request_lines reading only the lines with "equest" / "obj=" (the large-text
+    path, forced on) finds the events the walk over every line finds, in every file."""
+    from pdforensics.parsers import requests as rq
+
+    for path in sorted(DATA.rglob("*")):
+        if not path.is_file() or path.stat().st_size > 4_000_000:
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        monkeypatch.setattr(rq, "SMALL", 10**12)
+        walk = rq.parse_request_lines(text)
+        monkeypatch.setattr(rq, "SMALL", 1)
+        assert rq.parse_request_lines(text) == walk, path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
+from pdforensics.parsers.linescan import line_numbers
 
 _COMPOSE = linear.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # journald short-iso / short: "<time> <host> <identifier>[pid]: "
@@ -49,20 +50,37 @@ def role_of(name: str) -> str | None:
     return None
 
 
+#: a line _COMPOSE or _JOURNAL matches (the same patterns over the text's bytes: their
+#: classes are ASCII, and a non-space character is a run of non-space bytes)
+_WRITER_LINE = linear.compile(
+    rb"^(?:[A-Za-z0-9][\w.-]*\s+\| ?|(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) \S+ "
+    rb"[^\s:\[]+(?:\[\d+\])?: )", linear.M)
+
+
+def _writer(line: str) -> str | None:
+    first = line[:1]  # both prefixes open with an ASCII letter or digit
+    m = (_COMPOSE.match(line) or _JOURNAL.match(line)) if first.isascii() and first.isalnum() else None
+    return m.group(1) if m is not None else None
+
+
 def split_by_writer(text: str) -> dict[str, str]:
     """Lines grouped by the compose service or journald identifier that wrote them.
 
     Lines without such a prefix (continuations, tracebacks) follow the previous line's
-    writer; a log without any prefix is one group named "".
+    writer; a log without any prefix is one group named "" (the text itself). The lines that
+    name a writer are found by one scan of the text; the others are taken as runs.
     """
+    lines = text.split("\n")
     groups: dict[str, list[str]] = {}
-    current = ""
-    for line in text.split("\n"):
-        first = line[:1]  # both prefixes open with an ASCII letter or digit
-        m = (_COMPOSE.match(line) or _JOURNAL.match(line)) if first.isascii() and first.isalnum() else None
-        if m is not None:
-            current = m.group(1)
-        groups.setdefault(current, []).append(line)
+    current, start = "", 0
+    for no in line_numbers(text, _WRITER_LINE):
+        name = _writer(lines[no - 1])
+        if name is None:
+            continue
+        if no - 1 > start:
+            groups.setdefault(current, []).extend(lines[start:no - 1])
+        current, start = name, no - 1
+    groups.setdefault(current, []).extend(lines[start:])
     if len(groups) == 1:  # one writer: the text itself (its readings are kept by it)
         return {current: text}
     return {k: "\n".join(v) for k, v in groups.items()}

@@ -79,19 +79,35 @@ _PROMPT_MARKS = tuple(f"{p} {w}" for w in ("curl", "wget", "http", "date", "slee
 
 
 def unwrap(text: str) -> Unwrapped:
-    """Strip prompts, curl -v chatter and an HTTP response head; keep status and time."""
+    """Strip prompts, curl -v chatter and an HTTP response head; keep status and time.
+
+    In a large text without curl -v chatter, once the payload has begun, only a prompt or a
+    ``< `` line can be anything but payload: those lines are found by one scan of the text and
+    the runs between them are taken whole."""
     lines = text.split("\n")
     verbose = any(ln.startswith(("< HTTP/", "> GET ", "> POST ")) for ln in lines[:200])
-    # the lines that may be a prompt: in a large text, found by one scan of it
-    prompts = (None if len(text) < SMALL
-               else {no - 1 for no, _ in lines_with(text, _PROMPT_MARKS)})
+    # the lines that may be a prompt or a response line: in a large text, found by one scan
+    special = (None if len(text) < SMALL or verbose
+               else sorted(no - 1 for no, _ in lines_with(text, (*_PROMPT_MARKS, "< "))))
+    cr = "\r" in text
     out: list[str] = []
     wrapped: list[str] = []
     status: int | None = None
     taken: float | None = None
     in_head = False
-    for i, raw in enumerate(lines):
-        ln = raw.rstrip("\r")
+    i, k = 0, 0
+    while i < len(lines):
+        if special is not None and out and not in_head:
+            while k < len(special) and special[k] < i:
+                k += 1
+            stop = special[k] if k < len(special) else len(lines)
+            if stop > i:  # payload up to the next line that may be something else
+                run = lines[i:stop]
+                out.extend([x.rstrip("\r") for x in run] if cr else run)
+                i = stop
+                continue
+        ln = lines[i].rstrip("\r")
+        i += 1
         st = _STATUS.match(ln) if (not out or in_head or ln.startswith("< ")) else None
         if st is not None:
             status, in_head = int(st.group(1)), True
@@ -110,7 +126,7 @@ def unwrap(text: str) -> Unwrapped:
         if verbose and (_CURL_V.match(ln) or _CURL_METER.match(ln)):
             wrapped.append("curl -v")
             continue
-        if (prompts is None or i in prompts) and _PROMPT.match(ln):
+        if _PROMPT.match(ln):
             wrapped.append("prompt")
             continue
         t = date_line(ln) if not out else None  # only a date before the payload is its time

@@ -219,3 +219,61 @@ def test_request_lines_of_a_large_text_as_every_line(monkeypatch: Any) -> None:
         walk = rq.parse_request_lines(text)
         monkeypatch.setattr(rq, "SMALL", 1)
         assert rq.parse_request_lines(text) == walk, path
+
+
+def _split_by_writer_walk(text: str) -> dict[str, str]:
+    """split_by_writer as it was (e672474): every line tried."""
+    from pdforensics.triage.logs import _writer
+
+    groups: dict[str, list[str]] = {}
+    current = ""
+    for line in text.split("\n"):
+        name = _writer(line)
+        if name is not None:
+            current = name
+        groups.setdefault(current, []).append(line)
+    return {k: "\n".join(v) for k, v in groups.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, "web-1  | ", "svc_1      |", "2025-01-01T10:00:00+0000 h i[3]: ",
+                                 "Dec 28 06:43:00 h sshd[1]: ", "Dec  8 06:43:00 h kernel: ", "a\n|"]),
+                max_size=40))
+def test_split_by_writer_as_the_walk(parts: list[str]) -> None:
+    from pdforensics.triage.logs import split_by_writer
+
+    text = _text(parts)
+    assert split_by_writer(text) == _split_by_writer_walk(text)
+
+
+def test_split_by_writer_on_every_file() -> None:
+    from pdforensics.triage.logs import split_by_writer
+
+    for path in sorted(DATA.rglob("*")):
+        if path.is_file() and path.stat().st_size <= 4_000_000:
+            text = path.read_bytes().decode("utf-8", "replace")
+            assert split_by_writer(text) == _split_by_writer_walk(text), path
+
+
+HTTP_PIECES = ["HTTP/1.1 200 OK", "< HTTP/1.1 500 Internal", "Date: Thu, 03 Dec 2026 08:55:55 GMT",
+               "< date: Thu, 03 Dec 2026 08:55:56 GMT", "$ curl -s localhost:30000/metrics",
+               "# date", "Thu Dec  3 08:55:55 UTC 2026", ">>> cat x", "", "<", "\r",
+               "sglang:num_running_reqs 3", "payload line", "< x"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(HTTP_PIECES), max_size=40), st.integers(0, 9000))
+def test_unwrap_takes_payload_runs_as_the_walk(parts: list[str], pad: int) -> None:
+    """unwrap with payload runs taken whole (forced on) answers as the line walk."""
+    from pdforensics.triage import unwrap as uw
+
+    half = len(parts) // 2
+    text = "\n".join(parts[:half] + ["payload"] * pad + parts[half:])
+    saved = uw.SMALL
+    try:
+        uw.SMALL = 10**12
+        walk = uw.unwrap(text)
+        uw.SMALL = 1
+        assert uw.unwrap(text) == walk
+    finally:
+        uw.SMALL = saved

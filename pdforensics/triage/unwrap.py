@@ -15,6 +15,9 @@ from pdforensics import linear
 from pdforensics.parsers.linescan import SMALL, lines_with
 from pdforensics.parsers.logtime import epoch, month, read_stamp
 
+#: a text this long takes its payload in runs (`unwrap`)
+LARGE = SMALL
+
 _CURL_V = linear.compile(r"^(?:\*\s|\*$|> |>$|< |<$|\{ \[|\} \[)")
 _CURL_METER = linear.compile(r"^\s*(?:% Total\s|Dload\s|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s)")
 _PROMPT = linear.compile(r"^(?:\S*[$#]|>>>) (?:curl|wget|http|date|sleep|echo|cat|kubectl|docker)\b")
@@ -87,7 +90,7 @@ def unwrap(text: str) -> Unwrapped:
     lines = text.split("\n")
     verbose = any(ln.startswith(("< HTTP/", "> GET ", "> POST ")) for ln in lines[:200])
     # the lines that may be a prompt or a response line: in a large text, found by one scan
-    special = (None if len(text) < SMALL or verbose
+    special = (None if len(text) < LARGE or verbose
                else sorted(no - 1 for no, _ in lines_with(text, (*_PROMPT_MARKS, "< "))))
     cr = "\r" in text
     out: list[str] = []

@@ -269,11 +269,11 @@ def test_unwrap_takes_payload_runs_as_the_walk(parts: list[str], pad: int) -> No
 
     half = len(parts) // 2
     text = "\n".join(parts[:half] + ["payload"] * pad + parts[half:])
-    saved = uw.SMALL
+    saved = uw.LARGE
     try:
-        uw.SMALL = 10**12
+        uw.LARGE = 10**12
         walk = uw.unwrap(text)
-        uw.SMALL = 1
+        uw.LARGE = 1
         assert uw.unwrap(text) == walk
     finally:
-        uw.SMALL = saved
+        uw.LARGE = saved

@@ -110,6 +110,25 @@ def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
     return out
 
 
+def first_line_with(text: str, marks: Iterable[str], ignore_case: bool = False
+                    ) -> tuple[int, str] | None:
+    """The first of `lines_with`'s lines, found without looking past it."""
+    wanted = tuple(m for m in dict.fromkeys(marks) if m)
+    if not wanted or not text:
+        return None
+    if len(text) < SMALL or any("\n" in m for m in wanted) or (
+            ignore_case and (not all(m.isascii() for m in wanted)
+                             or any(c in text for c in FOLDS_TO_ASCII))):
+        found = _loop(text, wanted, ignore_case)
+        return found[0] if found else None
+    data = encoded(text)
+    for start, end in linear.matching_lines(_scanner(wanted, ignore_case), data):
+        line = (text[start:end] if len(data) == len(text)
+                else data[start:end].decode("utf-8", "surrogatepass"))
+        return data.count(b"\n", 0, start) + 1, line
+    return None
+
+
 def _loop(text: str, wanted: tuple[str, ...], ignore_case: bool) -> list[tuple[int, str]]:
     if ignore_case:
         folded = tuple(m.lower() for m in wanted)

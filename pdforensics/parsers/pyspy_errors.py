@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pdforensics import linear
 from pdforensics.parsers.frames import PyspyFailure
+from pdforensics.parsers.linescan import SMALL, line_numbers, only_newlines
 
 _ERROR_LINE = linear.compile(r"Error\s*:")
 
@@ -66,9 +69,22 @@ _UNKNOWN_FIX = ("read py-spy's message; check that py-spy --version supports thi
                 "retry with --nonblocking")
 
 
+#: _FAILURE_LINE without its anchor, over bytes: every line it matches holds a match of this
+FAILURE_SUPERSET = linear.compile(
+    rb"Error\s*:|Reason\s*:|Caused by:|Permission Denied|\d+: .*\(os error \d+\)|py-spy|py_spy|"
+    rb"Pyspy failed|Failed to (?:suspend|get stack trace|open process|find python|"
+    rb"get process executable|copy Py_Version)", linear.I)
+
+
 def failure_lines(text: str) -> list[str]:
-    """The lines of ``text`` that py-spy prints when it fails (Error:, Reason:, ...)."""
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and _FAILURE_LINE.search(ln)]
+    """The lines of ``text`` that py-spy prints when it fails (Error:, Reason:, ...); in a
+    large text whose lines break at \\n alone, only the lines one scan finds are tried."""
+    if len(text) >= SMALL and only_newlines(text):
+        every = text.split("\n")
+        lines: Iterable[str] = (every[no - 1] for no in line_numbers(text, FAILURE_SUPERSET))
+    else:
+        lines = text.splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and _FAILURE_LINE.search(ln)]
 
 
 def is_failure_line(line: str) -> bool:

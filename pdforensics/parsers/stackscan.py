@@ -24,7 +24,7 @@ from pdforensics.parsers.goroutines import parse_goroutines
 from pdforensics.parsers.linescan import line_numbers, only_newlines
 from pdforensics.parsers.logprefix import LogLine, strip_prefixes, unwrap_log
 from pdforensics.parsers.pyspy import _frame_body, _parse_frame, parse_pyspy_text
-from pdforensics.parsers.pyspy_errors import classify_pyspy_error, is_failure_line
+from pdforensics.parsers.pyspy_errors import FAILURE_SUPERSET, classify_pyspy_error, is_failure_line
 
 _WD_HEAD = linear.compile(r"Pyspy dump for PID (\d+)(?: \([^)]*\))?:\s*(.*)$")
 _WD_FAIL = linear.compile(r"Pyspy failed to dump PID (\d+)\.? ?(?:Error: )?(.*)$")
@@ -314,11 +314,7 @@ _START_SUPERSET = linear.compile(
     rb"File \"|Stack of |Process |goroutine | @ 0x| @ \.\.\.|"
     rb"(?:^|\] |>|`|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
     rb"(?:[ \t]|created by |\.\.\.|--\s*$|[\w.*/\[\]{}<>~$-]+\(.*\)\s*$)", linear.M)
-# _FAILURE_LINE without its anchor (read only where the text is a py-spy context)
-_FAILURE_SUPERSET = linear.compile(
-    rb"Error\s*:|Reason\s*:|Caused by:|Permission Denied|\d+: .*\(os error \d+\)|py-spy|py_spy|"
-    rb"Pyspy failed|Failed to (?:suspend|get stack trace|open process|find python|"
-    rb"get process executable|copy Py_Version)", linear.I)
+_FAILURE_SUPERSET = FAILURE_SUPERSET  # read only where the text is a py-spy context
 # where a stream prefix (compose, kubectl, journald) can be: each stream pattern of logprefix
 # without its anchor (a line that holds none has no stream)
 _STREAM_SUPERSET = linear.compile(

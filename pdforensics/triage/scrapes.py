@@ -33,7 +33,8 @@ def metric_line(line: str) -> bool:
 def looks_like_metrics(text: str) -> bool:
     """Mostly exposition lines (HTTP heads, prompts and date lines aside), with a sample."""
     total = metric = samples = 0
-    for raw in text.split("\n")[:20000]:
+    lines = text.split("\n", 20000)[:20000]
+    for i, raw in enumerate(lines):
         s = raw.strip()
         if not s or wrapper_line(s):
             continue
@@ -41,6 +42,10 @@ def looks_like_metrics(text: str) -> bool:
         if metric_line(s):
             metric += 1
             samples += not s.startswith("#")
+        elif i % 512 == 0:  # even were every line left a metric line, too few: not a scrape
+            left = len(lines) - i - 1
+            if metric + left < 0.6 * (total + left):
+                return False
     return samples > 0 and metric >= 0.6 * total
 
 

@@ -277,3 +277,15 @@ def test_unwrap_takes_payload_runs_as_the_walk(parts: list[str], pad: int) -> No
         assert uw.unwrap(text) == walk
     finally:
         uw.LARGE = saved
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.integers(0, 3000),
+       st.lists(st.sampled_from(["NCCL", "UCX", "batch", "\t", "é", "kill"]), min_size=1, max_size=3),
+       st.booleans())
+def test_first_line_with_is_the_first_of_lines_with(parts: list[str], pad: int, marks: list[str],
+                                                    fold: bool) -> None:
+    text = ("filler line\n" * (pad + 1)) + _text(parts)
+    for t in (text, text * (linescan.SMALL // len(text) + 1)):
+        every = linescan.lines_with(t, marks, fold)
+        assert linescan.first_line_with(t, marks, fold) == (every[0] if every else None)

@@ -26,7 +26,7 @@ from pdforensics.parsers.journal import (
     parse_rank,
     signature_lines,
 )
-from pdforensics.parsers.linescan import lines_with
+from pdforensics.parsers.linescan import first_line_with, lines_with
 from pdforensics.parsers.requests import parse_request_lines
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
@@ -162,9 +162,9 @@ def _sglang_mark(low_line: str) -> bool:
     return any(m in low_line for m in _SGLANG_MARKS)
 
 
-#: what a line must hold (lower case) for context_clues to read anything in it
-_CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggregation",
-                  *_SGLANG_MARKS)
+#: what a line must hold (lower case) for context_clues to read anything in it but the first
+#: SGLang mark (found on its own: an access log names /generate on every line)
+_CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggregation")
 
 
 def _stamp(line: str) -> float | None:
@@ -197,7 +197,11 @@ def context_clues(src: Source) -> Iterator[Clue]:
         looked = i
         return when
 
-    for no, raw in lines_with(src.text, _CONTEXT_MARKS, ignore_case=True):
+    read = lines_with(src.text, _CONTEXT_MARKS, ignore_case=True)
+    first_mark = first_line_with(src.text, _SGLANG_MARKS, ignore_case=True)
+    if first_mark is not None and first_mark not in read:
+        read = sorted([*read, first_mark])
+    for no, raw in read:
         line = raw.rstrip("\r")
         ll = line.lower()
         if not role_seen and (r := sglang_role(line)) is not None:

@@ -212,6 +212,10 @@ _SIGNATURE_SET = linear.PatternSet([sig.pattern for sig in SIGNATURES])
 _LITERALS = tuple(sorted({lit for sig in SIGNATURES for lit in sig.literals}))
 
 
+#: (signature, its literals, is it noise) by index in SIGNATURES: what the loop below asks
+_BY_INDEX = tuple((sig, sig.literals, sig.kind == "noise") for sig in SIGNATURES)
+
+
 def _candidates(text: str) -> list[int]:
     """Indexes of the lines whose lower case holds a signature literal (no other line can
     match), found by one scan of the whole text."""
@@ -236,8 +240,14 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             continue
         low = line.lower()
         # a signature counts where its pattern and one of its literals are on the line
-        every = [sig for sig in (SIGNATURES[k] for k in found)
-                 if (with_noise or sig.kind != "noise") and any(lit in low for lit in sig.literals)]
+        every = []
+        for k in found:
+            sig, lits, noise = _BY_INDEX[k]
+            if with_noise or not noise:
+                for lit in lits:
+                    if lit in low:
+                        every.append(sig)
+                        break
         if not every:
             continue
         # timestamps only where a signature is: walk back to the newest stamped line
@@ -256,7 +266,8 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         batch = (batch_line(current, rank, line[:_SAMPLE_CHARS])
                  if any(s.key == "BATCH_STATS" for s in matched) else None)
         yield SignatureLine(i + 1, line, current, tuple(matched),
-                            tuple(s for s in every if s not in matched), rank, batch)
+                            tuple(s for s in every if s not in matched) if matched is not every
+                            else (), rank, batch)
 
 
 @by_text

@@ -41,8 +41,7 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
     name, in line order: what ``_FIELD_RE.findall`` filtered by name gives, without a match
     object per field of the line)."""
     found: list[tuple[int, str, int]] = []
-    for name in queue_field_keys():
-        needle = name + ": "
+    for name, needle in _needles():
         at = line.find(needle)
         while at >= 0:
             start = end = at + len(needle)
@@ -53,12 +52,35 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
             at = line.find(needle, end)
     if not found:
         return BatchLine(epoch, rank, line)
-    role_m = _ROLE_RE.search(line)
-    role = role_m.group(1).lower() if role_m else "?"
-    return BatchLine(epoch, rank, line, role, tuple((n, v) for _at, n, v in sorted(found)))
+    if len(found) > 1:
+        found.sort()
+    return BatchLine(epoch, rank, line, _role(line), tuple((n, v) for _at, n, v in found))
 
 
 _DIGITS = frozenset("0123456789")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+@lru_cache(maxsize=1)
+def _needles() -> tuple[tuple[str, str], ...]:
+    return tuple((name, name + ": ") for name in queue_field_keys())
+
+
+def _role(line: str) -> str:
+    """_ROLE_RE's role ("prefill" / "decode", else "?"): on ASCII text, the first of the two
+    words before " batch" (any case) that no word character precedes, found with str.find."""
+    if not line.isascii():
+        m = _ROLE_RE.search(line)
+        return m.group(1).lower() if m else "?"
+    low = line.lower()
+    best, role = len(low) + 1, "?"
+    for word in ("prefill batch", "decode batch"):
+        at = low.find(word)
+        while at > 0 and low[at - 1] in _WORD:  # \b fails here: a later one may match
+            at = low.find(word, at + 1)
+        if 0 <= at < best:
+            best, role = at, word.split()[0]
+    return role
 
 
 @dataclass(frozen=True)

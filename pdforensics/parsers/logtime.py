@@ -108,8 +108,50 @@ _BRACKETED_MAX = 65536
 _UNKNOWN = object()
 
 
+_NINES = str.maketrans("0123456789", "9999999999")
+_SGLANG_SHAPE = "[9999-99-99 99:99:99"
+#: the rest of an SGLang prefix after its seconds: fraction and ranks (SGLANG_PREFIX's tail)
+_SGLANG_TAIL = linear.compile(r"(?:[.,](\d{1,9}))?(?: [A-Z]{1,3}\d+)*\]")
+
+
+@lru_cache(maxsize=4096)
+def _day(date: str) -> int | None:
+    """Epoch seconds of a ``YYYY-MM-DD`` day at 00:00 UTC, None where _epoch_of refuses it."""
+    yi, moi, di = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if not (1 <= moi <= 12 and 1 <= di <= 31 and 1970 <= yi <= 9999):
+        return None
+    return calendar.timegm((yi, moi, di, 0, 0, 0, 0, 0, 0))
+
+
+@lru_cache(maxsize=4096)
+def _tail_fraction(tail: str) -> tuple[bool, str | None]:
+    m = _SGLANG_TAIL.fullmatch(tail)
+    return (m is not None, m.group(1) if m is not None else None)
+
+
+def _sglang_bracket(head: str) -> float | None | bool:
+    """epoch(SGLANG_PREFIX.match(head)) where ``head`` is a whole SGLang bracket, computed
+    from a cached day; False where it is not one (then the pattern decides)."""
+    if head[:20].translate(_NINES) != _SGLANG_SHAPE:
+        return False
+    ok, frac = _tail_fraction(head[20:])
+    if not ok:
+        return False
+    day = _day(head[1:11])
+    hi, mii, si = int(head[12:14]), int(head[15:17]), int(head[18:20])
+    if day is None or hi > 23 or mii > 59 or si > 60:
+        return None
+    t = float(day + hi * 3600 + mii * 60 + si)
+    if frac:
+        t += int(frac) / 10 ** len(frac)
+    return t
+
+
 def _bracketed(head: str) -> float | None:
     """The epoch of an SGLang prefix or a dmesg -T time opening ``head``, else None."""
+    fast = _sglang_bracket(head)
+    if fast is not False:
+        return fast
     m = SGLANG_PREFIX.match(head)
     if m:
         return epoch(m.groups()[:7])

@@ -289,3 +289,21 @@ def test_first_line_with_is_the_first_of_lines_with(parts: list[str], pad: int, 
     for t in (text, text * (linescan.SMALL // len(text) + 1)):
         every = linescan.lines_with(t, marks, fold)
         assert linescan.first_line_with(t, marks, fold) == (every[0] if every else None)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1960, 10050), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25),
+       st.integers(0, 61), st.integers(0, 61), st.sampled_from(["", ".5", ",123456789", ".1234567890",
+                                                                ".x"]),
+       st.sampled_from(["", " TP0", " DP1 TP3", " tp0", " TP", " ABCD1"]))
+def test_sglang_bracket_time_as_the_pattern(y: int, mo: int, d: int, h: int, mi: int, s: int,
+                                            frac: str, ranks: str) -> None:
+    from pdforensics.parsers import logtime as lt
+
+    head = f"[{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}{frac}{ranks}]"
+    m = lt.SGLANG_PREFIX.match(head)
+    want = lt.epoch(m.groups()[:7]) if m else None
+    got = lt._sglang_bracket(head)
+    assert (None if got is False else got) == want, head
+    if m is None:
+        assert got is False or want is None

@@ -15,7 +15,12 @@ from typing import Literal
 from pdforensics import linear
 from pdforensics.parsers.linescan import lines_with
 from pdforensics.parsers.log_trends import BatchLine, batch_line
-from pdforensics.parsers.logtime import SGLANG_PREFIX, parse_log_timestamp, strip_compose_prefix
+from pdforensics.parsers.logtime import (
+    SGLANG_PREFIX,
+    NewestStamp,
+    parse_log_timestamp,
+    strip_compose_prefix,
+)
 from pdforensics.parsers.textcache import Memo, by_text, digest
 
 __all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
@@ -231,8 +236,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
     if "\x1b[" in text:
         text = ANSI_CODE.sub("", text)
     lines = text.split("\n")
-    current: float | None = None  # the time of the newest timestamped line at or before i
-    seen = -1  # lines up to here were looked at for `current`
+    times = NewestStamp(lines, parse_log_timestamp)
     for i in _candidates(text):
         line = lines[i].rstrip("\r")
         found = _SIGNATURE_SET.matching(line)
@@ -250,13 +254,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
                         break
         if not every:
             continue
-        # timestamps only where a signature is: walk back to the newest stamped line
-        for j in range(i, seen, -1):
-            ts = parse_log_timestamp(lines[j].rstrip("\r"))
-            if ts is not None:
-                current = ts
-                break
-        seen = i
+        current = times.at(i)  # times only where a signature is
         if since_epoch is not None and current is not None and current < since_epoch:
             continue
         if until_epoch is not None and (current is None or current >= until_epoch):

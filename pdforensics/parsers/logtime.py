@@ -12,7 +12,7 @@ so (docs/architecture.md, "Log times").
 from __future__ import annotations
 
 import calendar
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from pdforensics import linear
@@ -175,3 +175,25 @@ def find_stamp(line: str) -> float | None:
     """Epoch of the first ISO-like time anywhere in the line, or None."""
     m = _ISO_RE.search(line)
     return epoch(m.groups()) if m else None
+
+
+class NewestStamp:
+    """The time of the newest stamped line at or before a line of ``lines`` (0-based), asked
+    for lines in ascending order: each call walks back only over the lines the last one did
+    not see, so a reader that wants a time at a few lines never parses every line's time.
+    ``stamp`` reads one line's own time (None when it has none)."""
+
+    def __init__(self, lines: Sequence[str], stamp: Callable[[str], float | None]) -> None:
+        self._lines = lines
+        self._stamp = stamp
+        self._looked = -1
+        self.when: float | None = None
+
+    def at(self, i: int) -> float | None:
+        for j in range(i, self._looked, -1):
+            t = self._stamp(self._lines[j].rstrip("\r"))
+            if t is not None:
+                self.when = t
+                break
+        self._looked = i
+        return self.when

@@ -23,6 +23,12 @@ PIECES = ["[2026-01-29 13:12:37 TP0] ", "[2026-01-29 13:12:37.25 DP1 TP3] ", "[2
           "x" * 30, "]", "[", "\u0130", "Killed", "KILLED"]
 
 
+def _texts_of_tests_data() -> list[tuple[Path, str]]:
+    """Every file of tests/data up to 4 MB, decoded as the readers get it."""
+    return [(path, path.read_bytes().decode("utf-8", "replace")) for path in sorted(DATA.rglob("*"))
+            if path.is_file() and path.stat().st_size <= 4_000_000]
+
+
 def _text(parts: list[str]) -> str:
     return "".join(parts)
 
@@ -74,10 +80,7 @@ def test_line_scan_finds_the_lines_the_loop_finds(parts: list[str], pad: int, ma
 
 def test_the_fast_paths_on_every_line_of_tests_data() -> None:
     checked = 0
-    for path in sorted(DATA.rglob("*")):
-        if not path.is_file() or path.stat().st_size > 4_000_000:
-            continue
-        text = path.read_bytes().decode("utf-8", "replace")
+    for path, text in _texts_of_tests_data():
         for line in text.split("\n"):
             assert journal.parse_rank(line) == _old_rank(line), (path, line)
             got = batch_line(None, None, line[:500])
@@ -137,11 +140,7 @@ def test_the_signature_set_as_each_pattern(parts: list[str]) -> None:
 
 
 def _lines_of_tests_data() -> list[str]:
-    out: list[str] = []
-    for path in sorted(DATA.rglob("*")):
-        if path.is_file() and path.stat().st_size <= 4_000_000:
-            out.extend(path.read_bytes().decode("utf-8", "replace").splitlines())
-    return out
+    return [line for _path, text in _texts_of_tests_data() for line in text.splitlines()]
 
 
 HOSTILE = ["> \tFile \"x.py\", line 1, in f", "`` goroutine 1 [running]:", "[2026-01-29 13:12:37] "
@@ -183,10 +182,7 @@ def test_the_large_text_scan_finds_what_the_line_walk_finds(monkeypatch: Any) ->
     """Every file of tests/data scanned both ways (the large-text path forced on)."""
     from pdforensics.parsers import stackscan as ss
 
-    for path in sorted(DATA.rglob("*")):
-        if not path.is_file() or path.stat().st_size > 4_000_000:
-            continue
-        text = path.read_bytes().decode("utf-8", "replace")
+    for path, text in _texts_of_tests_data():
         monkeypatch.setattr(ss, "LARGE", 10**12)
         walk = ss.scan_text(text)
         monkeypatch.setattr(ss, "LARGE", 1)
@@ -211,10 +207,7 @@ def test_request_lines_of_a_large_text_as_every_line(monkeypatch: Any) -> None:
     path, forced on) finds the events the walk over every line finds, in every file."""
     from pdforensics.parsers import requests as rq
 
-    for path in sorted(DATA.rglob("*")):
-        if not path.is_file() or path.stat().st_size > 4_000_000:
-            continue
-        text = path.read_bytes().decode("utf-8", "replace")
+    for path, text in _texts_of_tests_data():
         monkeypatch.setattr(rq, "SMALL", 10**12)
         walk = rq.parse_request_lines(text)
         monkeypatch.setattr(rq, "SMALL", 1)
@@ -249,10 +242,8 @@ def test_split_by_writer_as_the_walk(parts: list[str]) -> None:
 def test_split_by_writer_on_every_file() -> None:
     from pdforensics.triage.logs import split_by_writer
 
-    for path in sorted(DATA.rglob("*")):
-        if path.is_file() and path.stat().st_size <= 4_000_000:
-            text = path.read_bytes().decode("utf-8", "replace")
-            assert split_by_writer(text) == _split_by_writer_walk(text), path
+    for path, text in _texts_of_tests_data():
+        assert split_by_writer(text) == _split_by_writer_walk(text), path
 
 
 HTTP_PIECES = ["HTTP/1.1 200 OK", "< HTTP/1.1 500 Internal", "Date: Thu, 03 Dec 2026 08:55:55 GMT",

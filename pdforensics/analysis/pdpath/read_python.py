@@ -13,6 +13,7 @@ from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.logtime import NewestStamp
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
 _EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
@@ -55,8 +56,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     funcs: list[str] = []
     code: list[str] = []
     last_frame = -_NEAR - 1
-    when: float | None = None
-    looked = 0  # lines up to this number were looked at for `when`
+    times = NewestStamp(every, _stamp)
     recent: list[str] = []  # the line before a traceback's tail (its failing code)
     anchors = line_numbers(src.text, _FRAME_OR_CARET)
     k = 0
@@ -90,12 +90,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if m is None:
             code.insert(0, line.strip())
             continue
-        for j in range(no, looked, -1):
-            t = _stamp(every[j - 1].rstrip("\r"))
-            if t is not None:
-                when = t
-                break
-        looked = no
+        when = times.at(no - 1)
         code.extend(recent)
         role = frames_role(funcs) or src.role
         exc = line.strip()

@@ -27,6 +27,7 @@ from pdforensics.parsers.journal import (
     signature_lines,
 )
 from pdforensics.parsers.linescan import first_line_with, lines_with
+from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
@@ -184,18 +185,7 @@ def context_clues(src: Source) -> Iterator[Clue]:
         return
     all_lines = src.text.split("\n")
     role_seen = marked = False
-    when: float | None = None
-    looked = -1  # lines up to this index were looked at for `when`
-
-    def time_at(i: int) -> float | None:
-        nonlocal when, looked
-        for j in range(i, looked, -1):
-            t = _stamp(all_lines[j].rstrip("\r"))
-            if t is not None:
-                when = t
-                break
-        looked = i
-        return when
+    time_at = NewestStamp(all_lines, _stamp).at
 
     read = lines_with(src.text, _CONTEXT_MARKS, ignore_case=True)
     first_mark = first_line_with(src.text, _SGLANG_MARKS, ignore_case=True)

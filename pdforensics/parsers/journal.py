@@ -19,6 +19,7 @@ from pdforensics.parsers.logtime import (
     SGLANG_PREFIX,
     NewestStamp,
     parse_log_timestamp,
+    sglang_prefix,
     strip_compose_prefix,
 )
 from pdforensics.parsers.textcache import Memo, by_text, digest
@@ -98,42 +99,13 @@ _RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 _RANK_OPENERS = ("[DP", "[TP", "[PP", "[EP", "[CP")  # _RANK_ONLY_RE cannot match without one
 
 
-#: an SGLang prefix's time, digits as 9: ``[2026-01-29 13:12:37`` (SGLANG_PREFIX's first part)
-_TIME_SHAPE = "[9999-99-99 99:99:99"
-_NINES = str.maketrans("0123456789", "9999999999")
-#: the rest of an SGLang prefix after its time (``.25 DP1 TP3]``): its ranks
-_PREFIX_TAIL = linear.compile(r"(?:[.,]\d{1,9})?((?: [A-Z]{1,3}\d+)*)\]")
-#: the rank a prefix's tail names ("" for none), by the tail (a log's lines share a few)
-_RANK_BY_TAIL: dict[str, str | None] = {}
-_RANK_BY_TAIL_MAX = 4096
-
-
-def _prefix_rank(line: str) -> str | None:
-    """The ranks of an SGLang prefix opening ``line`` ("" for a prefix without ranks); None
-    when the line does not open with one."""
-    if line[:20].translate(_NINES) != _TIME_SHAPE:
-        return None
-    close = line.find("]", 20, 80)
-    if close < 0:
-        return None
-    tail = line[20:close + 1]
-    known = _RANK_BY_TAIL.get(tail, _RANK_BY_TAIL)
-    if known is _RANK_BY_TAIL:
-        m = _PREFIX_TAIL.fullmatch(tail)
-        known = None if m is None else "_".join(m.group(1).split())
-        if len(_RANK_BY_TAIL) >= _RANK_BY_TAIL_MAX:
-            _RANK_BY_TAIL.clear()
-        _RANK_BY_TAIL[tail] = known
-    return known  # type: ignore[return-value]
-
-
 def parse_rank(line: str) -> str | None:
     """The SGLang rank of a line (``TP0``, ``DP1_TP3``) from its ``[... TPn]`` prefix."""
     head = line[:300]
-    known = _prefix_rank(head) if head[:1] == "[" else None
-    if known:  # an SGLang prefix opening the line: it is the leftmost, it decides
-        return known
-    if known is None:
+    prefix = sglang_prefix(head) if head[:1] == "[" else None
+    if prefix is not None and prefix[1]:  # an SGLang prefix opening the line: the leftmost
+        return prefix[1]
+    if prefix is None:
         m = SGLANG_PREFIX.search(head)
         if m and m.group(8):
             return "_".join(m.group(8).split())

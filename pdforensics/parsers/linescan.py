@@ -15,7 +15,7 @@ bytes as Latin-1 letters).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pdforensics import linear
@@ -55,15 +55,18 @@ def marks(*wanted: str) -> tuple[str, ...]:
 
 def _present(text: str) -> frozenset[str]:
     """The registered marks that ``text`` holds (one RE2 set pass over its bytes, kept for
-    the last text asked about)."""
+    the last text asked about). Each cache is read once: readers run in capture threads."""
     global _SET, _PRESENT
     known = len(_MARKS)
-    if _PRESENT[0] is text and _PRESENT[1] == known:
-        return _PRESENT[2]
-    names = list(_MARKS)
-    if _SET[0] != known:
-        _SET = (known, linear.LiteralSet([m.encode("utf-8", "surrogatepass") for m in names]))
-    found = frozenset(names[i] for i in _SET[1].matching(encoded(text)))
+    last = _PRESENT
+    if last[0] is text and last[1] == known:
+        return last[2]
+    names = list(_MARKS)[:known]
+    built = _SET
+    if built[0] != known:
+        built = _SET = (known, linear.LiteralSet([m.encode("utf-8", "surrogatepass")
+                                                  for m in names]))
+    found = frozenset(names[i] for i in built[1].matching(encoded(text)))
     _PRESENT = (text, known, found)
     return found
 
@@ -87,49 +90,45 @@ def _scanner(marks: tuple[str, ...], ignore_case: bool) -> linear.Pattern[bytes]
     return linear.compile(alternation, linear.I if ignore_case else 0)
 
 
-def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
-               ) -> list[tuple[int, str]]:
-    """(1-based number, line) of every line of ``text`` (split on ``\\n``, ``\\r`` kept) that
-    contains one of ``marks``, in order."""
+def _whole_text_scan(text: str, wanted: tuple[str, ...], ignore_case: bool) -> bool:
+    """Whether the RE2 scan answers as the loop would (else the loop is cheaper or exact)."""
+    return len(text) >= SMALL and not any("\n" in m for m in wanted) and not (
+        ignore_case and (not all(m.isascii() for m in wanted)
+                         or any(c in text for c in FOLDS_TO_ASCII)))
+
+
+def _lines(text: str, marks: Iterable[str], ignore_case: bool) -> Iterator[tuple[int, str]]:
     wanted = tuple(m for m in dict.fromkeys(marks) if m)
     if not wanted or not text:
-        return []
-    if len(text) < SMALL or any("\n" in m for m in wanted) or (
-            ignore_case and (not all(m.isascii() for m in wanted)
-                             or any(c in text for c in FOLDS_TO_ASCII))):
-        return _loop(text, wanted, ignore_case)
+        return
+    if not _whole_text_scan(text, wanted, ignore_case):
+        yield from _loop(text, wanted, ignore_case)
+        return
     data = encoded(text)
     ascii_text = len(data) == len(text)
-    out: list[tuple[int, str]] = []
     no, counted = 1, 0
     for start, end in linear.matching_lines(_scanner(wanted, ignore_case), data):
         no += data.count(b"\n", counted, start)
         counted = start
-        line = text[start:end] if ascii_text else data[start:end].decode("utf-8", "surrogatepass")
-        out.append((no, line))
-    return out
+        yield no, (text[start:end] if ascii_text
+                   else data[start:end].decode("utf-8", "surrogatepass"))
+
+
+def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
+               ) -> list[tuple[int, str]]:
+    """(1-based number, line) of every line of ``text`` (split on ``\\n``, ``\\r`` kept) that
+    contains one of ``marks``, in order."""
+    return list(_lines(text, marks, ignore_case))
 
 
 def first_line_with(text: str, marks: Iterable[str], ignore_case: bool = False
                     ) -> tuple[int, str] | None:
     """The first of `lines_with`'s lines, found without looking past it."""
-    wanted = tuple(m for m in dict.fromkeys(marks) if m)
-    if not wanted or not text:
-        return None
-    if len(text) < SMALL or any("\n" in m for m in wanted) or (
-            ignore_case and (not all(m.isascii() for m in wanted)
-                             or any(c in text for c in FOLDS_TO_ASCII))):
-        found = _loop(text, wanted, ignore_case)
-        return found[0] if found else None
-    data = encoded(text)
-    for start, end in linear.matching_lines(_scanner(wanted, ignore_case), data):
-        line = (text[start:end] if len(data) == len(text)
-                else data[start:end].decode("utf-8", "surrogatepass"))
-        return data.count(b"\n", 0, start) + 1, line
-    return None
+    return next(_lines(text, marks, ignore_case), None)
 
 
 def _loop(text: str, wanted: tuple[str, ...], ignore_case: bool) -> list[tuple[int, str]]:
+    """lines_with as a walk over every line (small texts, and the reference of the tests)."""
     if ignore_case:
         folded = tuple(m.lower() for m in wanted)
         return [(no, line) for no, line in enumerate(text.split("\n"), 1)
@@ -156,17 +155,21 @@ def line_numbers(text: str, pattern: linear.Pattern[bytes]) -> list[int]:
 
 
 _BREAKS: tuple[str, bool] = ("", True)
+#: what str.splitlines breaks a line at besides \\n, as UTF-8: \\r, \\v, \\f, \\x1c-\\x1e,
+#: U+0085, U+2028, U+2029
+_OTHER_BREAK = linear.compile(rb"[\r\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
 
 
 def only_newlines(text: str) -> bool:
     """Whether ``text`` breaks its lines at ``\\n`` alone (no ``\\r``, no other break
     ``str.splitlines`` honours): its splitlines() are then its split("\\n") (less a last
-    empty one), so a reader numbering lines by splitlines may use `lines_with`."""
+    empty one), so a reader numbering lines by splitlines may use `lines_with`. One search
+    of its bytes; the answer for the last large text is kept."""
     global _BREAKS
-    if _BREAKS[0] is text:
-        return _BREAKS[1]
-    answer = "\r" not in text and len(text.splitlines()) == text.count("\n") + (
-        0 if text.endswith("\n") else 1)
+    last = _BREAKS
+    if last[0] is text:
+        return last[1]
+    answer = _OTHER_BREAK.search(encoded(text)) is None
     if len(text) >= SMALL:
         _BREAKS = (text, answer)
     return answer

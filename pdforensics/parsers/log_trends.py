@@ -8,7 +8,7 @@ goes up until the log ends means requests enter that stage and never leave it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -40,16 +40,8 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
     """The batch line with its role and queue counts read (``#name: N`` for each watched
     name, in line order: what ``_FIELD_RE.findall`` filtered by name gives, without a match
     object per field of the line)."""
-    found: list[tuple[int, str, int]] = []
-    for name, needle in _needles():
-        at = line.find(needle)
-        while at >= 0:
-            start = end = at + len(needle)
-            while end < len(line) and line[end] in _DIGITS:
-                end += 1
-            if end > start:  # "#name: " with digits after it: the pattern matches here
-                found.append((at, name, int(line[start:end])))
-            at = line.find(needle, end)
+    found = [(at, name, int(digits)) for name, needle in _needles()
+             for at, digits in numbers_after(line, needle)]
     if not found:
         return BatchLine(epoch, rank, line)
     if len(found) > 1:
@@ -58,6 +50,19 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
 
 
 _DIGITS = frozenset("0123456789")
+
+
+def numbers_after(line: str, needle: str) -> Iterator[tuple[int, str]]:
+    """(position, digits) of each ``needle`` in ``line`` that ASCII digits follow: what the
+    pattern ``needle(\\d+)`` finds, by str.find (no match object per field of the line)."""
+    at = line.find(needle)
+    while at >= 0:
+        start = end = at + len(needle)
+        while end < len(line) and line[end] in _DIGITS:
+            end += 1
+        if end > start:
+            yield at, line[start:end]
+        at = line.find(needle, end)
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 

@@ -110,8 +110,8 @@ _UNKNOWN = object()
 
 _NINES = str.maketrans("0123456789", "9999999999")
 _SGLANG_SHAPE = "[9999-99-99 99:99:99"
-#: the rest of an SGLang prefix after its seconds: fraction and ranks (SGLANG_PREFIX's tail)
-_SGLANG_TAIL = linear.compile(r"(?:[.,](\d{1,9}))?(?: [A-Z]{1,3}\d+)*\]")
+#: the rest of an SGLang prefix after its seconds (``.25 DP1 TP3]``): fraction and ranks
+_SGLANG_TAIL = linear.compile(r"(?:[.,](\d{1,9}))?((?: [A-Z]{1,3}\d+)*)\]")
 
 
 @lru_cache(maxsize=4096)
@@ -124,19 +124,30 @@ def _day(date: str) -> int | None:
 
 
 @lru_cache(maxsize=4096)
-def _tail_fraction(tail: str) -> tuple[bool, str | None]:
+def _tail(tail: str) -> tuple[str | None, str] | None:
+    """(fraction digits or None, ranks as ``DP1_TP3`` or "") of a prefix's tail; None when
+    it is not one. A log's lines share a few tails."""
     m = _SGLANG_TAIL.fullmatch(tail)
-    return (m is not None, m.group(1) if m is not None else None)
+    return None if m is None else (m.group(1), "_".join(m.group(2).split()))
+
+
+def sglang_prefix(line: str) -> tuple[str | None, str] | None:
+    """(fraction digits or None, ranks or "") of the SGLang prefix opening ``line``
+    (``[2026-01-29 13:12:37.25 DP1 TP3]``: what SGLANG_PREFIX matches there, read from the
+    shape of its time and a cached tail); None when the line does not open with one."""
+    if line[:20].translate(_NINES) != _SGLANG_SHAPE:
+        return None
+    close = line.find("]", 20, 80)
+    return None if close < 0 else _tail(line[20:close + 1])
 
 
 def _sglang_bracket(head: str) -> float | None | bool:
     """epoch(SGLANG_PREFIX.match(head)) where ``head`` is a whole SGLang bracket, computed
     from a cached day; False where it is not one (then the pattern decides)."""
-    if head[:20].translate(_NINES) != _SGLANG_SHAPE:
+    prefix = sglang_prefix(head)
+    if prefix is None:
         return False
-    ok, frac = _tail_fraction(head[20:])
-    if not ok:
-        return False
+    frac = prefix[0]
     day = _day(head[1:11])
     hi, mii, si = int(head[12:14]), int(head[15:17]), int(head[18:20])
     if day is None or hi > 23 or mii > 59 or si > 60:

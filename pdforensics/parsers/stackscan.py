@@ -314,7 +314,6 @@ _START_SUPERSET = linear.compile(
     rb"File \"|Stack of |Process |goroutine | @ 0x| @ \.\.\.|"
     rb"(?:^|\] |>|`|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
     rb"(?:[ \t]|created by |\.\.\.|--\s*$|[\w.*/\[\]{}<>~$-]+\(.*\)\s*$)", linear.M)
-_FAILURE_SUPERSET = FAILURE_SUPERSET  # read only where the text is a py-spy context
 # where a stream prefix (compose, kubectl, journald) can be: each stream pattern of logprefix
 # without its anchor (a line that holds none has no stream)
 _STREAM_SUPERSET = linear.compile(
@@ -381,7 +380,7 @@ def _scan_large(text: str) -> ScanResult | None:
                            for w in _PYSPY_WORDS) or _all_pyspy_like(lines))
             starts = _indexes(text, _START_SUPERSET, plain)
             if context:
-                starts = sorted({*starts, *_indexes(text, _FAILURE_SUPERSET, plain)})
+                starts = sorted({*starts, *_indexes(text, FAILURE_SUPERSET, plain)})
             sc = _StreamScanner("", lines, cut, context)
             sc.run(starts)
         dumps.extend(sc.dumps)

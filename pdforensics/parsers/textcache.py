@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from pdforensics.parsers.linescan import encoded
+
 T = TypeVar("T")
 
 #: texts remembered per function (a triage reads a few files; a capture a log per service)
@@ -31,7 +33,8 @@ def digest(text: str) -> bytes:
     last = _LAST
     if last[0] is text:
         return last[1]
-    value = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    # the bytes the line scans read too (parsers/linescan.py): a large text is encoded once
+    value = hashlib.blake2b(encoded(text), digest_size=16).digest()
     if len(text) >= 65536:
         _LAST = (text, value)
     return value

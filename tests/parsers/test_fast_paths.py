@@ -156,7 +156,7 @@ def test_the_stack_scan_supersets_hold_on_every_line() -> None:
     skip it)."""
     from pdforensics.parsers import stackscan as ss
     from pdforensics.parsers.logprefix import LogLine, strip_prefixes
-    from pdforensics.parsers.pyspy_errors import is_failure_line
+    from pdforensics.parsers.pyspy_errors import FAILURE_SUPERSET, is_failure_line
 
     checked = 0
     for raw in [*_lines_of_tests_data(), *HOSTILE]:
@@ -174,7 +174,7 @@ def test_the_stack_scan_supersets_hold_on_every_line() -> None:
             assert ss._START_SUPERSET.search(data), line
             checked += 1
         if is_failure_line(t):
-            assert ss._FAILURE_SUPERSET.search(data), line
+            assert FAILURE_SUPERSET.search(data), line
     assert checked > 5_000
 
 
@@ -298,3 +298,15 @@ def test_sglang_bracket_time_as_the_pattern(y: int, mo: int, d: int, h: int, mi:
     assert (None if got is False else got) == want, head
     if m is None:
         assert got is False or want is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e",
+                                 "\x85", "\u2028", "\u2029", "\ud800", "é", "\u2027"]), max_size=20),
+       st.booleans())
+def test_only_newlines_as_splitlines(parts: list[str], large: bool) -> None:
+    """only_newlines says whether splitlines() cuts the text where split("\\n") does."""
+    text = _text(parts) + ("x\n" * (linescan.SMALL // 2) if large else "")
+    pieces = text.split("\n")
+    same = text.splitlines() == (pieces[:-1] if pieces[-1] == "" else pieces)
+    assert linescan.only_newlines(text) == ("\r" not in text and same)

@@ -27,6 +27,7 @@ from pdforensics.parsers.journal import (
     signature_lines,
 )
 from pdforensics.parsers.linescan import first_line_with, lines_with
+from pdforensics.parsers.log_trends import numbers_after
 from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
 
@@ -59,18 +60,9 @@ def _place(hit: SignatureLine) -> tuple[str, Place | None]:
 
 def _running(line: str) -> bool:
     """Whether a batch line counts a running or queued request: a ``#running-req: N`` or
-    ``#queue-req: N`` with N > 0 (of its first 9 digits, as _RUNNING reads it), found with
-    str.find rather than a match object per field."""
-    for needle in ("#running-req: ", "#queue-req: "):
-        at = line.find(needle)
-        while at >= 0:
-            start = end = at + len(needle)
-            while end < len(line) and line[end] in "0123456789":
-                end += 1
-            if end > start and int(line[start:min(end, start + 9)]) > 0:
-                return True
-            at = line.find(needle, end)
-    return False
+    ``#queue-req: N`` with N > 0 (of its first 9 digits, as _RUNNING reads it)."""
+    return any(int(digits[:9]) > 0 for needle in ("#running-req: ", "#queue-req: ")
+               for _at, digits in numbers_after(line, needle))
 
 
 def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:

@@ -233,7 +233,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             continue
         matched = _masked(every)
         rank = parse_rank(line)
-        batch = (batch_line(current, rank, line[:_SAMPLE_CHARS])
+        batch = (batch_line(current, rank, line)
                  if any(s.key == "BATCH_STATS" for s in matched) else None)
         yield SignatureLine(i + 1, line, current, tuple(matched),
                             tuple(s for s in every if s not in matched) if matched is not every
@@ -287,7 +287,7 @@ def _hits(found: Iterable[SignatureLine]) -> tuple[SignatureHit, ...]:
             if rank is not None:
                 ranks.setdefault(sig.key, set()).add(rank)
             if sig.key == "BATCH_STATS":
-                batch_lines.append(hit.batch or batch_line(current, rank, line[:_SAMPLE_CHARS]))
+                batch_lines.append(hit.batch or batch_line(current, rank, line))
     hits = [SignatureHit(sig.key, sig.kind, accs[sig.key].count, accs[sig.key].first,
                          accs[sig.key].last, tuple(samples[sig.key]),
                          tuple(sorted(ranks.get(sig.key, ()))), accs[sig.key].run_start)

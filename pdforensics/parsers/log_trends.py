@@ -25,50 +25,69 @@ _ROLE_RE = linear.compile(r"\b(prefill|decode) batch", linear.I)
 
 @dataclass(frozen=True)
 class BatchLine:
-    """One batch line: its time (None when unknown), rank (None when unlabelled), text, and
-    what `batch_line` read of it: its role ("?" when unnamed) and the counts of the fields a
-    queue signature watches."""
+    """One batch line: its time (None when unknown), rank (None when unlabelled), text (its
+    first SAMPLE_CHARS), and what `batch_line` read of it: its role ("?" when unnamed), the
+    counts of the fields a queue signature watches, and whether it counts a running or queued
+    request."""
 
     epoch: float | None
     rank: str | None
     line: str
     role: str = "?"
     counts: tuple[tuple[str, int], ...] = ()
+    busy: bool = False  # a #running-req or #queue-req above 0, anywhere on the line
+
+
+#: what a batch line keeps of its text; its queue counts are read there
+SAMPLE_CHARS = 500
+_BUSY = ("#running-req", "#queue-req")
 
 
 def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
-    """The batch line with its role and queue counts read (``#name: N`` for each watched
-    name, in line order: what ``_FIELD_RE.findall`` filtered by name gives, without a match
-    object per field of the line)."""
-    found = [(at, name, int(digits)) for name, needle in _needles()
-             for at, digits in numbers_after(line, needle)]
-    if not found:
-        return BatchLine(epoch, rank, line)
-    if len(found) > 1:
-        found.sort()
-    return BatchLine(epoch, rank, line, _role(line), tuple((n, v) for _at, n, v in found))
+    """The batch line with its role and queue counts read from its first SAMPLE_CHARS
+    (``#name: N`` for each watched name, in line order: what ``_FIELD_RE.findall`` filtered
+    by name gives), and ``busy`` from the whole line (``#running-req: N`` or ``#queue-req: N``
+    with N > 0, of N's first 9 digits). One scan of the line's ``-req: `` fields."""
+    sample = line[:SAMPLE_CHARS]
+    fields = list(req_fields(sample))
+    busy = counts_busy(fields if len(line) <= SAMPLE_CHARS else req_fields(line))
+    watched = queue_field_keys()
+    counts = tuple((name, int(digits)) for name, digits in fields if name in watched)
+    if not counts:
+        return BatchLine(epoch, rank, sample, busy=busy)
+    return BatchLine(epoch, rank, sample, _role(sample), counts, busy)
+
+
+def counts_busy(fields: Iterable[tuple[str, str]]) -> bool:
+    """Whether the fields count a running or queued request: a ``#running-req: N`` or
+    ``#queue-req: N`` with N > 0 (of N's first 9 digits)."""
+    return any(int(digits[:9]) > 0 for name, digits in fields if name in _BUSY)
 
 
 _DIGITS = frozenset("0123456789")
+#: how far before ``-req: `` a field's ``#`` may be (the longest field name SGLang prints,
+#: ``#unbootstrapped-req``, starts 15 characters before)
+_NAME_SPAN = 40
 
 
-def numbers_after(line: str, needle: str) -> Iterator[tuple[int, str]]:
-    """(position, digits) of each ``needle`` in ``line`` that ASCII digits follow: what the
-    pattern ``needle(\\d+)`` finds, by str.find (no match object per field of the line)."""
-    at = line.find(needle)
+def req_fields(line: str) -> Iterator[tuple[str, str]]:
+    """(name, digits) of each ``#name-req: N`` field of ``line``, in line order: for a name
+    without ``#`` or ``-req`` inside (every field SGLang prints), what the pattern
+    ``name: (\\d+)`` finds, by str.find (no match object per field)."""
+    at = line.find("-req: ")
     while at >= 0:
-        start = end = at + len(needle)
+        start = end = at + 6
         while end < len(line) and line[end] in _DIGITS:
             end += 1
         if end > start:
-            yield at, line[start:end]
-        at = line.find(needle, end)
+            # a field name has no '#' after its first: the nearest one before starts it
+            hash_ = line.rfind("#", max(0, at - _NAME_SPAN), at)
+            if hash_ >= 0:
+                yield line[hash_:at + 4], line[start:end]
+        at = line.find("-req: ", end)
+
+
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-@lru_cache(maxsize=1)
-def _needles() -> tuple[tuple[str, str], ...]:
-    return tuple((name, name + ": ") for name in queue_field_keys())
 
 
 def _role(line: str) -> str:

@@ -14,6 +14,7 @@ from email.utils import parsedate_to_datetime
 from pdforensics import linear
 from pdforensics.parsers.linescan import SMALL, lines_with
 from pdforensics.parsers.logtime import epoch, month, read_stamp
+from pdforensics.parsers.textcache import by_text
 
 #: a text this long takes its payload in runs (`unwrap`)
 LARGE = SMALL
@@ -81,6 +82,7 @@ _PROMPT_MARKS = tuple(f"{p} {w}" for w in ("curl", "wget", "http", "date", "slee
                                             "kubectl", "docker") for p in ("$", "#", ">>>"))
 
 
+@by_text  # triage asks for the kind, then the payload's time: one reading of a large text
 def unwrap(text: str) -> Unwrapped:
     """Strip prompts, curl -v chatter and an HTTP response head; keep status and time.
 

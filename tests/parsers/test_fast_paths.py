@@ -42,6 +42,12 @@ def _old_counts(line: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     return (m.group(1).lower() if m else "?"), counts
 
 
+def _old_busy(line: str) -> bool:
+    from pdforensics.analysis.pdpath.read_sglang import _RUNNING
+
+    return any(int(m.group(1)) > 0 for m in _RUNNING.finditer(line))
+
+
 def _old_rank(line: str) -> str | None:
     m = SGLANG_PREFIX.search(line[:300])
     if m and m.group(8):
@@ -55,7 +61,8 @@ def _old_rank(line: str) -> str | None:
 def test_batch_line_counts_as_the_field_pattern(parts: list[str]) -> None:
     line = _text(parts).replace("\n", " ")
     got = batch_line(None, None, line)
-    assert (got.role, got.counts) == _old_counts(line)
+    assert (got.role, got.counts) == _old_counts(line[:500])
+    assert got.busy == _old_busy(line)
 
 
 @settings(max_examples=300, deadline=None)
@@ -83,8 +90,9 @@ def test_the_fast_paths_on_every_line_of_tests_data() -> None:
     for path, text in _texts_of_tests_data():
         for line in text.split("\n"):
             assert journal.parse_rank(line) == _old_rank(line), (path, line)
-            got = batch_line(None, None, line[:500])
+            got = batch_line(None, None, line)
             assert (got.role, got.counts) == _old_counts(line[:500]), (path, line)
+            assert got.busy == _old_busy(line), (path, line)
             checked += 1
         if len(text) >= linescan.SMALL:
             for marks in (("NCCL",), ("Decode batch", "Prefill batch"), ("Traceback", ".py\"")):
@@ -124,8 +132,9 @@ def test_watchdog_records_as_the_logical_line_walk() -> None:
 def test_running_requests_as_the_pattern(parts: list[str]) -> None:
     from pdforensics.analysis.pdpath.read_sglang import _RUNNING, _running
 
-    line = _text(parts)
+    line = _text(parts) * 20  # past the batch line's sample: busy is read from all of it
     assert _running(line) == any(int(m.group(1)) > 0 for m in _RUNNING.finditer(line))
+    assert batch_line(None, None, line).busy == _running(line)
 
 
 @settings(max_examples=200, deadline=None)

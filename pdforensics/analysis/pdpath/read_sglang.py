@@ -27,7 +27,7 @@ from pdforensics.parsers.journal import (
     signature_lines,
 )
 from pdforensics.parsers.linescan import first_line_with, lines_with
-from pdforensics.parsers.log_trends import numbers_after
+from pdforensics.parsers.log_trends import counts_busy, req_fields
 from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
 
@@ -61,14 +61,13 @@ def _place(hit: SignatureLine) -> tuple[str, Place | None]:
 def _running(line: str) -> bool:
     """Whether a batch line counts a running or queued request: a ``#running-req: N`` or
     ``#queue-req: N`` with N > 0 (of its first 9 digits, as _RUNNING reads it)."""
-    return any(int(digits[:9]) > 0 for needle in ("#running-req: ", "#queue-req: ")
-               for _at, digits in numbers_after(line, needle))
+    return counts_busy(req_fields(line))
 
 
 def _batch_clue(src: Source, hit: SignatureLine, role: str | None) -> Clue:
     line = hit.line
     low = line.lower()
-    busy = _running(line)
+    busy = hit.batch.busy if hit.batch is not None else _running(line)
     kind = "decode" if "decode batch" in low else "prefill"
     stage: Stage = "decode_forward" if kind == "decode" else "prefill_forward"
     return Clue(key="BATCH_STATS", label="progress", text=line[:_MAX_TEXT], source=src.path,

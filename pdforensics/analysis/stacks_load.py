@@ -14,6 +14,7 @@ from pdforensics.parsers.cuda_gdb import cuda_dump, looks_like_cuda_gdb
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
 from pdforensics.parsers.goroutines import parse_goroutines
+from pdforensics.parsers.linescan import has_any, marks
 from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.native_stacks import (
     looks_like_gdb,
@@ -40,6 +41,15 @@ _GO_GROUP = linear.compile(r"^\d+ @ 0x[0-9a-fA-F]+(?: 0x[0-9a-fA-F]+)*\s*\n#\t0x
 
 STDIN = "-"
 
+# a literal each pattern above cannot match without: a large text holding none of them is not
+# searched with the pattern (every registered mark is found in one pass: parsers/linescan.py)
+_WATCHDOG_MARKS = marks("Pyspy ")
+_GO_MARKS = marks("goroutine ", ".go:", ".s:", " @ 0x")
+_PYSTACK_MARKS = marks("Traceback for thread ")
+_FAULT_MARKS = marks("(most recent call first):")
+_PYSPY_MARKS = marks("Process ", "Thread ")
+_TRACEBACK_MARKS = marks("Traceback (most recent call last):", 'File "', "~ Stack of ")
+
 
 def _at_line_start(pattern: linear.Pattern[str], text: str) -> bool:
     """Whether ``pattern`` matches somewhere at the start of a line."""
@@ -53,7 +63,7 @@ def sniff_format(text: str) -> str | None:
     head = text.lstrip()[:1]
     if head == "[" and text.lstrip().startswith(("[\n", "[{", "[ ", "[]")):
         return "pyspy-json"
-    if _WATCHDOG.search(text):
+    if has_any(text, _WATCHDOG_MARKS) and _WATCHDOG.search(text):
         return "watchdog"
     if looks_like_gdb(text):
         return "gdb"
@@ -61,15 +71,17 @@ def sniff_format(text: str) -> str | None:
         return "ucx"
     if looks_like_cuda_gdb(text) and cuda_dump(text):
         return "cuda-gdb"
-    if _at_line_start(_GO, text) or _GO_FILE.search(text) or _GO_GROUP.search(text):
+    if has_any(text, _GO_MARKS) and (_at_line_start(_GO, text) or _GO_FILE.search(text)
+                                      or _GO_GROUP.search(text)):
         return "goroutines"
-    if _PYSTACK.search(text):
+    if has_any(text, _PYSTACK_MARKS) and _PYSTACK.search(text):
         return "pystack"
-    if _FAULT.search(text):
+    if has_any(text, _FAULT_MARKS) and _FAULT.search(text):
         return "faulthandler"
-    if _PYSPY.search(text) or (failure_lines(text) and classify_pyspy_error(text, None)):
+    if (has_any(text, _PYSPY_MARKS) and _PYSPY.search(text)) or (
+            failure_lines(text) and classify_pyspy_error(text, None)):
         return "pyspy"
-    if _TRACEBACK.search(text):
+    if has_any(text, _TRACEBACK_MARKS) and _TRACEBACK.search(text):
         return "traceback"
     return None
 

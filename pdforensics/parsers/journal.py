@@ -191,6 +191,7 @@ _LITERALS = tuple(sorted({lit for sig in SIGNATURES for lit in sig.literals}))
 
 #: (signature, its literals, is it noise) by index in SIGNATURES: what the loop below asks
 _BY_INDEX = tuple((sig, sig.literals, sig.kind == "noise") for sig in SIGNATURES)
+_BATCH_STATS = next(i for i, sig in enumerate(SIGNATURES) if sig.key == "BATCH_STATS")
 
 
 def _candidates(text: str) -> list[int]:
@@ -217,12 +218,14 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         low = line.lower()
         # a signature counts where its pattern and one of its literals are on the line
         every = []
+        batch_stats = False
         for k in found:
             sig, lits, noise = _BY_INDEX[k]
             if with_noise or not noise:
                 for lit in lits:
                     if lit in low:
                         every.append(sig)
+                        batch_stats = batch_stats or k == _BATCH_STATS
                         break
         if not every:
             continue
@@ -233,8 +236,8 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             continue
         matched = _masked(every)
         rank = parse_rank(line)
-        batch = (batch_line(current, rank, line)
-                 if any(s.key == "BATCH_STATS" for s in matched) else None)
+        # BATCH_STATS is noise: never masked, in `matched` whenever in `every`
+        batch = batch_line(current, rank, line) if batch_stats else None
         yield SignatureLine(i + 1, line, current, tuple(matched),
                             tuple(s for s in every if s not in matched) if matched is not every
                             else (), rank, batch)

@@ -8,7 +8,7 @@ goes up until the log ends means requests enter that stage and never leave it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -49,10 +49,10 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
     by name gives), and ``busy`` from the whole line (``#running-req: N`` or ``#queue-req: N``
     with N > 0, of N's first 9 digits). One scan of the line's ``-req: `` fields."""
     sample = line[:SAMPLE_CHARS]
-    fields = list(req_fields(sample))
+    fields = req_fields(sample)
     busy = counts_busy(fields if len(line) <= SAMPLE_CHARS else req_fields(line))
     watched = queue_field_keys()
-    counts = tuple((name, int(digits)) for name, digits in fields if name in watched)
+    counts = tuple([(name, int(digits)) for name, digits in fields if name in watched])
     if not counts:
         return BatchLine(epoch, rank, sample, busy=busy)
     return BatchLine(epoch, rank, sample, _role(sample), counts, busy)
@@ -61,7 +61,10 @@ def batch_line(epoch: float | None, rank: str | None, line: str) -> BatchLine:
 def counts_busy(fields: Iterable[tuple[str, str]]) -> bool:
     """Whether the fields count a running or queued request: a ``#running-req: N`` or
     ``#queue-req: N`` with N > 0 (of N's first 9 digits)."""
-    return any(int(digits[:9]) > 0 for name, digits in fields if name in _BUSY)
+    for name, digits in fields:
+        if name in _BUSY and int(digits[:9]) > 0:
+            return True
+    return False
 
 
 _DIGITS = frozenset("0123456789")
@@ -70,21 +73,24 @@ _DIGITS = frozenset("0123456789")
 _NAME_SPAN = 40
 
 
-def req_fields(line: str) -> Iterator[tuple[str, str]]:
+def req_fields(line: str) -> list[tuple[str, str]]:
     """(name, digits) of each ``#name-req: N`` field of ``line``, in line order: for a name
     without ``#`` or ``-req`` inside (every field SGLang prints), what the pattern
     ``name: (\\d+)`` finds, by str.find (no match object per field)."""
+    found = []
+    size = len(line)
     at = line.find("-req: ")
     while at >= 0:
         start = end = at + 6
-        while end < len(line) and line[end] in _DIGITS:
+        while end < size and line[end] in _DIGITS:
             end += 1
         if end > start:
             # a field name has no '#' after its first: the nearest one before starts it
             hash_ = line.rfind("#", max(0, at - _NAME_SPAN), at)
             if hash_ >= 0:
-                yield line[hash_:at + 4], line[start:end]
+                found.append((line[hash_:at + 4], line[start:end]))
         at = line.find("-req: ", end)
+    return found
 
 
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")

@@ -319,3 +319,21 @@ def test_only_newlines_as_splitlines(parts: list[str], large: bool) -> None:
     pieces = text.split("\n")
     same = text.splitlines() == (pieces[:-1] if pieces[-1] == "" else pieces)
     assert linescan.only_newlines(text) == ("\r" not in text and same)
+
+
+def test_the_stack_sniffer_marks_are_in_every_text_its_patterns_match() -> None:
+    """sniff_format searches a large text with a pattern only where one of its marks is: each
+    mark set must be in every text (here every file of tests/data) its patterns match."""
+    from pdforensics.analysis import stacks_load as s
+
+    guarded = [((s._WATCHDOG,), s._WATCHDOG_MARKS), ((s._GO, s._GO_FILE, s._GO_GROUP), s._GO_MARKS),
+               ((s._PYSTACK,), s._PYSTACK_MARKS), ((s._FAULT,), s._FAULT_MARKS),
+               ((s._PYSPY,), s._PYSPY_MARKS), ((s._TRACEBACK,), s._TRACEBACK_MARKS)]
+    matched = 0
+    for path, text in _texts_of_tests_data():
+        for patterns, wanted in guarded:
+            for pattern in patterns:
+                for m in pattern.finditer(text):
+                    matched += 1
+                    assert any(mark in m.group(0) for mark in wanted), (path, m.group(0))
+    assert matched > 1000

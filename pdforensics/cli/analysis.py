@@ -97,10 +97,13 @@ def triage(files: tuple[str, ...], as_json: bool, markdown_file: str | None, fai
     beside the rest as a client dump. Exit 0: every file read; 3: some skipped; 1: none;
     4: the verdict reached --fail-on.
     """
+    from pdforensics.cli.exiting import exit_now
+    from pdforensics.gcpause import collector_paused
     from pdforensics.terminal import print_lines
     from pdforensics.triage.run import triage_json, triage_lines, triage_paths
 
-    result = triage_paths(list(files), since)
+    with collector_paused():  # a one-shot reading of files it was given (gcpause.py)
+        result = triage_paths(list(files), since)
     if markdown_file and result.analysis is not None:
         from pdforensics.analysis.summary_md import BundleFacts, markdown_summary
 
@@ -115,7 +118,7 @@ def triage(files: tuple[str, ...], as_json: bool, markdown_file: str | None, fai
             click.echo(f"pdforensics: skipped {a.path}: {a.error}", err=True)
     verdict = result.analysis.verdict if result.analysis is not None else None
     bad = verdict_exit(verdict, fail_on)
-    sys.exit(bad if bad is not None else result.exit_code)
+    exit_now(bad if bad is not None else result.exit_code)  # no teardown of a large reading
 
 
 @click.command()

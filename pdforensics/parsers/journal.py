@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import lines_with
+from pdforensics.parsers.linescan import numbers_with
 from pdforensics.parsers.log_trends import BatchLine, batch_line
 from pdforensics.parsers.logtime import (
     SGLANG_PREFIX,
@@ -165,8 +165,10 @@ def match_log_signatures(text: str, since_epoch: float | None = None,
     return known
 
 
-def _masked(got: list[Signature]) -> list[Signature]:
-    if any(sig.masks_causes for sig in got):
+def _masked(got: list[Signature], masks: bool | None = None) -> list[Signature]:
+    """``got`` without its causes when one of them masks causes (``masks``: whether one does,
+    when the caller knows)."""
+    if masks if masks is not None else any(sig.masks_causes for sig in got):
         return [sig for sig in got if sig.kind != "cause"]
     return got
 
@@ -197,7 +199,7 @@ _BATCH_STATS = next(i for i, sig in enumerate(SIGNATURES) if sig.key == "BATCH_S
 def _candidates(text: str) -> list[int]:
     """Indexes of the lines whose lower case holds a signature literal (no other line can
     match), found by one scan of the whole text."""
-    return [no - 1 for no, _line in lines_with(text, _LITERALS, ignore_case=True)]
+    return [no - 1 for no in numbers_with(text, _LITERALS, ignore_case=True)]
 
 
 def iter_signature_lines(text: str, since_epoch: float | None = None,
@@ -218,7 +220,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
         low = line.lower()
         # a signature counts where its pattern and one of its literals are on the line
         every = []
-        batch_stats = False
+        batch_stats = masks = False
         for k in found:
             sig, lits, noise = _BY_INDEX[k]
             if with_noise or not noise:
@@ -226,6 +228,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
                     if lit in low:
                         every.append(sig)
                         batch_stats = batch_stats or k == _BATCH_STATS
+                        masks = masks or sig.masks_causes
                         break
         if not every:
             continue
@@ -234,7 +237,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             continue
         if until_epoch is not None and (current is None or current >= until_epoch):
             continue
-        matched = _masked(every)
+        matched = _masked(every, masks)
         rank = parse_rank(line)
         # BATCH_STATS is noise: never masked, in `matched` whenever in `every`
         batch = batch_line(current, rank, line) if batch_stats else None

@@ -97,7 +97,8 @@ def _whole_text_scan(text: str, wanted: tuple[str, ...], ignore_case: bool) -> b
                          or any(c in text for c in FOLDS_TO_ASCII)))
 
 
-def _lines(text: str, marks: Iterable[str], ignore_case: bool) -> Iterator[tuple[int, str]]:
+def _lines(text: str, marks: Iterable[str], ignore_case: bool, with_text: bool = True
+           ) -> Iterator[tuple[int, str]]:
     wanted = tuple(m for m in dict.fromkeys(marks) if m)
     if not wanted or not text:
         return
@@ -110,7 +111,7 @@ def _lines(text: str, marks: Iterable[str], ignore_case: bool) -> Iterator[tuple
     for start, end in linear.matching_lines(_scanner(wanted, ignore_case), data):
         no += data.count(b"\n", counted, start)
         counted = start
-        yield no, (text[start:end] if ascii_text
+        yield no, ("" if not with_text else text[start:end] if ascii_text
                    else data[start:end].decode("utf-8", "surrogatepass"))
 
 
@@ -119,6 +120,11 @@ def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
     """(1-based number, line) of every line of ``text`` (split on ``\\n``, ``\\r`` kept) that
     contains one of ``marks``, in order."""
     return list(_lines(text, marks, ignore_case))
+
+
+def numbers_with(text: str, marks: Iterable[str], ignore_case: bool = False) -> list[int]:
+    """The numbers of `lines_with`'s lines (no line's text taken)."""
+    return [no for no, _ in _lines(text, marks, ignore_case, with_text=False)]
 
 
 def first_line_with(text: str, marks: Iterable[str], ignore_case: bool = False

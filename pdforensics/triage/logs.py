@@ -34,7 +34,7 @@ def _stamped(line: str) -> bool:
 
 def looks_like_log(text: str, has_hits: bool) -> bool:
     """Some lines carry a log prefix (timestamp, compose service, journald), or a signature hit."""
-    lines = [ln for ln in text.split("\n")[:5000] if ln.strip()]
+    lines = [ln for ln in text.split("\n", 5000)[:5000] if ln.strip()]
     if not lines:
         return False
     stamped = sum(1 for ln in lines if _stamped(ln))

@@ -116,7 +116,7 @@ class Artifact:
         if self.kind == "metrics":
             return sum(len(s.snapshot) for s in self.scrapes)
         if self.kind == "log":
-            return sum(1 for ln in self.log_text.split("\n") if ln.strip())
+            return sum(map(bool, map(str.strip, self.log_text.split("\n"))))  # not blank
         if self.kind == "server_info":
             return len(self.server_info or {})
         if self.kind == lower.FLIGHT_RECORDER:
@@ -172,9 +172,25 @@ def _json(text: str) -> tuple[str | None, Any]:
     return ("server_info", obj) if looks_like_server_info(obj) else (None, obj)
 
 
+def _nonblank(text: str, most: int) -> list[str]:
+    """The first ``most`` lines of ``text`` (split on ``\\n``) that are not blank, stripped
+    (a large text is not split past them)."""
+    out: list[str] = []
+    start = 0
+    while len(out) < most and start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        line = text[start:end].strip()
+        if line:
+            out.append(line)
+        start = end + 1
+    return out
+
+
 def _pyspy_error(text: str) -> PyspyFailure | None:
     """A py-spy failure, only when the text starts the way py-spy's own messages do."""
-    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    lines = _nonblank(text, 301)
     if not lines or len(lines) > 300:
         return None
     if not (_PYSPY_FIRST.match(lines[0]) or any(_PYSPY_CMD.search(ln) for ln in lines[:8])):

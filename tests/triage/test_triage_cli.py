@@ -216,3 +216,32 @@ def test_a_directory_is_reported_and_the_rest_analysed(tmp_path: Path) -> None:
     code, doc, _ = triage(str(tmp_path), str(DATA / "pyspy_basic.txt"))
     assert code == 3 and "cannot read" in doc["files"][0]["error"]
     assert doc["files"][1]["kind"] == "stacks"
+
+
+def test_as_its_own_process_triage_ends_at_once_with_its_output_whole_and_its_code(
+        tmp_path: Path) -> None:
+    """The command line leaves without tearing its heap down (cli/exiting.py): stdout and
+    stderr still arrive whole, through a pipe and into a file, and the exit code is kept."""
+    import subprocess
+    import sys
+
+    junk = tmp_path / "notes.txt"
+    junk.write_text("the cluster was slow again\n")
+    args = [sys.executable, "-m", "pdforensics", "triage", "--json", str(junk),
+            str(DATA / "go_sigquit.txt")]
+    piped = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 3, piped.stderr
+    doc = json.loads(piped.stdout)  # the whole document: a cut one would not parse
+    assert any(f["key"] == "CLIENT_BLOCKED" for f in doc["findings"])
+    assert "skipped" in piped.stderr and "notes.txt" in piped.stderr
+    out = tmp_path / "out.json"
+    with out.open("w") as fh:
+        into_file = subprocess.run(args, stdout=fh, stderr=subprocess.PIPE, timeout=120)
+    assert into_file.returncode == 3 and json.loads(out.read_text()) == doc
+
+
+def test_under_a_test_runner_triage_exits_by_system_exit() -> None:
+    """CliRunner replaces the streams: the process must not end there (this test would die
+    with it); the exit code still reaches the runner."""
+    res = CliRunner().invoke(main, ["triage", str(DATA / "go_sigquit.txt")])
+    assert res.exit_code == 0 and "VERDICT" in res.output

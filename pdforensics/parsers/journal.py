@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import numbers_with
+from pdforensics.parsers.linescan import first_line_with, numbers_with
 from pdforensics.parsers.log_trends import BatchLine, batch_line
 from pdforensics.parsers.logtime import (
     SGLANG_PREFIX,
@@ -163,6 +163,19 @@ def match_log_signatures(text: str, since_epoch: float | None = None,
         known = _scan(text, since_epoch, until_epoch)
         _SCANNED.put(key, known)
     return known
+
+
+#: what only an SGLang server prints (lower case): its endpoints, its process titles, its
+#: source paths
+SGLANG_MARKS = ("/health_generate", "/generate http", "/v1/loads", "/get_model_info",
+                "/model_info", "sglang::", "sglang/srt/", "server_args=serverargs",
+                "/flush_cache", "/get_server_info", "/server_info")
+
+
+def written_by_sglang(text: str) -> bool:
+    """The text holds a line only an SGLang server writes: a batch line or an SGLANG_MARK."""
+    return bool(match_log_signatures(text)) or first_line_with(text, SGLANG_MARKS,
+                                                               ignore_case=True) is not None
 
 
 def _masked(got: list[Signature], masks: bool | None = None) -> list[Signature]:

@@ -15,7 +15,7 @@ from pdforensics.errors import ParseError
 from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
-from pdforensics.parsers.journal import SignatureHit, scan_log_signatures
+from pdforensics.parsers.journal import SignatureHit, scan_log_signatures, written_by_sglang
 from pdforensics.parsers.load_json import LoadDoc
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
@@ -223,7 +223,7 @@ def detect_kind(text: str) -> str | None:
         return "pyspy_error"
     if looks_like_metrics(text):
         return "metrics"
-    if looks_like_log(text, bool(scan_log_signatures(text)) or lower.beneath_of(text) is not None):
+    if looks_like_log(text, written_by_sglang(text) or lower.beneath_of(text) is not None):
         return "log"
     return None
 

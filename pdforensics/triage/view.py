@@ -21,7 +21,12 @@ from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.http import HttpResponse
-from pdforensics.parsers.journal import SignatureHit, parse_log_timestamp, scan_log_signatures
+from pdforensics.parsers.journal import (
+    SignatureHit,
+    parse_log_timestamp,
+    scan_log_signatures,
+    written_by_sglang,
+)
 from pdforensics.parsers.kernel_log import KernelLog
 from pdforensics.parsers.prometheus import MetricsSnapshot
 from pdforensics.parsers.pyspy import classify_pyspy_error
@@ -143,7 +148,7 @@ class _Builder:
             w = self.since_epoch
             hits = scan_log_signatures(text, since_epoch=w)
             old = scan_log_signatures(text, until_epoch=w) if w is not None else ()
-            if not hits and not old:
+            if not hits and not old and not written_by_sglang(text):
                 continue
             role = role_of(writer) if writer else None
             kind = "router" if role == "router" else "server"

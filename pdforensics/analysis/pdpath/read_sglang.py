@@ -21,6 +21,7 @@ from pdforensics.analysis.pdpath.place import (
 )
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.journal import (
+    SGLANG_MARKS,
     SignatureLine,
     parse_log_timestamp,
     parse_rank,
@@ -144,14 +145,8 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
      "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
 )
 _KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
-#: what only an SGLang server prints: its endpoints, its process titles, its source paths
-_SGLANG_MARKS = ("/health_generate", "/generate http", "/v1/loads", "/get_model_info",
-                 "/model_info", "sglang::", "sglang/srt/", "server_args=serverargs",
-                 "/flush_cache", "/get_server_info", "/server_info")
-
-
 def _sglang_mark(low_line: str) -> bool:
-    return any(m in low_line for m in _SGLANG_MARKS)
+    return any(m in low_line for m in SGLANG_MARKS)
 
 
 #: what a line must hold (lower case) for context_clues to read anything in it but the first
@@ -179,7 +174,7 @@ def context_clues(src: Source) -> Iterator[Clue]:
     time_at = NewestStamp(all_lines, _stamp).at
 
     read = lines_with(src.text, _CONTEXT_MARKS, ignore_case=True)
-    first_mark = first_line_with(src.text, _SGLANG_MARKS, ignore_case=True)
+    first_mark = first_line_with(src.text, SGLANG_MARKS, ignore_case=True)
     if first_mark is not None and first_mark not in read:
         read = sorted([*read, first_mark])
     for no, raw in read:

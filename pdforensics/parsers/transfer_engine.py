@@ -28,6 +28,18 @@ _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 #: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
 _BENIGN = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
+_RETRIES = linear.compile(r"after \d+ retries|retry \d+/\d+|retries exhausted")
+#: a transfer engine warning within this many lines before an error says why it failed
+#: (Mooncake: "No suitable GID found on mlx5_bond_1", then "Failed to open device")
+_WARNED_LINES = 3
+#: RDMA device names (Mellanox, Broadcom, Intel, AWS EFA, Alibaba eRDMA, HiSilicon, soft RoCE)
+_DEVICE = linear.compile(r"\b((?:mlx5_|mlx4_|bnxt_re|irdma|efa_|erdma_|hns_|rxe|rocep)\w{0,20})\b")
+
+
+def device_of(text: str) -> str | None:
+    """The RDMA device a transfer engine line names (``mlx5_bond_1``), if any."""
+    m = _DEVICE.search(text)
+    return m.group(1) if m else None
 
 #: a text that can hold a transfer error holds one of these
 _TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal")
@@ -37,11 +49,13 @@ _LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal")
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
              "multi_transport", "endpoint_store", "cxl_transport", "ascend_transport",
-             "hccl_transport", "efa_transport", "rpc_communicator")
+             "hccl_transport", "efa_transport", "rpc_communicator",
+             "nixl_agent", "ucx_utils", "ucx_backend", "ucx_enums", "client_service",
+             "real_client")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
 _STARTUP = ("register memory", "registerLocalMemory", "install transport", "installTransport",
             "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",
-            "Failed to init", "Failed to initialize")
+            "Failed to init", "Failed to initialize", "createBackend")
 _HANDSHAKE = ("handshake", "Handshake")
 _METADATA = ("metadata not found", "segment", "Segment", "getSegmentDesc", "metadata server",
              "Failed to get description")
@@ -85,12 +99,14 @@ def _line(no: int, line: str) -> TransferError | None:
     g = _GLOG.search(line)
     if g is not None:
         src, msg = g.group(5), g.group(7)
-        if g.group(1) in "IW" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
+        if g.group(1) == "I" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
         peer = _PEER_NIC.search(msg)
+        # the peer gone, or a retry loop giving up: what an earlier failure led to
+        follows = kind == "read_eof" or _RETRIES.search(msg) is not None
         return TransferError(no, line.strip(), "mooncake", kind, stage,
-                             "consequence" if kind == "read_eof" else "cause", detail,
+                             "consequence" if follows else "cause", detail,
                              peer.group(1) if peer else None, g.group(1))
     u = _UCX.search(line)
     if u is not None and u.group(3) != "WARN":
@@ -116,10 +132,17 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
     if not has_any(text, _TEXT_MARKS):
         return ()
     out: list[TransferError] = []
+    warned: list[TransferError] = []  # warnings not yet followed by an error
     for no, raw in lines_with(text, _LINE_MARKS):
         e = _line(no, raw[:20000].rstrip("\r"))
-        if e is not None:
-            out.append(e)
+        if e is None:
+            continue
+        if e.level == "W":  # a warning counts only when an error follows it closely
+            warned = [w for w in warned if no - w.lineno <= _WARNED_LINES] + [e]
+            continue
+        out.extend(w for w in warned if e.lineno - w.lineno <= _WARNED_LINES)
+        warned = []
+        out.append(e)
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail
                        and e.label == "cause"), None)
     return tuple(

@@ -86,7 +86,8 @@ def test_go_clients_waiting_for_a_pooled_connection_are_victims_on_the_client_si
 
 def test_a_faulthandler_crash_names_the_current_thread() -> None:
     d = _d("faulthandler/gen-py311-segv-current-thread-plus-idle.txt")
-    assert d.causes[0].text == "Fatal Python error: Segmentation fault"
+    assert d.causes[0].text.startswith("Fatal Python error: Segmentation fault (crashed at: ")
+    assert d.causes[0].text.endswith("line 519 in string_at)")
     assert d.suspect == "Current thread 0x00007f17e17c3b80" and d.wedge is False
 
 
@@ -139,3 +140,65 @@ def test_the_server_args_line_is_no_sigquit() -> None:
             "child failed.\n")
     keys = [(c.key, c.line) for c in context_clues(Source("p.log", "log", role="prefill", text=text))]
     assert ("LAUNCHER_SIGQUIT", 2) in keys and ("LAUNCHER_SIGQUIT", 1) not in keys, keys
+
+
+def test_one_burst_of_errors_is_one_failure_its_first_line_the_cause() -> None:
+    """The fresh blind set's Mooncake start-up (no GID on the RDMA device, so no NIC, so no
+    transport): the warning that says why is the cause, the error lines after it within the
+    same second its consequences, and the burst is at start-up on the device it names."""
+    d = _d("transfer_engine/mooncake1593-no-ipv6-gid-rdma-init.log")
+    assert [c.line for c in d.causes] == [1] and "No suitable GID" in d.causes[0].text
+    assert {"Failed to open device", "No available RNIC", "after 20 retries"} <= {
+        w for c in d.consequences for w in ("Failed to open device", "No available RNIC",
+                                            "after 20 retries") if w in c.text}
+    assert (d.stage, d.side, d.suspect, d.wedge) == ("startup", "transfer_engine", "mlx5_bond_1",
+                                                     False)
+
+
+def test_a_burst_keeps_repeats_restatements_and_stronger_lines_as_causes() -> None:
+    first = Clue("E1", "cause", "[1.0] [h:11:0] x.c:1 UCX ERROR create failed on mlx5_1", "a.log",
+                 1, 100.0, side="transfer_engine", strength=2)
+    repeat = Clue("E1", "cause", "[1.2] [h:12:0] x.c:1 UCX ERROR create failed on mlx5_1", "a.log",
+                  2, 100.2, side="transfer_engine", strength=2)
+    restated = Clue("E2", "cause", "GPU 0000:a1:00.0: create failed on mlx5_1", "a.log", 3, 100.3,
+                    side="transfer_engine", strength=2)
+    stronger = Clue("E3", "cause", "decisive", "a.log", 4, 100.4, side="transfer_engine",
+                    strength=3)
+    follows = Clue("E4", "cause", "backend not created", "a.log", 5, 100.5, stage="startup",
+                   side="transfer_engine", strength=2)
+    later = Clue("E5", "cause", "much later", "a.log", 6, 105.0, side="transfer_engine", strength=2)
+    other = Clue("E6", "cause", "another file", "b.log", 1, 100.1, side="transfer_engine",
+                 strength=2)
+    d = diagnose([first, repeat, restated, stronger, follows, later, other])
+    assert {c.key for c in d.causes} == {"E1", "E2", "E3", "E5", "E6"}
+    assert [c.key for c in d.consequences] == ["E4"] and "after E1" in d.consequences[0].why
+    assert next(c for c in d.clues if c.text == first.text).stage == "startup"
+
+
+def test_a_go_panic_is_the_cause_and_a_crash_not_a_wedge() -> None:
+    d = _d("go/llmdrouter1140-epp-send-closed-channel.log")
+    assert d.causes[0].text == "panic: send on closed channel"
+    assert (d.stage, d.side, d.suspect, d.wedge) == ("stream_back", "router", "goroutine 1027519",
+                                                     False)
+
+
+def test_quiet_evidence_of_other_programs_holds_nothing_but_a_quiet_sglang_log_stays_open() -> None:
+    idle = _d("go/moby44791-dockerd-sigquit-idle-control.txt")
+    assert idle.wedge is False and idle.causes == ()
+    # an SGLang server with no failure and no progress may be the silent wedge itself
+    quiet = diagnose([Clue("SGLANG_SERVER", "noise", "sglang::scheduler", "s.log")],
+                     sources_read=1)
+    assert quiet.wedge is None
+
+
+def test_a_faulthandler_crash_is_placed_by_its_innermost_frames() -> None:
+    d = _d("faulthandler/sglang3451-segfault-ncclcomminitrank.txt")
+    assert "line 351 in ncclCommInitRank" in d.causes[0].text
+    assert (d.stage, d.side, d.wedge) == ("startup", "collective", False)
+
+
+def test_a_c10d_store_timeout_is_the_cause_of_the_scheduler_crash_after_it() -> None:
+    d = _d("traceback/sglang3398-multinode-c10d-store-timeout.txt")
+    assert d.causes[0].key == "C10D_STORE_FAILURE" and d.side == "collective"
+    assert "11.130.1.53]:5000" in (d.suspect or "")
+    assert [c.key for c in d.consequences] == ["SCHEDULER_EXCEPTION"]

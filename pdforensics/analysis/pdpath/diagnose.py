@@ -12,6 +12,10 @@ from pdforensics.analysis.pdpath.model import Clue, Diagnosis
 from pdforensics.analysis.pdpath.reason import diagnose
 from pdforensics.analysis.pdpath.sources import READERS, Source
 
+#: evidence whose quiet reading (no failure in it) says nothing is held; a debugger's
+#: backtrace is taken of a process already suspected of hanging, so it is not among them
+_QUIET_KINDS = frozenset({"log", "stacks", "goroutines", "metrics", "load", "server_info"})
+
 
 def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
     """Every registered reader over every source: the clues, and a note per crashed reader."""
@@ -31,5 +35,7 @@ def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = (
     """Read every source, add the findings that show a wedge over time, reason once."""
     clues, notes = read_all(sources)
     clues.extend(finding_clues(findings))
-    d = diagnose(clues)
+    quiet = sum(1 for s in sources if s.kind in _QUIET_KINDS
+                and not any(d.kind in ("gdb", "cuda-gdb") for d in s.dumps))
+    d = diagnose(clues, sources_read=quiet)
     return replace(d, notes=tuple(notes)) if notes else d

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 
 _ENVELOPE = "SCHEDULER_EXCEPTION"
@@ -84,6 +85,76 @@ def _before(a: Clue, b: Clue) -> bool:
     return a.time is not None and b.time is not None and a.time == b.time
 
 
+#: a burst: error lines of one source at most this far apart report one failure
+_BURST_S = 1.0
+_DIGITS = linear.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _message(c: Clue) -> str:
+    """The clue's text without its numbers (times, pids, addresses): a repeat has the same."""
+    return _DIGITS.sub("#", c.text)
+
+
+def _restates(later: Clue, first: Clue) -> bool:
+    """The later line says what the first said (the kernel's Xid 79 line, then "GPU has fallen
+    off the bus."): the same fact twice, not a consequence."""
+    tail = later.text.rsplit(": ", 1)[-1].strip()
+    return len(tail) >= 12 and tail in first.text
+
+
+_BURST_LINES = 3  # untimed lines: a burst's lines follow each other this closely
+
+
+def _same_burst(first: Clue, prev: Clue, c: Clue) -> bool:
+    """``c`` belongs to the burst ``first`` opened (``prev``: its latest line): the same
+    source, within _BURST_S of the first by time, or (untimed) within _BURST_LINES of the
+    previous line of the burst."""
+    if c.source != first.source:
+        return False
+    if c.time is not None and first.time is not None:
+        return c.time - first.time <= _BURST_S
+    if c.line is not None and prev.line is not None:  # a line without a time: by position
+        return 0 <= c.line - prev.line <= _BURST_LINES
+    return False
+
+
+def _bursts(clues: list[Clue]) -> list[Clue]:
+    """In one source, the error lines printed within _BURST_S of a first one report the same
+    failure through the layers it crossed (an RDMA device refused, so no NIC, so no transport,
+    so no client): the first says why, the later ones are its consequences. A later line that
+    repeats the first message (another process, another host) is the same cause again, and a
+    stronger later line is not demoted under a weaker one. A cause without a stage takes the
+    stage its consequences in the burst name (where the failure surfaced), and a burst that
+    ends in a failed start-up (a transport not installed, a backend not created) is at
+    ``startup``."""
+    out = list(clues)
+    order = sorted((i for i, c in enumerate(out) if c.label == "cause"
+                    and (c.time is not None or c.line is not None)),
+                   key=lambda i: (out[i].source, out[i].line or 0, out[i].time or 0))
+    first: Clue | None = None
+    first_i = -1
+    prev: Clue | None = None
+    for i in order:
+        c = out[i]
+        if first is None or prev is None or not _same_burst(first, prev, c):
+            first, first_i, prev = c, i, c
+            continue
+        prev = c
+        if c.strength > first.strength or _message(c) == _message(first) or c.key == first.key \
+                and c.rank != first.rank or _restates(c, first):
+            continue
+        out[i] = replace(c, label="consequence",
+                         why=f"{c.why}; printed right after {first.key} at {first.where()} "
+                             "(one failure through the layers)")
+        if c.stage is not None and (first.stage is None or c.stage == "startup"):
+            first = out[first_i] = replace(first, stage=c.stage)  # start-up failed: no path yet
+    # a line is one piece of evidence: it stays a cause where any clue on it stays one
+    kept = {(c.source, c.line) for c in out if c.label == "cause"}
+    return [clues[i] if out[i] is not clues[i] and out[i].label == "consequence"
+            and clues[i].label == "cause" and (c.source, c.line) in kept
+            else c for i, c in enumerate(out)]
+
+
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_envelopes(_same_line_consequence(clues)))
+    return _reports(_bursts(_envelopes(_same_line_consequence(clues))))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.errors import ParseError
@@ -28,6 +29,8 @@ from pdforensics.parsers.flight_recorder import (
     parse_fr_trace_text,
     rank_from_name,
 )
+from pdforensics.parsers.journal import parse_rank
+from pdforensics.parsers.linescan import lines_with
 from pdforensics.parsers.nccl_debug import (
     ABORT,
     ERROR_CHAIN,
@@ -199,3 +202,31 @@ def cuda_gdb(src: Source) -> Iterator[Clue]:
                         f"kernel {k.kernel}: {k.name or ', '.join(k.files[:1])} {k.status}",
                         wedge=True, strength=2, why="an NCCL collective kernel spins until every "
                                                     "peer joins")
+
+
+#: torch's c10d store client giving up on its TCPStore (the rendezvous every rank of a
+#: process group meets at): "[c10d] waitForInput: socket SocketImpl(..., remote=[...]:5000)
+#: timed out after 1800000ms", "[c10d] ... Connection refused"
+_C10D = linear.compile(r"\[c10d\][^\n]{0,400}?(?:timed out|Connection refused|Connection reset|"
+                       r"failed to connect|Failed to connect)")
+_REMOTE = linear.compile(r"remote=([^\s,)]{1,120})")
+
+
+@reader("c10d_store")
+def c10d_store(src: Source) -> Iterator[Clue]:
+    """The c10d store unreachable or silent: the ranks cannot meet (the store's address is the
+    suspect). Repeats of one rank's line are one clue per rank and address."""
+    if "[c10d]" not in src.text or src.kind in ("metrics", "server_info", "load"):
+        return
+    seen: set[tuple[str | None, str | None]] = set()
+    for no, line in lines_with(src.text, ("[c10d]",)):
+        if _C10D.search(line) is None:
+            continue
+        remote = _REMOTE.search(line)
+        where = remote.group(1) if remote else None
+        rank = parse_rank(line)
+        if (rank, where) in seen:
+            continue
+        seen.add((rank, where))
+        yield _clue(src, "C10D_STORE_FAILURE", "cause", line.strip()[:500], no, rank=rank, suspect=where, strength=3,
+                    why="torch c10d: the store every rank of the group meets at did not answer")

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdforensics.analysis.pdpath.model import Clue
+from pdforensics import linear
+from pdforensics.analysis.pdpath.model import Clue, Side, Stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.frames import ThreadStack
+from pdforensics.parsers.linescan import first_line_with
+
+#: the runtime's last words: "panic: send on closed channel", "fatal error: concurrent map
+#: writes" (the goroutine it names next is the one that raised it)
+_PANIC = linear.compile(r"^(?:panic: |fatal error: )\S")
 
 _GETCONN = "net/http.(*Transport).getConn"
 _ROUNDTRIP = ("net/http.(*persistConn).roundTrip", "net/http.(*Transport).roundTrip")
@@ -40,6 +46,10 @@ def _user(g: ThreadStack) -> bool:
 def goroutine_clues(src: Source) -> Iterator[Clue]:
     """HTTP client waits (getConn / roundTrip) and the one goroutine a short dump names."""
     gs = [g for g in src.goroutines if _user(g)]
+    panic = _panic_clue(src, gs)
+    if panic is not None:
+        yield panic
+        return
     if not gs:
         return
     waiting = [g for g in gs if _has(g, _GETCONN) or _has(g, _ROUNDTRIP)]
@@ -69,3 +79,45 @@ def goroutine_clues(src: Source) -> Iterator[Clue]:
                         "the netpoller, signals or the runtime",
                    source=src.path, host=src.host, wedge=False,
                    why="no goroutine waits on a request")
+
+
+#: package paths of LLM gateways and routers (smg, llm-d's endpoint picker, the Gateway API
+#: inference extension, LLM proxies): a crash there is on the router side
+_GATEWAY_PKG = ("gateway", "router", "/epp/", "inference-scheduler", "inference-extension",
+                "llm-d", "bifrost", "litellm", "envoy")
+#: what the crashing frames do: answer the client, or pick a worker
+_STREAM_WORDS = ("Response", "Stream", "WriteMessage", "sendMessage", "Flush", "flush")
+_DISPATCH_WORDS = ("Pick", "pick", "Schedul", "Route", "Dispatch", "Filter", "Score")
+
+
+def _gateway_place(g: ThreadStack | None) -> tuple[Side | None, Stage]:
+    """(router, the stage its frames are in) for a goroutine of an LLM gateway; (None,
+    not_applicable) for any other program."""
+    if g is None:
+        return None, "not_applicable"
+    mine = [f.function for f in g.frames if not f.function.startswith(("runtime.", "internal/"))]
+    if not any(w in fn.lower() for fn in mine[:12] for w in _GATEWAY_PKG):
+        return None, "not_applicable"
+    for fn in mine[:12]:
+        if any(w in fn for w in _STREAM_WORDS):
+            return "router", "stream_back"
+        if any(w in fn for w in _DISPATCH_WORDS):
+            return "router", "router_dispatch"
+    return "router", "not_established"
+
+
+def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
+    """The program crashed: the runtime's panic or fatal error line is the cause, the first
+    goroutine of the trace (the running one) the suspect; a crash is no wedge."""
+    found = first_line_with(src.text, ("panic: ", "fatal error: "))
+    if found is None or _PANIC.match(found[1]) is None:
+        return None
+    no, line = found
+    running = next((g for g in gs if g.state.startswith("running") and g.thread_id.isdigit()),
+                   gs[0] if gs and gs[0].thread_id.isdigit() else None)
+    side, stage = _gateway_place(running)
+    return Clue(key="GO_PANIC", label="cause", stage=stage, side=side, text=line.strip(),
+                source=src.path, line=no, host=src.host,
+                suspect=f"goroutine {running.thread_id}" if running is not None else None,
+                wedge=False, strength=3,
+                why="the Go runtime's panic / fatal error: the program crashed here")

@@ -26,7 +26,7 @@ from pdforensics.parsers.native_stacks import (
     parse_ucx_backtrace,
 )
 from pdforensics.parsers.pyspy_top import looks_like_pyspy_top, parse_pyspy_top
-from pdforensics.parsers.transfer_engine import transfer_context
+from pdforensics.parsers.transfer_engine import device_of, transfer_context
 from pdforensics.parsers.xid_table import classify
 
 _FOLLOWS = frozenset({45, 154})
@@ -100,6 +100,7 @@ def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
         yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
                    text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
                    stage=stage, side="transfer_engine", wedge=False,
+                   suspect=device_of(e.text) if e.label == "cause" else None,
                    strength=3 if e.label == "cause" else 1,
                    why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))
 

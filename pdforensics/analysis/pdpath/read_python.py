@@ -109,20 +109,47 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
     if "Fatal Python error" not in src.text:
         return
     fatal: tuple[int, str] | None = None
-    for no, line in lines(src):
+    every = list(lines(src))
+    for k, (no, line) in enumerate(every):
         s = line.strip()
         if fatal is None and _FATAL.match(s) is not None:
             fatal = (no, s)
             continue
         if fatal is not None and (c := _CURRENT.match(s)) is not None:
-            yield _fatal(src, fatal, c.group(1))
+            yield _fatal(src, fatal, c.group(1), _frames_after(every, k + 1))
             fatal = None
     if fatal is not None:
-        yield _fatal(src, fatal, None)
+        yield _fatal(src, fatal, None, [])
 
 
-def _fatal(src: Source, fatal: tuple[int, str], thread: str | None) -> Clue:
-    return Clue(key="PYTHON_FATAL", label="cause", text=fatal[1][:_MAX_TEXT], source=src.path,
-                line=fatal[0], role=src.role, host=src.host, suspect=thread, wedge=False,
-                strength=3, why="faulthandler: the interpreter crashed; the current thread is "
-                                "the one that crashed")
+def _frames_after(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]]:
+    """(frame line, function) of the thread whose header is just before index ``k``,
+    innermost first (faulthandler prints most recent call first)."""
+    out: list[tuple[str, str]] = []
+    for _no, line in every[k:k + 200]:
+        m = _FRAME.match(line)
+        if m is None:
+            break
+        out.append((line.strip(), m.group(2)))
+    return out
+
+
+#: functions of the collectives layer: a crash in one is on the collective side
+_COLLECTIVE_FUNCS = ("ncclCommInitRank", "nccl", "init_process_group", "all_reduce",
+                     "all_gather", "broadcast", "barrier", "TCPStore", "rendezvous")
+
+
+def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
+           frames: list[tuple[str, str]]) -> Clue:
+    """The crash, placed by the crashing thread's innermost frames; its text names the
+    innermost frame (where it crashed)."""
+    funcs = [fn for _line, fn in frames]
+    role = frames_role(funcs) or src.role
+    side: Side | None = "collective" if any(w in fn for fn in funcs[:3]
+                                            for w in _COLLECTIVE_FUNCS) else None
+    where = f" (crashed at: {frames[0][0]})" if frames else ""
+    return Clue(key="PYTHON_FATAL", label="cause", text=(fatal[1] + where)[:_MAX_TEXT],
+                source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
+                stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=3,
+                why="faulthandler: the interpreter crashed; the current thread is the one that "
+                    "crashed, its innermost frame where")

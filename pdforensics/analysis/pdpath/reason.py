@@ -95,7 +95,9 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
     return c.rank if failing == {c.rank} else None
 
 
-def _wedge(clues: Sequence[Clue], p: int | None) -> bool | None:
+def _wedge(clues: Sequence[Clue], p: int | None, quiet_read: bool = False) -> bool | None:
+    """``quiet_read``: evidence was read, none of it an SGLang server's, and it holds no failure
+    (an idle dump, a healthy scrape, a finished benchmark): nothing in it is held."""
     if p is not None and clues[p].wedge is not None:
         return clues[p].wedge
     votes = {c.wedge for c in clues if c.label in ("cause", "consequence") and c.wedge is not None}
@@ -104,6 +106,9 @@ def _wedge(clues: Sequence[Clue], p: int | None) -> bool | None:
     if not votes and (any(c.label == "progress" for c in clues)
                       or any(c.wedge is False for c in clues)):
         return False  # work moving, or evidence that nothing is held (an idle loop)
+    failing = any(c.label in ("cause", "consequence") or c.wedge for c in clues)
+    if quiet_read and not votes and not failing:
+        return False
     return None
 
 
@@ -115,8 +120,12 @@ def _rivals(clues: Sequence[Clue], p: int, side: Side | None, roles: set[str]) -
             and side is not None and s != side]
 
 
-def diagnose(clues_in: Sequence[Clue]) -> Diagnosis:
-    """The reading of every clue of one capture (or one set of loose files)."""
+def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
+    """The reading of every clue of one capture (or one set of loose files); ``sources_read``:
+    how many sources the readers went through (0: unknown).
+
+    A server of SGLang's whose evidence shows no failure and no progress is never said to be
+    free of a wedge: a wedge is requests silently forgotten, which leaves no error behind."""
     joined = demote_consequences(list(clues_in))
     clues = [joined[i] for i in _order(joined)]
     roles = roles_of(clues)
@@ -153,7 +162,7 @@ def diagnose(clues_in: Sequence[Clue]) -> Diagnosis:
         claims.append(Claim(f"upstream cause: {c.key} ({c.why})", (p,)))
         claims.extend(Claim(f"as strong, on another side: {clues[r].key} ({clues[r].why})", (r,))
                       for r in rivals[:2])
-    wedge = _wedge(clues, p)
+    wedge = _wedge(clues, p, quiet_read=sources_read > 0 and not sglang)
     head = headline_of(clues, p, stage, side, suspect, wedge)
     if p is None and claims:  # consequences only
         head = (f"{clues[claims[0].clues[0]].key} at stage {stage}: what caused it is not in "

@@ -20,7 +20,7 @@ Every line is read on its own (no regex spans lines) and nothing here raises on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
@@ -150,13 +150,24 @@ def _other(no: int, line: str) -> KernelEvent | None:
         return KernelEvent(no, OOM_KILL, line.strip(), pid=int(m.group(1)),
                            process=_comm(line, m.start(2)), epoch=epoch, uptime_s=up)
     if "NVRM" in line and ("RPC event history" in line or "RPC history" in line
-                           or "waiting for RPC response" in line or "PMU has halted" in line):
+                           or "waiting for RPC response" in line or "PMU has halted" in line
+                           or any(t in line for t in _GSP_TIMEOUTS)):
         g = _GSP_GPU.search(line)
         return KernelEvent(no, GSP, line.strip(), f"GPU{g.group(1)}" if g else None,
                            epoch=epoch, uptime_s=up)
     if (m := _SMI.search(line)) is not None:
         return KernelEvent(no, SMI_UNREACHABLE, line.strip(), _pci(m.group(1)))
     return None
+
+
+#: the driver's words for the GSP firmware not answering an RPC in time (Xid 119 family;
+#: "Back to back GSP RPC timeout detected! GPU marked for reset", "rpcRecvPoll timedout")
+_GSP_TIMEOUTS = ("GSP RPC timeout", "rpcRecvPoll timedout", "Timeout waiting for RPC")
+_GSP_NEAR = 10  # GSP timeout lines this close report one stall of the firmware
+
+
+def _gsp_timeout(text: str) -> bool:
+    return any(t in text for t in _GSP_TIMEOUTS)
 
 
 def parse_kernel_log(text: str) -> KernelLog:
@@ -186,7 +197,13 @@ def parse_kernel_log(text: str) -> KernelLog:
         if ev is None:
             continue
         if ev.kind == GSP:  # one event per GPU per history dump
-            if ev.device in gsp_seen and "waiting for RPC response" not in ev.text:
+            prev = events[-1] if events else None
+            if (prev is not None and prev.kind == GSP and no - prev.lineno <= _GSP_NEAR
+                    and _gsp_timeout(prev.text) and _gsp_timeout(ev.text)):
+                events[-1] = replace(prev, text=f"{prev.text} | {ev.text}")  # one stall
+                continue
+            if ev.device in gsp_seen and "waiting for RPC response" not in ev.text \
+                    and not _gsp_timeout(ev.text):
                 continue
             gsp_seen.add(ev.device)
         events.append(ev)

@@ -12,9 +12,10 @@ _JOURNAL = linear.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\
                       r"([^\s:\[]+)(?:\[\d+\])?: ")
 _SGLANG = linear.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 # other log line shapes: SGLang's short "[04:40:55 TP0]", glog "E0521 16:22:21.694042",
-# a "[Gloo]"-style tag, Python logging levels, a raised exception's last line
+# a "[Gloo]" or "[Router (Rust)]"-style tag (the old sglang-router launcher), Python logging
+# levels, a raised exception's last line
 _OTHER = linear.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
-                    r"\[[A-Za-z][\w.-]{1,30}\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
+                    r"\[[A-Za-z][\w.-]{1,30}(?: \([\w .-]{1,20}\))?\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
                     r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")
 # lines of the layers beneath SGLang: NCCL's "host:pid:tid [dev] NCCL INFO", UCX's
 # "[1744331142.02] [host:pid:n]  file.c:1 UCX  INFO", glog with a year "I20260530 21:34:20.6",

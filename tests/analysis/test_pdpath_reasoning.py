@@ -202,3 +202,45 @@ def test_a_c10d_store_timeout_is_the_cause_of_the_scheduler_crash_after_it() -> 
     assert d.causes[0].key == "C10D_STORE_FAILURE" and d.side == "collective"
     assert "11.130.1.53]:5000" in (d.suspect or "")
     assert [c.key for c in d.consequences] == ["SCHEDULER_EXCEPTION"]
+
+
+def test_a_failure_report_whose_record_quotes_its_error_is_that_errors_consequence() -> None:
+    d = _d("sglang_log/sglang29725-prefill-bootstrap-dp-rank-conflict.log")
+    assert [c.key for c in d.causes] == ["KV_TRANSFER_ERROR"] * 2
+    assert all("follow_bootstrap_room conflict: dispatched to dp_rank 0 but" in c.text
+               for c in d.causes)
+    assert {c.key for c in d.consequences} == {"PREFILL_BOOTSTRAP_FAILED"}
+    assert (d.stage, d.side, d.suspect) == ("prefill_bootstrap", "prefill", "DP1")
+
+
+def test_a_worker_the_router_cannot_reach_is_the_cause_of_its_failed_health_checks() -> None:
+    d = _d("router_log/sglang11310-router-grpc-health-transport-error.log")
+    assert {c.suspect for c in d.causes} == {"grpc://localhost:20000", "grpc://localhost:20001"}
+    assert {c.key for c in d.consequences} == {"HEALTH_CHECK_FAILED"}
+    assert d.suspect == "grpc://localhost:20000" and d.wedge is False
+    assert d.side == "not_established"  # the URL does not say which role the worker has
+
+
+def test_the_watchdogs_state_dump_is_a_forward_that_did_not_return() -> None:
+    d = _d("sglang_log/sglang33549-dsv4-decode-hang-watchdog-dump.log")
+    assert (d.stage, d.side, d.wedge, d.suspect) == ("decode_forward", "decode", True, None)
+    assert d.causes == ()  # the dump is what the watchdog did, not why the forward hung
+
+
+def test_nccl_tests_failure_line_reports_the_warnings_before_it() -> None:
+    d = _d("nccl/nccltests24-ib-completion-error12.log")
+    assert any(c.key == "NCCL_TEST_FAILURE" and "common.cu:343" in c.text for c in d.consequences)
+    assert any("Got completion with error 12" in c.text for c in d.causes)
+
+
+def test_gsp_timeouts_are_one_stall_named_by_the_xid_that_follows() -> None:
+    d = _d("kernel/opengpukm446-gsp-rpc-timeout-xid154.log")
+    gsp = [c for c in d.causes if c.key == "GSP_RPC"]
+    assert len(gsp) == 1 and "Back to back GSP RPC timeout" in gsp[0].text
+    assert "rpcRecvPoll timedout" in gsp[0].text and gsp[0].suspect == "PCI:0000:0b:00"
+    assert [c.key for c in d.consequences] == ["GPU_XID_154"]
+
+
+def test_a_cut_scheduler_traceback_is_placed_by_the_call_its_last_line_makes() -> None:
+    d = _d("traceback/sglang3398-multinode-c10d-store-timeout.txt")
+    assert d.stage == "startup"  # Scheduler.__init__ -> ModelRunner -> init_torch_distributed()

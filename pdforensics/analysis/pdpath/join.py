@@ -155,6 +155,33 @@ def _bursts(clues: list[Clue]) -> list[Clue]:
             else c for i, c in enumerate(out)]
 
 
+_RECORD_LINES = 6  # a failure report's record: the report line, rid, room, the exception
+
+
+def _records(clues: list[Clue]) -> list[Clue]:
+    """A failure report whose own record quotes the KVTransferError it ends with (sglang
+    prints "Prefill bootstrap failed for request rank=0", the rid and room, then "with exception
+    KVTransferError(...):" and its reason) reports that error: the quoted reason is the cause,
+    on the report's stage, side and rank."""
+    out = list(clues)
+    quoted = [i for i, c in enumerate(out) if c.key == "KV_TRANSFER_ERROR" and c.line is not None]
+    for i, c in enumerate(out):
+        if c.key not in REPORT_KEYS or c.label != "cause" or c.line is None:
+            continue
+        j = next((j for j in quoted if out[j].source == c.source
+                  and 0 < (out[j].line or 0) - (c.line or 0) <= _RECORD_LINES
+                  and (out[j].line, out[j].source) != (c.line, c.source)), None)
+        if j is None:
+            continue
+        k = out[j]
+        out[j] = replace(k, label="cause", stage=k.stage or c.stage, side=k.side or c.side,
+                         rank=k.rank or c.rank, role=k.role or c.role, wedge=c.wedge,
+                         strength=max(k.strength, c.strength, 2))
+        out[i] = replace(c, label="consequence",
+                         why=f"{c.why}; its record quotes the error at line {k.line}")
+    return out
+
+
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_bursts(_envelopes(_same_line_consequence(clues))))
+    return _reports(_bursts(_records(_envelopes(_same_line_consequence(clues)))))

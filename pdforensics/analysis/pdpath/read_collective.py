@@ -104,6 +104,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
     follow (consequences); healthy init lines as context."""
     if "NCCL " not in src.text:
         return
+    yield from _nccl_test_failures(src)
     lines = read_nccl_lines(src.text)
     phase = init_phase(lines)
     if phase is not None and all(n.kind == INIT for n in lines):
@@ -126,6 +127,19 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                     wedge=False, strength=3 if n.kind != "warn" else 2,
                     why="NCCL's own warning names the failure" + (
                         " (a verbs call of connection set-up)" if stage else ""))
+
+
+#: nccl-tests' harness reporting the error code an NCCL or CUDA call returned:
+#: "gpu5: Test NCCL failure common.cu:343 'unhandled cuda error'"
+_TEST_FAILURE = linear.compile(r"Test (?:NCCL|CUDA) failure \S{1,80}:\d{1,6} '([^'\n]{1,200})'")
+
+
+def _nccl_test_failures(src: Source) -> Iterator[Clue]:
+    for no, line in lines_with(src.text, ("Test NCCL failure", "Test CUDA failure")):
+        if _TEST_FAILURE.search(line) is not None:
+            yield _clue(src, "NCCL_TEST_FAILURE", "consequence", line.strip(), no, strength=1,
+                        wedge=False, why="nccl-tests reports the error code a call returned: "
+                                         "the WARN lines before it say why")
 
 
 @reader("nccl_ras")

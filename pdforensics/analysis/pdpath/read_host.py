@@ -84,8 +84,11 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        suspect=e.suspect, wedge=False, strength=3,
                        why="the kernel's OOM killer killed this process", **base)  # type: ignore[arg-type]
         elif e.kind == GSP:
-            yield Clue(key="GSP_RPC", label="cause", text=e.text[:500], side="gpu",
-                       suspect=e.suspect, strength=2,
+            # a GSP line names no device; the Xid the driver raises for it just after does
+            xid = next((x for x in events[i + 1:] if x.kind == XID and x.lineno - e.lineno <= 20),
+                       None)
+            yield Clue(key="GSP_RPC", label="cause", text=e.text[:1000], side="gpu",
+                       suspect=e.suspect or (xid.suspect if xid is not None else None), strength=2,
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@ from pdforensics.analysis.pdpath.place import (
     Place,
     batch_role,
     bootstrap_suspect,
+    frames_stage,
     role_of_line,
     sglang_role,
 )
@@ -92,13 +93,66 @@ def _relayed(src: Source, hit: SignatureLine, rids: tuple[str, ...],
                     "seen from the router")
 
 
+def _watchdog_dump(line: str) -> bool:
+    """The state dump of SGLang's watchdog ("Scheduler debug info:", srt/utils/watchdog.py
+    WatchdogRaw._watchdog_once; "self.cur_batch.batch_size()=", 0.4 Scheduler.watchdog_thread),
+    not the tokenizer's dump of requests before a crash."""
+    return "debug info:" in line or "cur_batch" in line
+
+
+def _watchdog_place(role: str | None) -> Place:
+    stage: Stage | None = {"prefill": "prefill_forward", "decode": "decode_forward"}.get(role or "")  # type: ignore[assignment]
+    return Place(stage, None, True, 2, "sglang srt/utils/watchdog.py: the watchdog dumps the "
+                 "scheduler's state when a batch has run past --watchdog-timeout (a forward that "
+                 "does not return)")
+
+
+_CALLS = linear.compile(r"([A-Za-z_]\w{0,100})\(")
+_TB_FRAME = linear.compile(r"""^\s*File "[^"]{1,1000}", line \d{1,9},? in (\S{1,300})""")
+
+
+def _traceback_stage(every: list[str], no: int, role: str | None) -> Stage | None:
+    """The stage the frames of the traceback that opens at line ``no`` run through (a
+    scheduler dying in Scheduler.__init__ -> init_torch_distributed is at start-up), read
+    even when the traceback is cut before its exception line."""
+    funcs: list[str] = []
+    last_code = ""
+    for nxt in every[no:no + 120]:
+        m = _TB_FRAME.match(nxt)
+        if m is not None:
+            funcs.insert(0, m.group(1))  # innermost first
+        elif nxt.strip() and not nxt[:1].isspace():
+            break
+        elif nxt.strip():
+            last_code = nxt.strip()
+    # the innermost frame's code line calls into the next frame (the one a cut dropped)
+    funcs[:0] = [c for c in _CALLS.findall(last_code)][::-1]
+    return frames_stage(funcs, [], role) if funcs else None
+
+
+def _continued(every: list[str], no: int) -> str:
+    """The reason an exception record gives on the indented lines after line ``no``
+    ("with exception KVTransferError(bootstrap_room=N):" then "  follow_bootstrap_room
+    conflict: ..."): at most two lines, up to a blank or unindented one."""
+    out: list[str] = []
+    for nxt in every[no:no + 2]:
+        if not nxt.strip() or not nxt[:1].isspace():
+            break
+        out.append(nxt.strip())
+    return " ".join(out)
+
+
 @reader("sglang_signatures")
 def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
     if not src.text or src.kind in _NOT_LOGS:
         return
+    every: list[str] = []  # the text's lines, split only when a record continues
     for hit in signature_lines(src.text):
         line = hit.line
+        if line.rstrip().endswith("):") and "KVTransferError(" in line:
+            every = every or src.text.split("\n")
+            line = line.rstrip() + " " + _continued(every, hit.no)
         if len(hit.matched) == 1 and hit.matched[0].key == "BATCH_STATS":
             yield _batch_clue(src, hit, src.role)  # the periodic line: nothing else to read
             continue
@@ -113,14 +167,21 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                 yield _relayed(src, hit, rids, rooms)
                 continue
             place = KEY_PLACE.get(sig.key)
+            if sig.key == "SCHEDULER_DEBUG_DUMP" and _watchdog_dump(line):
+                place = _watchdog_place(line_role)
             label: Label = "noise" if sig.key in NOISE_KEYS else sig.kind
             if place is None or (label == "consequence" and place.stage is None):
                 via, place = _place(hit) if label == "consequence" else ("", place)
                 if place is not None and via:
                     place = Place(place.stage, place.side, False, 1,
                                   f"{sig.description}: it ends a {via} ({place.why})")
+            stage = place.stage if place else None
+            if stage is None and sig.key == "SCHEDULER_EXCEPTION" and line.rstrip().endswith(
+                    "(most recent call last):"):
+                every = every or src.text.split("\n")
+                stage = _traceback_stage(every, hit.no, line_role)
             yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
-                       line=hit.no, time=hit.time, stage=place.stage if place else None,
+                       line=hit.no, time=hit.time, stage=stage,
                        side=place.side if place else None, role=line_role, host=src.host,
                        rank=hit.rank, rids=rids, rooms=rooms,
                        suspect=bootstrap_suspect(line) if sig.key == "BOOTSTRAP_INFO_FAILED"

@@ -83,7 +83,22 @@ def sniff_format(text: str) -> str | None:
         return "pyspy"
     if has_any(text, _TRACEBACK_MARKS) and _TRACEBACK.search(text):
         return "traceback"
+    if bare_pyspy_frames(text):
+        return "pyspy"
     return None
+
+
+#: a py-spy frame line: "    fetch_registered_method (ray/_private/function_manager.py:248)"
+_PYSPY_FRAME = linear.compile(r"^\s{2,12}[\w.<>-]{1,200} \([^()\n]{1,400}\.py:\d{1,7}\)\s*$")
+
+
+def bare_pyspy_frames(text: str) -> bool:
+    """A stack copied without its ``Thread``/``Process`` header (Ray's dashboard "Stack Trace",
+    a paste that starts mid-dump): its first lines are all py-spy frame lines, three or more."""
+    lines = [ln for ln in text[:20000].split("\n", 40)[:40] if ln.strip()]
+    head = lines[:12]
+    return len(head) >= 3 and all(_PYSPY_FRAME.match(ln) is not None for ln in head[:3]) and \
+        sum(1 for ln in head if _PYSPY_FRAME.match(ln) is not None) * 4 >= len(head) * 3
 
 
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:

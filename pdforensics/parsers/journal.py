@@ -169,7 +169,8 @@ def match_log_signatures(text: str, since_epoch: float | None = None,
 #: source paths
 SGLANG_MARKS = ("/health_generate", "/generate http", "/v1/loads", "/get_model_info",
                 "/model_info", "sglang::", "sglang/srt/", "server_args=serverargs",
-                "/flush_cache", "/get_server_info", "/server_info")
+                "/flush_cache", "/get_server_info", "/server_info",
+                "serving benchmark result")  # sglang.bench_serving's summary
 
 
 def written_by_sglang(text: str) -> bool:

@@ -31,6 +31,7 @@ XID = "xid"
 GPU_LOST = "gpu_lost"
 AER = "aer"
 OOM_KILL = "oom_kill"
+OOM_REAPED = "oom_reaped"  # the kernel freed the killed process's memory (after OOM_KILL)
 GSP = "gsp"
 SMI_UNREACHABLE = "smi_unreachable"
 
@@ -44,6 +45,7 @@ _OOM = linear.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_k
                   r"Kill(?:ed)? process (\d{1,10}) \(([^)\n]{0,64})\)")
 _GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
 _SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
+_REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \(([^)\n]{1,64})\)")
 _CAUSED_BY = linear.compile(r"caused by previous Xid (\d{1,4})")
 _RECOVERY = linear.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
                        r"\(([^)]{1,40})\)")
@@ -69,7 +71,7 @@ class KernelEvent:
     @property
     def suspect(self) -> str | None:
         """What to look at, in the words the log uses (``PCI:0000:a1:00``, ``GPU6``, a pid)."""
-        if self.kind == OOM_KILL:
+        if self.kind in (OOM_KILL, OOM_REAPED):
             return str(self.pid) if self.pid is not None else None
         if self.device is None or self.kind == AER:
             return None
@@ -149,6 +151,9 @@ def _other(no: int, line: str) -> KernelEvent | None:
     if (m := _OOM.search(line)) is not None:
         return KernelEvent(no, OOM_KILL, line.strip(), pid=int(m.group(1)),
                            process=_comm(line, m.start(2)), epoch=epoch, uptime_s=up)
+    if (m := _REAPED.search(line)) is not None:
+        return KernelEvent(no, OOM_REAPED, line.strip(), pid=int(m.group(1)),
+                           process=m.group(2), epoch=epoch, uptime_s=up)
     if "NVRM" in line and ("RPC event history" in line or "RPC history" in line
                            or "waiting for RPC response" in line or "PMU has halted" in line
                            or any(t in line for t in _GSP_TIMEOUTS)):
@@ -223,4 +228,4 @@ def looks_like_kernel_log(text: str) -> bool:
 
 
 _KERNEL_MARKS = marks("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
-                      "invoked oom-killer", "pcieport ")
+                      "invoked oom-killer", "pcieport ", "oom_reaper: ")

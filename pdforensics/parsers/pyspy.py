@@ -70,6 +70,9 @@ class _ThreadBuilder:
         return ThreadStack(self.tid, self.name, self.state, tuple(self.frames))
 
 
+_HEADERLESS_FRAMES = 3  # frames with no Thread line at all: a stack, read as one thread
+
+
 class _ProcessBuilder:
     __slots__ = ("pid", "command", "pyver", "ppid", "pcmd", "threads", "in_command")
 
@@ -143,6 +146,9 @@ class _TextParser:
         self.end_error()
         self.close_process()
         if self.orphan_line is not None and not self.seen_thread:
+            if len(self.orphan) >= _HEADERLESS_FRAMES and not self.procs:
+                # a stack copied without its header (Ray's dashboard "Stack Trace"): one thread
+                return (ProcessDump("pyspy", (ThreadStack("?", None, "", tuple(self.orphan)),)),)
             raise ParseError("py-spy frame outside a thread", *self.orphan_line)
         if self.truncated and self.procs:
             self.procs[-1] = dataclasses.replace(self.procs[-1], truncated=True)

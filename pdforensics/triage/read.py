@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics import linear
-from pdforensics.analysis.stacks_load import parse_stack_text, sniff_format
+from pdforensics.analysis.stacks_load import bare_pyspy_frames, parse_stack_text, sniff_format
 from pdforensics.errors import ParseError
 from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.flight_recorder import FrDump
@@ -19,6 +19,7 @@ from pdforensics.parsers.journal import SignatureHit, scan_log_signatures, writt
 from pdforensics.parsers.load_json import LoadDoc
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
+from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix
 from pdforensics.triage import lower
 from pdforensics.triage.logs import looks_like_log, split_by_writer
 from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
@@ -214,7 +215,7 @@ def detect_kind(text: str) -> str | None:
         return "goroutines"
     if fmt in ("watchdog", "faulthandler", "pyspy-json") or (fmt is not None and fmt != "pyspy"):
         return "stacks"
-    if fmt == "pyspy" and _THREAD_LINE.search(text):
+    if fmt == "pyspy" and (_THREAD_LINE.search(text) or bare_pyspy_frames(text)):
         return "stacks"
     special = lower.text_kind(text)
     if special is not None:
@@ -235,7 +236,10 @@ def _first_line(text: str) -> str:
 
 def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     """Detect the kind of ``text`` and read it; an error names what went wrong. The text
-    (and the bytes of a binary file) stay on the artifact for the evidence readers."""
+    (and the bytes of a binary file) stay on the artifact for the evidence readers; a log
+    printed through Ray (every line prefixed ``(Actor pid=N)``) is read without the prefix."""
+    if ray_prefixed(text):
+        text = strip_ray_prefix(text)
     art = _read_text(path, text, size)
     return replace(art, text=text, data=data)
 

@@ -199,9 +199,11 @@ def test_a_faulthandler_crash_is_placed_by_its_innermost_frames() -> None:
 
 def test_a_c10d_store_timeout_is_the_cause_of_the_scheduler_crash_after_it() -> None:
     d = _d("traceback/sglang3398-multinode-c10d-store-timeout.txt")
-    assert d.causes[0].key == "C10D_STORE_FAILURE" and d.side == "collective"
-    assert "11.130.1.53]:5000" in (d.suspect or "")
+    assert d.claims[0].text.startswith("upstream cause: C10D_STORE_FAILURE")
+    assert d.side == "collective" and "11.130.1.53]:5000" in (d.suspect or "")
     assert [c.key for c in d.consequences] == ["SCHEDULER_EXCEPTION"]
+    # the cut traceback's innermost frame is a weaker cause beside it (where the scheduler was)
+    assert {c.key for c in d.causes} == {"C10D_STORE_FAILURE", "PYTHON_TRACEBACK_CUT"}
 
 
 def test_a_failure_report_whose_record_quotes_its_error_is_that_errors_consequence() -> None:
@@ -244,3 +246,56 @@ def test_gsp_timeouts_are_one_stall_named_by_the_xid_that_follows() -> None:
 def test_a_cut_scheduler_traceback_is_placed_by_the_call_its_last_line_makes() -> None:
     d = _d("traceback/sglang3398-multinode-c10d-store-timeout.txt")
     assert d.stage == "startup"  # Scheduler.__init__ -> ModelRunner -> init_torch_distributed()
+
+
+def test_a_log_printed_through_ray_is_read_without_the_actor_prefix() -> None:
+    d = _d("client/slime1328-router-503-all-circuits-open.log")
+    assert [c.key for c in d.causes] == ["ROUTER_NO_WORKERS"]
+    assert all(c.key == "CLIENT_HTTP_5XX" for c in d.consequences) and d.consequences
+    assert (d.stage, d.side, d.wedge) == ("router_dispatch", "router", False)
+    assert not d.clues[0].text.startswith("(RolloutManager")
+
+
+def test_a_router_that_had_no_workers_and_then_served_is_a_passing_start() -> None:
+    d = _d("router_log/gen-smg113-router-startup-pd-control.log")
+    assert "ROUTER_NO_WORKERS" not in {c.key for c in d.causes}
+    assert any(c.key == "ROUTER_NO_WORKERS_PASSED" and c.label == "noise" for c in d.clues)
+
+
+def test_the_c10d_store_gone_is_a_consequence_naming_the_store() -> None:
+    d = _d("nccl/sglang20859-hicache-tp16-tcpstore-reset.log")
+    assert d.causes == () and {c.key for c in d.consequences} == {"C10D_STORE_GONE"}
+    assert (d.stage, d.side) == ("not_established", "collective")
+    assert "sglang-0.default.pod.transwarp.local" in (d.suspect or "")
+    start = _d("nccl/sglang2561-slurm-tcpstore-connect-timeout.log")
+    assert (start.stage, start.suspect, start.wedge) == ("startup", "sws-8h100grid-05:8000", False)
+
+
+def test_a_cut_scheduler_traceback_names_its_innermost_frame_beside_the_envelope() -> None:
+    d = _d("traceback/sglang26265-scheduler-prefill-kv-oom-traceback.txt")
+    cut = [c for c in d.causes if c.key == "PYTHON_TRACEBACK_CUT"]
+    assert len(cut) == 1 and "line 412, in alloc_paged_token_slots_extend" in cut[0].text
+    assert (d.stage, d.side, d.suspect) == ("prefill_forward", "prefill", "TP0")
+
+
+def test_goroutines_blocked_for_minutes_are_a_wedge_and_idle_ones_are_not() -> None:
+    d = _d("go/ovhcds3399-hatchery-swarm-goroutines-locked.txt")
+    assert {c.key for c in d.consequences} == {"GOROUTINE_BLOCKED"} and d.wedge is True
+    assert any("goroutine 175 [chan receive, 51 minutes]:" in c.text for c in d.consequences)
+    assert _d("go/stewardci256-sigquit-goroutine-dump-control.txt").wedge is False
+
+
+def test_one_running_thread_of_another_program_is_where_to_look() -> None:
+    d = _d("pyspy/vllm17676-a2-warmup-flashinfer-sampler-pyspy.txt")
+    assert d.suspect == "Thread 2403" and d.stage == "startup"
+    assert "top_k_top_p_sampling_from_logits (flashinfer/sampling.py:1548)" in d.causes[0].text
+    assert d.wedge is None  # one sample: running or stuck is not decided
+    bare = _d("pyspy/ray45822-idle-actor-fetch-function-stack.txt")  # no Thread header at all
+    assert "fetch_registered_method (ray/_private/function_manager.py:248)" in bare.causes[0].text
+
+
+def test_the_oom_reaper_follows_the_kill_and_a_benchmark_summary_is_work_done() -> None:
+    d = _d("kernel/ert7797-oom-killer-perl-repro.log")
+    assert [c.key for c in d.consequences] == ["OOM_REAPED"] and d.suspect == "1440763"
+    bench = _d("load/sglang31659-bench-serving-ok-control.txt")
+    assert bench.wedge is False and any(c.key == "BENCH_REQUESTS_DONE" for c in bench.clues)

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.errors import ParseError
 from pdforensics.parsers.cuda_gdb import looks_like_cuda_gdb, parse_cuda_kernels
@@ -220,27 +220,61 @@ def cuda_gdb(src: Source) -> Iterator[Clue]:
 
 #: torch's c10d store client giving up on its TCPStore (the rendezvous every rank of a
 #: process group meets at): "[c10d] waitForInput: socket SocketImpl(..., remote=[...]:5000)
-#: timed out after 1800000ms", "[c10d] ... Connection refused"
+#: timed out after 1800000ms", "[c10d] TCP client failed to connect/validate to host h:8000",
+#: "[c10d] recvValue failed on SocketImpl(...): Connection reset by peer"; and the NCCL
+#: watchdog's own store check failing ("Failed to check the \"should dump\" flag on TCPStore")
 _C10D = linear.compile(r"\[c10d\][^\n]{0,400}?(?:timed out|Connection refused|Connection reset|"
-                       r"failed to connect|Failed to connect)")
-_REMOTE = linear.compile(r"remote=([^\s,)]{1,120})")
+                       r"failed to connect|Failed to connect|Broken pipe)")
+_STORE_GONE = linear.compile(r"Failed to check the \"should dump\" flag on TCPStore")
+_REMOTE = linear.compile(r"remote=([^\s,)]{1,120})|to host ([^\s:]{1,100}:\d{1,5})|"
+                         r"trying to connect to \(([^,\s]{1,100}), (\d{1,5})\)")
+_TORCH_RANK = linear.compile(r"^\[rank(\d{1,5})\]:")
+#: the peer went away: what the store's host (or the rank that owned it) did is the cause
+_PEER_GONE = ("Connection reset by peer", "Broken pipe", "has shut down")
+
+
+def _store_address(line: str) -> str | None:
+    m = _REMOTE.search(line)
+    if m is None:
+        return None
+    if m.group(4):
+        return f"{m.group(3)}:{m.group(4)}"
+    return m.group(1) or m.group(2)
 
 
 @reader("c10d_store")
 def c10d_store(src: Source) -> Iterator[Clue]:
     """The c10d store unreachable or silent: the ranks cannot meet (the store's address is the
-    suspect). Repeats of one rank's line are one clue per rank and address."""
-    if "[c10d]" not in src.text or src.kind in ("metrics", "server_info", "load"):
+    suspect). A failed connect is at start-up (the rendezvous) and a cause; a connection the
+    store's side reset is a consequence of whatever ended that side. One clue per rank, address
+    and kind."""
+    if ("[c10d]" not in src.text and "TCPStore" not in src.text) or src.kind in (
+            "metrics", "server_info", "load"):
         return
-    seen: set[tuple[str | None, str | None]] = set()
-    for no, line in lines_with(src.text, ("[c10d]",)):
-        if _C10D.search(line) is None:
+    seen: set[tuple[str | None, str | None, bool]] = set()
+    found = lines_with(src.text, ("[c10d]", "TCPStore"))
+    # the store's address, where one line names it (the watchdog's check names none)
+    store = next((a for _no, ln in found if (a := _store_address(ln)) is not None), None)
+    for no, line in found:
+        gone_check = _STORE_GONE.search(line) is not None
+        if not gone_check and _C10D.search(line) is None:
             continue
-        remote = _REMOTE.search(line)
-        where = remote.group(1) if remote else None
-        rank = parse_rank(line)
-        if (rank, where) in seen:
+        where = _store_address(line) or store
+        r = _TORCH_RANK.match(line)
+        rank = f"rank {r.group(1)}" if r else parse_rank(line)
+        gone = gone_check or any(g in line for g in _PEER_GONE)
+        if (rank, where, gone) in seen:
             continue
-        seen.add((rank, where))
-        yield _clue(src, "C10D_STORE_FAILURE", "cause", line.strip()[:500], no, rank=rank, suspect=where, strength=3,
-                    why="torch c10d: the store every rank of the group meets at did not answer")
+        seen.add((rank, where, gone))
+        connect = "connect" in line.lower() and not gone
+        if gone:
+            yield _clue(src, "C10D_STORE_GONE", "consequence", line.strip()[:500], no, rank=rank,
+                        suspect=where, strength=2, stage=NOT_ESTABLISHED,
+                        why="torch c10d: the store's side closed the connection (the store's "
+                            "host, rank 0's, went away): what ended it is the cause")
+            continue
+        yield _clue(src, "C10D_STORE_FAILURE", "cause", line.strip()[:500], no, rank=rank,
+                    suspect=where, strength=3, stage="startup" if connect else None,
+                    wedge=False if connect else None,
+                    why="torch c10d: the store every rank of the group meets at did not answer"
+                        + (" (at the rendezvous: the group never formed)" if connect else ""))

@@ -29,6 +29,11 @@ _IDLE = ("net.(*netFD).accept", "net/http.(*Server).Serve", "os/signal.signal_re
          "runtime.notetsleepg", "runtime.futex")
 
 
+#: goroutine states that wait for another goroutine of the same program
+_BLOCKING = ("chan send", "chan receive", "select", "semacquire", "sync.Mutex.Lock",
+             "sync.RWMutex.Lock", "sync.RWMutex.RLock", "sync.Cond.Wait", "sync.WaitGroup.Wait")
+
+
 def _has(g: ThreadStack, names: tuple[str, ...] | str) -> bool:
     want = (names,) if isinstance(names, str) else names
     return any(f.function.startswith(w) for f in g.frames for w in want)
@@ -66,6 +71,17 @@ def goroutine_clues(src: Source) -> Iterator[Clue]:
                    source=src.path, host=src.host, suspect=single, wedge=True, strength=2,
                    why="a Go HTTP client waiting on a server: a victim of what holds it")
     if waiting:
+        return
+    blocked = [g for g in gs if g.state.split(",")[0] in _BLOCKING and not _has(g, _IDLE)]
+    if any((g.wait_minutes or 0) >= 1 for g in blocked):
+        for g in blocked[:20]:  # one of them has waited minutes: the program is held there
+            header = f"goroutine {g.thread_id} [{g.state}" + (
+                f", {g.wait_minutes} minutes" if g.wait_minutes else "") + "]:"
+            yield Clue(key="GOROUTINE_BLOCKED", label="consequence", stage="not_applicable",
+                       text=f"{header} in {g.frames[0].function if g.frames else '?'}",
+                       source=src.path, host=src.host, wedge=True, strength=1,
+                       why="a goroutine of the program blocked on a channel or a lock, one of "
+                           "them for minutes: it waits for a goroutine that does not come")
         return
     if single is not None:
         g = gs[0]

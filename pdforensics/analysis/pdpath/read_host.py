@@ -17,7 +17,16 @@ from collections.abc import Iterator
 from pdforensics.analysis.pdpath.model import Clue, Stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.beneath import read_beneath
-from pdforensics.parsers.kernel_log import AER, GPU_LOST, GSP, OOM_KILL, SMI_UNREACHABLE, XID, KernelEvent
+from pdforensics.parsers.kernel_log import (
+    AER,
+    GPU_LOST,
+    GSP,
+    OOM_KILL,
+    OOM_REAPED,
+    SMI_UNREACHABLE,
+    XID,
+    KernelEvent,
+)
 from pdforensics.parsers.load_json import read_load_doc
 from pdforensics.parsers.native_stacks import (
     looks_like_gdb,
@@ -78,6 +87,11 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
             yield Clue(key="GPU_UNREACHABLE", label="consequence", text=e.text[:500], side="gpu",
                        suspect=e.suspect, wedge=None if e.device in lost else True, strength=2,
                        why="nvidia-smi cannot reach the GPU: work on it no longer completes",
+                       **base)  # type: ignore[arg-type]
+        elif e.kind == OOM_REAPED:
+            yield Clue(key="OOM_REAPED", label="consequence", text=e.text[:500], side="host",
+                       suspect=e.suspect, wedge=False, strength=1,
+                       why="the kernel freed the memory of the process its OOM killer killed",
                        **base)  # type: ignore[arg-type]
         elif e.kind == OOM_KILL:
             yield Clue(key="OOM_KILL", label="cause", text=e.text[:500], side="host",

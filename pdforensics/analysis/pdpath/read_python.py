@@ -16,7 +16,7 @@ from pdforensics.parsers.linescan import line_numbers
 from pdforensics.parsers.logtime import NewestStamp
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
-_EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|"
+_EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
                        r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
 _FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
@@ -30,8 +30,8 @@ def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
     if "nccl" in low:
         return "collective"
-    if "cuda" in low and "out of memory" not in low:
-        return "gpu"
+    if "cuda" in low and "out of memory" not in low and "cuda graph" not in low:
+        return "gpu"  # (a CUDA graph that failed to capture is the software's, not the GPU's)
     return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
 
 

@@ -40,3 +40,51 @@ def worker_unreachable(src: Source) -> Iterator[Clue]:
                    host=src.host, side=side, suspect=m.group(1), wedge=False, strength=2,
                    why="smg could not open a connection to this worker: it is down, not yet "
                        "listening, or unreachable from the router")
+
+
+#: the gateway refusing a request because no worker may take it (smg's 503 body
+#: ``no_available_workers``: "No available workers (all circuits open or unhealthy)"; the
+#: Python router's "No available prefill workers")
+_NO_WORKERS = linear.compile(r"No (?:available )?(?:(?:prefill|decode) )?workers(?: available)?"
+                             r"(?: \([^)\n]{0,80}\))?|no_available_workers")
+#: an HTTP client reporting the error status it got (httpx: "Server error '503 Service
+#: Unavailable' for url 'http://.../generate'")
+_CLIENT_5XX = linear.compile(r"Server error '(5\d\d) [^'\n]{0,60}' for url")
+
+
+#: a request answered with success, as the router (smg's tracing span) or a server logs it
+_SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
+
+
+@reader("router_refusals")
+def router_refusals(src: Source) -> Iterator[Clue]:
+    """The router had no worker to dispatch to (the cause, at router_dispatch), and the
+    client's error statuses that follow from it (consequences)."""
+    if src.kind in ("metrics", "server_info", "load") or not any(
+            m in src.text for m in ("workers", "Server error '5")):
+        return
+    said = False
+    served = [no for no, _ in lines_with(src.text, _SERVED)]
+    for no, line in lines_with(src.text, ("No available", "No prefill", "No decode",
+                                          "no_available_workers", "Server error '5")):
+        when = parse_log_timestamp(line)
+        if _NO_WORKERS.search(line) is not None and not said:
+            said = True
+            if served and served[-1] > no:  # requests were served after it: it passed
+                yield Clue(key="ROUTER_NO_WORKERS_PASSED", label="noise",
+                           text=line.strip()[:500], source=src.path, line=no, time=when,
+                           stage="router_dispatch", side="router", role="router",
+                           host=src.host, wedge=False,
+                           why="the router had no worker for a while (workers not yet "
+                               f"registered or healthy), then served requests (line {served[-1]})")
+                continue
+            yield Clue(key="ROUTER_NO_WORKERS", label="cause", text=line.strip()[:500],
+                       source=src.path, line=no, time=when, stage="router_dispatch",
+                       side="router", role="router", host=src.host, wedge=False, strength=2,
+                       why="the router had no worker it could send the request to (every "
+                           "circuit open or unhealthy, or none registered): it answered 503")
+        elif _CLIENT_5XX.search(line) is not None:
+            yield Clue(key="CLIENT_HTTP_5XX", label="consequence", text=line.strip()[:500],
+                       source=src.path, line=no, time=when, side="client", host=src.host,
+                       wedge=False, strength=1,
+                       why="a client got an error status: what failed behind it is its cause")

@@ -7,6 +7,7 @@ launcher's SIGQUIT, a bare ``Killed``, "from another rank").
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Label, Stage
@@ -108,26 +109,55 @@ def _watchdog_place(role: str | None) -> Place:
 
 
 _CALLS = linear.compile(r"([A-Za-z_]\w{0,100})\(")
+_CARETS = linear.compile(r"^\s*[\^~]{3,}\s*$")
+#: a traceback's last line: "SomeError: message" (module-qualified or not)
+_EXC_END = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
+                          r"Interrupt|Exit|Failure|Timeout)(?::|$)")
 _TB_FRAME = linear.compile(r"""^\s*File "[^"]{1,1000}", line \d{1,9},? in (\S{1,300})""")
 
 
-def _traceback_stage(every: list[str], no: int, role: str | None) -> Stage | None:
-    """The stage the frames of the traceback that opens at line ``no`` run through (a
-    scheduler dying in Scheduler.__init__ -> init_torch_distributed is at start-up), read
-    even when the traceback is cut before its exception line."""
+@dataclass(frozen=True)
+class _Traceback:
+    """What the frames after a scheduler's "hit an exception" say: the stage they run
+    through, and (when the traceback is cut before its exception line) the innermost frame
+    line and its number, where it raised."""
+
+    stage: Stage | None
+    cut_frame: tuple[int, str] | None
+
+
+def _traceback(every: list[str], no: int, role: str | None) -> _Traceback:
+    """The traceback that opens at line ``no`` (a scheduler dying in Scheduler.__init__ ->
+    init_torch_distributed is at start-up), read even when it is cut before its exception
+    line."""
     funcs: list[str] = []
     last_code = ""
-    for nxt in every[no:no + 120]:
+    last_frame: tuple[int, str] | None = None
+    ended_by_exception = False
+    for k, nxt in enumerate(every[no:no + 120], no + 1):
         m = _TB_FRAME.match(nxt)
         if m is not None:
             funcs.insert(0, m.group(1))  # innermost first
+            last_frame, last_code = (k, nxt.strip()), ""
         elif nxt.strip() and not nxt[:1].isspace():
+            ended_by_exception = _EXC_END.match(nxt.strip()) is not None
             break
-        elif nxt.strip():
+        elif nxt.strip() and not _CARETS.match(nxt):
             last_code = nxt.strip()
     # the innermost frame's code line calls into the next frame (the one a cut dropped)
     funcs[:0] = [c for c in _CALLS.findall(last_code)][::-1]
-    return frames_stage(funcs, [], role) if funcs else None
+    stage = frames_stage(funcs, [], role) if funcs else None
+    return _Traceback(stage, None if ended_by_exception else last_frame)
+
+
+def _cut_frame_clue(src: Source, tb: _Traceback, hit: SignatureLine, role: str | None) -> Clue:
+    assert tb.cut_frame is not None
+    no, frame = tb.cut_frame
+    return Clue(key="PYTHON_TRACEBACK_CUT", label="cause", text=frame[:_MAX_TEXT],
+                source=src.path, line=no, time=hit.time, stage=tb.stage, role=role,
+                host=src.host, rank=hit.rank, wedge=False, strength=2,
+                why="the scheduler's traceback is cut before its exception line: its innermost "
+                    "frame is where it raised")
 
 
 def _continued(every: list[str], no: int) -> str:
@@ -176,10 +206,13 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                     place = Place(place.stage, place.side, False, 1,
                                   f"{sig.description}: it ends a {via} ({place.why})")
             stage = place.stage if place else None
-            if stage is None and sig.key == "SCHEDULER_EXCEPTION" and line.rstrip().endswith(
+            if sig.key == "SCHEDULER_EXCEPTION" and line.rstrip().endswith(
                     "(most recent call last):"):
                 every = every or src.text.split("\n")
-                stage = _traceback_stage(every, hit.no, line_role)
+                tb = _traceback(every, hit.no, line_role)
+                stage = stage or tb.stage
+                if tb.cut_frame is not None:
+                    yield _cut_frame_clue(src, tb, hit, line_role)
             yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
                        line=hit.no, time=hit.time, stage=stage,
                        side=place.side if place else None, role=line_role, host=src.host,
@@ -205,6 +238,8 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
     ("WARMUP", "progress", ("warmup",), "startup", False, 1,
      "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
 )
+#: a stack frame line (py-spy's "    func (file.py:12)", a traceback's '  File "x.py", line')
+_STACK_FRAME = linear.compile(r'^\s+(?:[\w.<>-]{1,200} \([^()\n]{1,400}:\d{1,7}\)\s*$|File ")')
 _KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
 def _sglang_mark(low_line: str) -> bool:
     return any(m in low_line for m in SGLANG_MARKS)
@@ -250,7 +285,8 @@ def context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=time_at(no - 1), host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in _CONTEXT if any(lit in ll for lit in c[2])]
+        hit = [c for c in _CONTEXT if any(lit in ll for lit in c[2])
+               ] if _STACK_FRAME.match(line) is None else []  # a frame names, it does not say
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
@@ -288,3 +324,19 @@ def request_clues(src: Source) -> Iterator[Clue]:
                    host=src.host, rank=ev.rank, rids=(ev.rid,) if ev.rid else (),
                    rooms=(ev.room,) if ev.room is not None else (),
                    why="a request-level log line (--log-requests / the router's span)")
+
+
+_BENCH_OK = linear.compile(r"^Successful requests:\s+(\d{1,9})\s*$")
+
+
+@reader("bench_serving")
+def bench_result(src: Source) -> Iterator[Clue]:
+    """sglang.bench_serving's summary: requests that completed are work that moved."""
+    if "Serving Benchmark Result" not in src.text:
+        return
+    found = first_line_with(src.text, ("Successful requests:",))
+    if found is None or (m := _BENCH_OK.match(found[1].strip())) is None or int(m.group(1)) == 0:
+        return
+    yield Clue(key="BENCH_REQUESTS_DONE", label="progress", text=found[1].strip(),
+               source=src.path, line=found[0], host=src.host, wedge=False, strength=2,
+               why="sglang.bench_serving counted these requests as completed")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Stage
-from pdforensics.analysis.pdpath.place import frames_role
+from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
 
@@ -104,12 +104,42 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    why="an idle detokenizer/tokenizer loop holds no request")
 
 
+def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
+    """In a dump of another program: the one thread py-spy saw running (or the only thread,
+    when its state is not idle) is where the process is; a stuck process is stuck there."""
+    active = [t for t in d.threads if t.state.startswith("active")]
+    alone = [t for t in d.threads if t.state != "idle"] if len(d.threads) == 1 else []
+    focus = active[0] if len(active) == 1 else (alone[0] if alone else None)
+    if focus is None or not focus.frames:
+        return None
+    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    named = focus.thread_id not in ("?", "")
+    funcs = _funcs(focus)
+    return Clue(key="STACK_ONE_THREAD_RUNS", label="cause", source=src.path, host=src.host,
+                text=f"{where}: {'Thread ' + focus.thread_id if named else 'the thread shown'}"
+                     f" ({focus.state or 'state not shown'}) in {focus.frames[0]}",
+                stage=frames_stage(funcs, [], None) or (
+                    "startup" if any(w in f for f in funcs for w in _STARTING) else None),
+                suspect=f"Thread {focus.thread_id}" if named else None, strength=1,
+                why="the one thread of the process that runs (the others wait or sleep): where "
+                    "the process is when the dump was taken; a second dump tells stuck from busy")
+
+
+#: functions of a program starting up (warm-up, compilation, model load)
+_STARTING = ("warm_up", "warmup", "compile_or_warm_up", "load_model", "_initialize_kv_caches")
+
+
 @reader("stack_dumps")
 def stack_clues(src: Source) -> Iterator[Clue]:
-    """Per dumped SGLang process: its role, a forward in progress, or a fully idle loop."""
+    """Per dumped SGLang process: its role, a forward in progress, or a fully idle loop; per
+    dump of another program, the one thread that runs."""
     for n, d in enumerate(src.dumps, 1):
-        if d.threads:
-            yield from _dump_clues(src, d, n)
+        if not d.threads:
+            continue
+        said = list(_dump_clues(src, d, n))
+        yield from said
+        if not said and not _is_sglang(d) and (focus := _focus_clue(src, d, n)) is not None:
+            yield focus
 
 
 @reader("pyspy_failure")

@@ -1,0 +1,36 @@
+"""Ray's worker-log prefix: a process started by Ray (an SGLang engine inside an RL trainer's
+actor, a rollout manager) has every line it prints to the driver prefixed with the actor and
+its pid: ``(RolloutRayActor pid=3549160) [2025-08-05 12:15:15 TP0] ...``, ``(pid=42, ip=10.0.0.2)
+...``. Readers of SGLang, NCCL and torch lines read them without it; line numbers stay."""
+
+from __future__ import annotations
+
+from pdforensics import linear
+from pdforensics.parsers.linescan import line_numbers
+
+_PREFIX = linear.compile(r"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?")
+_PREFIX_B = linear.compile(rb"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?",
+                           linear.M)
+_SAMPLE = 200
+
+
+def ray_prefixed(text: str) -> bool:
+    """At least a third of the first non-blank lines carry Ray's prefix."""
+    if "pid=" not in text[:20000]:
+        return False
+    lines = [ln for ln in text[:50000].split("\n")[:_SAMPLE] if ln.strip()]
+    hits = sum(1 for ln in lines if _PREFIX.match(ln) is not None)
+    return bool(lines) and hits * 3 >= len(lines)
+
+
+def strip_ray_prefix(text: str) -> str:
+    """The text with Ray's prefix removed from every line that has one (one scan finds them)."""
+    marked = line_numbers(text, _PREFIX_B)
+    if not marked:
+        return text
+    lines = text.split("\n")
+    for no in marked:
+        m = _PREFIX.match(lines[no - 1])
+        if m is not None:
+            lines[no - 1] = lines[no - 1][m.end():]
+    return "\n".join(lines)

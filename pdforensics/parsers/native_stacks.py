@@ -6,7 +6,9 @@ N)``, ``(process N)``) and lists ``#0  0x... in func (args) at file.c:48`` / ``f
 frames, or, for ``py-bt``, ``Traceback (most recent call first):`` and ``File "x.py", line
 6, in f`` frames. A thread header of this shape is gdb's, never a py-spy dump: py-spy writes
 ``Thread 0x7F... (idle): "name"``. Thread ids are ``LWP N`` (the kernel thread id, which
-``/proc/PID/task`` and py-spy's native mode share). Never raises on arbitrary text.
+``/proc/PID/task`` and py-spy's native mode share). A plain ``bt`` with no thread header is
+the current thread (``?``); an interactive session's ``[Switching to thread 2 (... (LWP N))]``
+opens thread ``LWP N``. Never raises on arbitrary text.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ _GDB_SNIFF = linear.compile(r"^(?:Thread \d{1,7} \((?:Thread 0x|LWP |process )|#
 _GDB_FRAME = linear.compile(r"^#(\d{1,5}) {1,4}(?:(0x[0-9a-fA-F]{1,16}) in )?(.*)$")
 _PY_FILE = linear.compile(r'^\s{1,8}File "([^"]{1,1000})", line (\d{1,9}), in (\S{1,300})')
 _PY_BUILTIN = linear.compile(r"^\s{1,8}<built-in (?:method|function) (\w{1,200})")
+#: gdb naming the thread it switched to (or the current one): "[Switching to thread 2 (Thread
+#: 0x75786a7ff640 (LWP 51477))]", "[Current thread is 1 (Thread 0x7f.. (LWP 9))]"
+_SWITCH = linear.compile(r"^\[(?:Switching to|Current) thread (?:is )?\d{1,7} \((?:Thread 0x[0-9a-fA-F]{1,16} )?"
+                         r"\(LWP (\d{1,10})\)\)\]")
 _DETACHED = linear.compile(r"^\[Inferior \d{1,5} \(process (\d{1,10})\) detached\]")
 _UCX_HEAD = linear.compile(r"^==== backtrace \(tid: {0,8}(\d{1,10})\) ====")
 _UCX_FRAME = linear.compile(r"^\s{0,4}(\d{1,4}) {1,4}([^\s(]{1,500})\(([^)\s]{0,300})\) {0,4}"
@@ -95,10 +101,20 @@ def parse_gdb(text: str) -> tuple[ProcessDump, ...]:
         if d is not None:
             pid = int(d.group(1))
             continue
-        if cur is None:
+        sw = _SWITCH.match(line)
+        if sw is not None:  # an interactive session: "thread 2", then "bt"
+            close()
+            frames = []
+            cur = {"tid": f"LWP {sw.group(1)}", "name": None}
             continue
         f = _GDB_FRAME.match(line)
+        if f is not None and cur is None:  # a plain "bt": the current thread, unnamed
+            cur = {"tid": "?", "name": None}
+        if cur is None:
+            continue
         if f is not None:
+            if f.group(1) == "0" and frames:  # the same thread printed again (a second bt)
+                frames = []
             frames.append(_frame_from_gdb(f.group(3), f.group(2)))
             continue
         pf = _py_frame(line)

@@ -1,7 +1,8 @@
 """Ray's worker-log prefix: a process started by Ray (an SGLang engine inside an RL trainer's
 actor, a rollout manager) has every line it prints to the driver prefixed with the actor and
 its pid: ``(RolloutRayActor pid=3549160) [2025-08-05 12:15:15 TP0] ...``, ``(pid=42, ip=10.0.0.2)
-...``. Readers of SGLang, NCCL and torch lines read them without it; line numbers stay."""
+...``, and Ray's deduplication may end it with `` [repeated 6x across cluster]``. Readers of
+SGLang, NCCL and torch lines read them without either; line numbers stay."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ _PREFIX = linear.compile(r"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0
 _PREFIX_B = linear.compile(rb"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?",
                            linear.M)
 _SAMPLE = 200
+#: Ray's log deduplication: " [repeated 6x across cluster]" at the end of a line
+_DEDUP = linear.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 
 
 def ray_prefixed(text: str) -> bool:
@@ -30,7 +33,12 @@ def strip_ray_prefix(text: str) -> str:
         return text
     lines = text.split("\n")
     for no in marked:
-        m = _PREFIX.match(lines[no - 1])
+        line = lines[no - 1]
+        m = _PREFIX.match(line)
         if m is not None:
-            lines[no - 1] = lines[no - 1][m.end():]
+            line = line[m.end():]
+            if line.endswith("across cluster]"):
+                d = _DEDUP.search(line)
+                line = line[:d.start()] if d is not None else line
+            lines[no - 1] = line
     return "\n".join(lines)

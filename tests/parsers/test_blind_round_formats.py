@@ -82,3 +82,30 @@ def test_a_mooncake_warning_counts_only_right_before_an_error() -> None:
     assert read_transfer_errors(f"{w}\n" + "x\n" * 10 + f"{e}\n")[0].level == "E"
     assert read_transfer_errors(f"{w}\n") == ()
     assert device_of(w) == "mlx5_bond_1" and device_of("mlx5dv_devx_obj_create(CQ) failed") is None
+
+
+def test_a_plain_gdb_bt_is_the_current_thread_and_a_session_switch_names_the_next() -> None:
+    from pdforensics.parsers.native_stacks import parse_gdb
+
+    (d,) = parse_gdb((FIELD / "gdb/pytorch95944-gdb-libcuda-memcpy-item-hang.txt").read_text())
+    assert [t.thread_id for t in d.threads] == ["?"] and len(d.threads[0].frames) > 10
+    (s,) = parse_gdb((FIELD / "gdb/thunder462-gdb-threadpool-and-ucx-fuse-read.txt").read_text())
+    ids = [t.thread_id for t in s.threads]
+    assert ids[0] == "?" and "LWP 51477" in ids
+    # the frame gdb prints on switching, then the same thread's bt: one thread, not two
+    assert ids.count("LWP 51477") == 1
+    assert next(t for t in s.threads if t.thread_id == "LWP 51477").frames[0].function == "read"
+
+
+def test_ray_dedup_suffixes_are_dropped_with_the_prefix() -> None:
+    text = ("(WorkerDict pid=443, ip=10.71.253.130)   File \"/x/loader.py\", line 370, in load_model"
+            " [repeated 12x across cluster]\n(WorkerDict pid=443, ip=10.71.253.130)     y()\n")
+    assert strip_ray_prefix(text).split("\n")[:2] == [
+        '  File "/x/loader.py", line 370, in load_model', "    y()"]
+
+
+def test_a_file_sniffed_as_a_dump_but_unreadable_as_one_is_read_as_its_log() -> None:
+    from pdforensics.triage.read import read_path
+
+    art = read_path(str(FIELD / "traceback/fastchat3498-compose-prefix-sglang-runtime.log"))
+    assert art.usable and art.kind == "log"

@@ -17,6 +17,15 @@ from pdforensics.analysis.pdpath.sources import READERS, Source
 _QUIET_KINDS = frozenset({"log", "stacks", "goroutines", "metrics", "load", "server_info"})
 
 
+def _shows_the_program(src: Source) -> bool:
+    """The source is of a kind whose quiet reading says nothing is held, and it shows the
+    program's own state: not a debugger's backtrace, not a goroutine dump with only the
+    runtime's goroutine 0 in it."""
+    if src.kind not in _QUIET_KINDS or any(d.kind in ("gdb", "cuda-gdb") for d in src.dumps):
+        return False
+    return src.kind != "goroutines" or any(g.thread_id not in ("0", "?") for g in src.goroutines)
+
+
 def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
     """Every registered reader over every source: the clues, and a note per crashed reader."""
     clues: list[Clue] = []
@@ -27,7 +36,17 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
                 clues.extend(r.fn(src))
             except Exception as exc:  # one reader's bug never loses the others' evidence
                 notes.append(f"reader {r.name} failed on {src.path}: {type(exc).__name__}: {exc}")
-    return clues, notes
+    # two readers placing the same line under the same key (a traceback cut at the end of a
+    # scheduler's log: the log reader and the traceback reader) make one clue
+    seen: set[tuple[str, str, int]] = set()
+    kept: list[Clue] = []
+    for c in clues:
+        if c.line is not None and c.key == "PYTHON_TRACEBACK_CUT":
+            if (c.key, c.source, c.line) in seen:
+                continue
+            seen.add((c.key, c.source, c.line))
+        kept.append(c)
+    return kept, notes
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()
@@ -35,7 +54,6 @@ def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = (
     """Read every source, add the findings that show a wedge over time, reason once."""
     clues, notes = read_all(sources)
     clues.extend(finding_clues(findings))
-    quiet = sum(1 for s in sources if s.kind in _QUIET_KINDS
-                and not any(d.kind in ("gdb", "cuda-gdb") for d in s.dumps))
+    quiet = sum(1 for s in sources if _shows_the_program(s))
     d = diagnose(clues, sources_read=quiet)
     return replace(d, notes=tuple(notes)) if notes else d

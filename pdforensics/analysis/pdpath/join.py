@@ -4,7 +4,8 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
 - its own line also carries a consequence the source defines ("from another rank": the rank
   recorded no failure of its own; "Aborted by AbortReq.": the abort path);
 - it is a scheduler's "hit an exception" envelope and an exception line of that traceback
-  (just after it, or the tail printed just before it) says what was raised;
+  (just after it, or the tail printed just before it) says what was raised, or, for a
+  traceback cut before its exception line, its innermost frame says where;
 - it is a weak failure report (strength 1: "Decode handshake failed", "Decode transfer
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
   bootstrap room anywhere.
@@ -37,7 +38,7 @@ def _same_line_consequence(clues: list[Clue]) -> list[Clue]:
 
 def _envelopes(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
-    exc = [i for i, c in enumerate(out) if c.key == "PYTHON_EXCEPTION"]
+    exc = [i for i, c in enumerate(out) if c.key in ("PYTHON_EXCEPTION", "PYTHON_TRACEBACK_CUT")]
     for i, c in enumerate(out):
         if c.key != _ENVELOPE or c.line is None:
             continue
@@ -102,7 +103,7 @@ def _restates(later: Clue, first: Clue) -> bool:
     return len(tail) >= 12 and tail in first.text
 
 
-_BURST_LINES = 3  # untimed lines: a burst's lines follow each other this closely
+_BURST_LINES = 6  # untimed lines: a burst's lines follow each other this closely
 
 
 def _same_burst(first: Clue, prev: Clue, c: Clue) -> bool:

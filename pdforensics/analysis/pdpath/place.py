@@ -154,6 +154,7 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("init_model_worker", "startup"), ("init_tp_model_worker", "startup"),
     ("_init_model_runner", "startup"), ("init_cuda_graphs", "startup"),
     ("init_prefill_cuda_graph", "startup"), ("capture_one_batch_size", "startup"),
+    ("capture_model", "startup"),
     ("get_new_batch_prefill", "prefill_forward"), ("prepare_for_extend", "prefill_forward"),
     ("_get_prefill_parallel_info_from_server", "prefill_bootstrap"),
     ("_get_bootstrap_info_from_server", "prefill_bootstrap"),
@@ -167,6 +168,9 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
 CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     ("prefill_tp_size", "prefill_bootstrap"), ("prefill_dp_size", "prefill_bootstrap"),
     ("bootstrap_info", "prefill_bootstrap"), ("ncclCommInitRank", "startup"),
+    # the scheduler and its model worker being built: the server is starting
+    ("= Scheduler(", "startup"), ("TpModelWorker(", "startup"), ("TpWorkerClass(", "startup"),
+    ("= ModelRunner(", "startup"),
 )
 
 

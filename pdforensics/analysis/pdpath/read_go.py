@@ -50,6 +50,8 @@ def _user(g: ThreadStack) -> bool:
 @reader("goroutines")
 def goroutine_clues(src: Source) -> Iterator[Clue]:
     """HTTP client waits (getConn / roundTrip) and the one goroutine a short dump names."""
+    if not src.goroutines:
+        return
     gs = [g for g in src.goroutines if _user(g)]
     panic = _panic_clue(src, gs)
     if panic is not None:

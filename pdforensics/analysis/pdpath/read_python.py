@@ -12,7 +12,7 @@ from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
-from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.linescan import line_numbers, lines_with
 from pdforensics.parsers.logtime import NewestStamp
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
@@ -20,7 +20,10 @@ _EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z
                        r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
 _FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
-_CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16})")
+_CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16}|Stack) \(most recent call first\):")
+#: absl's / glog's failure signal handler (Ray's, TensorFlow's C++ core): "*** SIGSEGV received
+#: at time=1709021359 on cpu 44 ***"
+_SIGNAL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
 _NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
 _CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 _MAX_TEXT = 500
@@ -61,9 +64,16 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     anchors = line_numbers(src.text, _FRAME_OR_CARET)
     k = 0
     no = 0
+    innermost: tuple[int, str] | None = None  # the last frame line read
+    run_head = ""
     while True:
         no += 1
         if no > len(every):
+            if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
+                    and ", in " in innermost[1] and "most recent call first" not in run_head:
+                # (a traceback's frame says "line N, in f"; faulthandler's "line N in f", and
+                # gdb's py-bt is headed "most recent call first": samples, not a raise)
+                yield _cut_at_end(src, innermost, funcs, code)  # the text ends mid-traceback
             return
         if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
             while k < len(anchors) and anchors[k] < no:
@@ -80,8 +90,11 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if fm is not None:
             if no - last_frame > _NEAR + 8:
                 funcs, code = [], []
+            if not funcs:  # a run of frames begins: the line before it says what prints it
+                run_head = " ".join(every[max(0, no - 4):no - 1])
             funcs.insert(0, fm.group(2))
             last_frame = no
+            innermost = (no, line.strip())
             continue
         if no - last_frame > _NEAR or not line.strip():
             recent = [line.strip()]
@@ -103,6 +116,32 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         funcs, code, last_frame = [], [], -_NEAR - 1
 
 
+def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
+                code: list[str]) -> Clue:
+    """A traceback the text ends inside (a paste cut before its exception line): the
+    innermost frame is where it raised, the frames say the stage; a traceback is a crash."""
+    role = frames_role(funcs) or src.role
+    return Clue(key="PYTHON_TRACEBACK_CUT", label="cause", text=innermost[1][:_MAX_TEXT],
+                source=src.path, line=innermost[0], stage=frames_stage(funcs, code, role),
+                role=role, host=src.host, wedge=False, strength=2,
+                why="a traceback cut before its exception line: its innermost frame is where "
+                    "it raised")
+
+
+@reader("native_signal")
+def native_signal_clues(src: Source) -> Iterator[Clue]:
+    """A C++ failure signal handler's report (absl, glog): the process took a fatal signal."""
+    if "received at time=" not in src.text:
+        return
+    for no, line in lines_with(src.text, ("received at time=",)):
+        m = _SIGNAL.search(line)
+        if m is not None:  # (each copy: a log that repeats the report keeps it one burst)
+            yield Clue(key="NATIVE_SIGNAL", label="cause", text=line.strip()[:_MAX_TEXT],
+                       source=src.path, line=no, time=_stamp(line), role=src.role,
+                       host=src.host, wedge=False, strength=3,
+                       why=f"the process's failure signal handler caught {m.group(1)}: it crashed")
+
+
 @reader("faulthandler_fatal")
 def fatal_clues(src: Source) -> Iterator[Clue]:
     """faulthandler's "Fatal Python error: ..." (the process crashed) and its current thread."""
@@ -116,7 +155,8 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
             fatal = (no, s)
             continue
         if fatal is not None and (c := _CURRENT.match(s)) is not None:
-            yield _fatal(src, fatal, c.group(1), _frames_after(every, k + 1))
+            thread = c.group(1) if c.group(1) != "Stack" else None  # (no thread id printed)
+            yield _fatal(src, fatal, thread, _frames_after(every, k + 1))
             fatal = None
     if fatal is not None:
         yield _fatal(src, fatal, None, [])

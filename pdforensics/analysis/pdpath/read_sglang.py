@@ -131,6 +131,7 @@ def _traceback(every: list[str], no: int, role: str | None) -> _Traceback:
     init_torch_distributed is at start-up), read even when it is cut before its exception
     line."""
     funcs: list[str] = []
+    code: list[str] = []
     last_code = ""
     last_frame: tuple[int, str] | None = None
     ended_by_exception = False
@@ -144,9 +145,10 @@ def _traceback(every: list[str], no: int, role: str | None) -> _Traceback:
             break
         elif nxt.strip() and not _CARETS.match(nxt):
             last_code = nxt.strip()
+            code.insert(0, last_code)
     # the innermost frame's code line calls into the next frame (the one a cut dropped)
     funcs[:0] = [c for c in _CALLS.findall(last_code)][::-1]
-    stage = frames_stage(funcs, [], role) if funcs else None
+    stage = frames_stage(funcs, code, role) if funcs else None
     return _Traceback(stage, None if ended_by_exception else last_frame)
 
 

@@ -107,6 +107,8 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
 def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
     """In a dump of another program: the one thread py-spy saw running (or the only thread,
     when its state is not idle) is where the process is; a stuck process is stuck there."""
+    if d.kind not in ("pyspy", "pyspy-json"):  # only py-spy says which thread runs
+        return None
     active = [t for t in d.threads if t.state.startswith("active")]
     alone = [t for t in d.threads if t.state != "idle"] if len(d.threads) == 1 else []
     focus = active[0] if len(active) == 1 else (alone[0] if alone else None)

@@ -75,9 +75,17 @@ def _side_of(c: Clue, roles: set[str]) -> Side | None:
     return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
 
 
-def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool) -> Stage:
+def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
+              clues: Sequence[Clue] = ()) -> Stage:
     if c.stage is not None:
         return c.stage
+    # the stage the other failure lines of its file agree on (a c10d timeout with no stage of
+    # its own, then the scheduler's traceback through Scheduler.__init__: start-up)
+    same = {x.stage for x in clues if x.source == c.source and x is not c and x.stage
+            and x.label in ("cause", "consequence") and x.stage not in ("not_applicable",
+                                                                        "not_established")}
+    if len(same) == 1:
+        return same.pop()
     role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
     if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
         return _FORWARD[role]
@@ -151,7 +159,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
         side_or_none = _side_of(c, roles)
         rivals = _rivals(clues, p, side_or_none, roles)
         side = side_or_none if side_or_none is not None and not rivals else NOT_ESTABLISHED
-        stage = _stage_of(c, side_or_none, roles, sglang)
+        stage = _stage_of(c, side_or_none, roles, sglang, clues)
         suspect = _suspect(clues, p)
         for r in rivals[:3]:
             decide.append(f"{c.key} points at {side_or_none}, {clues[r].key} at "

@@ -92,14 +92,16 @@ def _mooncake_kind(src: str, msg: str) -> tuple[str, str | None, str]:
         return "handshake", "kv_send", msg[:80]
     if any(w in msg for w in _METADATA):
         return "metadata", "kv_send", msg[:80]
-    return "error", ("kv_send" if src.startswith(("tcp_", "rdma_", "worker_pool")) else None), msg[:80]
+    transport = src.startswith(("tcp_", "rdma_", "worker_pool")) or "_transport." in src
+    return "error", ("kv_send" if transport else None), msg[:80]
 
 
 def _line(no: int, line: str) -> TransferError | None:
     g = _GLOG.search(line)
     if g is not None:
         src, msg = g.group(5), g.group(7)
-        if g.group(1) == "I" or not src.startswith(_TE_FILES) or msg.startswith(_BENIGN):
+        if g.group(1) == "I" or not (src.startswith(_TE_FILES) or "_transport." in src) \
+                or msg.startswith(_BENIGN):  # (any *_transport.cpp is one of its transports)
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
         peer = _PEER_NIC.search(msg)
@@ -121,8 +123,8 @@ def _line(no: int, line: str) -> TransferError | None:
         return TransferError(no, line.strip(), "ucx", "crash", "kv_send", "cause",
                              f"signal {s.group(1)}: {s.group(2)[:80]}")
     n = _NIXL.search(line)
-    if n is not None:
-        return TransferError(no, line.strip(), "nixl", "error", "kv_send", "cause", n.group(0))
+    if n is not None:  # a code alone does not say when (start-up, a transfer): the stage is open
+        return TransferError(no, line.strip(), "nixl", "error", None, "cause", n.group(0))
     return None
 
 

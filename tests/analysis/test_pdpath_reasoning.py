@@ -322,3 +322,22 @@ def test_a_traceback_the_file_ends_inside_is_a_crash_placed_by_its_frames() -> N
     # gdb's py-bt ("most recent call first") is a sample, not a traceback that was cut
     assert "PYTHON_TRACEBACK_CUT" not in {
         c.key for c in _d("gdb/gen-gdb13-thread-apply-all-py-bt.txt").clues}
+
+
+def test_a_rank_suspect_is_named_as_the_log_prints_it() -> None:
+    d = _d("traceback/sglang10570-dsv31-eagle-extend-exception.txt")
+    assert d.suspect == "DP4 TP4 EP4"
+
+
+def test_a_thread_that_died_of_an_exception_is_named_by_its_target() -> None:
+    d = _d("traceback/sglang6720-nixl-prefill-bootstrap-indexerror.log")
+    assert d.suspect == "bootstrap_thread" and d.causes[0].text == "IndexError: list index out of range"
+    assert any(c.key == "THREAD_EXCEPTION" for c in d.consequences)
+    assert (d.stage, d.side) == ("prefill_bootstrap", "prefill")
+
+
+def test_a_nixl_backend_that_cannot_be_created_fails_at_startup() -> None:
+    for rel in ("traceback/nixl96-createbackend-ucx-err-backend.log",
+                "traceback/nixl177-register-vram-err-backend.log"):
+        d = _d(rel)
+        assert (d.stage, d.wedge) == ("startup", False), rel

@@ -20,6 +20,7 @@ from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 
 _ENVELOPE = "SCHEDULER_EXCEPTION"
+_THREAD_ENVELOPE = "THREAD_EXCEPTION"  # Python's "Exception in thread Thread-5 (target):"
 _NEAR_LINES = 200  # an exception line this close to an envelope belongs to its traceback
 
 
@@ -40,6 +41,14 @@ def _envelopes(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
     exc = [i for i, c in enumerate(out) if c.key in ("PYTHON_EXCEPTION", "PYTHON_TRACEBACK_CUT")]
     for i, c in enumerate(out):
+        if c.key == _THREAD_ENVELOPE and c.line is not None and c.suspect is not None:
+            # the thread a traceback belongs to: its exception names that thread
+            after = [j for j in exc if out[j].source == c.source and out[j].line is not None
+                     and 0 < out[j].line - c.line <= _NEAR_LINES]  # type: ignore[operator]
+            for j in after[:1]:
+                if out[j].suspect is None:
+                    out[j] = replace(out[j], suspect=c.suspect)
+            continue
         if c.key != _ENVELOPE or c.line is None:
             continue
         near = [j for j in exc if out[j].source == c.source and out[j].line is not None

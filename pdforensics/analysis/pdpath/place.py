@@ -171,6 +171,9 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     # the scheduler and its model worker being built: the server is starting
     ("= Scheduler(", "startup"), ("TpModelWorker(", "startup"), ("TpWorkerClass(", "startup"),
     ("= ModelRunner(", "startup"),
+    # a KV transfer backend created or its memory registered: before any request
+    ("createBackend(", "startup"), ("registerMem(", "startup"), ("register_memory(", "startup"),
+    ("register_kv_caches(", "startup"),
 )
 
 

@@ -128,6 +128,30 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
                     "it raised")
 
 
+#: Python's threading excepthook: "Exception in thread Thread-5 (bootstrap_thread):"
+_THREAD_EXC = linear.compile(r"^Exception in thread ([^\s(:]{1,120})(?: \((\w{1,120})\))?:\s*$")
+
+
+@reader("thread_exceptions")
+def thread_exception_clues(src: Source) -> Iterator[Clue]:
+    """A thread that died of an exception (the header Python prints before its traceback):
+    a consequence of the exception the traceback ends with; it names the thread (its target
+    function where Python gives one) to look at."""
+    if "Exception in thread" not in src.text:
+        return
+    seen: set[str] = set()
+    for no, line in lines_with(src.text, ("Exception in thread",)):
+        m = _THREAD_EXC.match(line.strip())
+        if m is None or m.group(0) in seen:
+            continue
+        seen.add(m.group(0))
+        yield Clue(key="THREAD_EXCEPTION", label="consequence", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
+                   suspect=m.group(2) or m.group(1), wedge=False, strength=1,
+                   why="Python: this thread ended on an uncaught exception (its traceback "
+                       "follows); the thread is gone, whatever it served waits or fails")
+
+
 @reader("native_signal")
 def native_signal_clues(src: Source) -> Iterator[Clue]:
     """A C++ failure signal handler's report (absl, glog): the process took a fatal signal."""

@@ -92,6 +92,17 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
     return NOT_ESTABLISHED if sglang else "not_applicable"
 
 
+def _as_printed(rank: str) -> str:
+    """An SGLang rank label as its log prefix prints it (``DP4_TP4_EP4`` -> ``DP4 TP4 EP4``):
+    what an operator greps for."""
+    parts = rank.split("_")
+    return " ".join(parts) if len(parts) > 1 and all(
+        p[:2] in _RANK_KINDS and p[2:].isdigit() for p in parts) else rank
+
+
+_RANK_KINDS = ("DP", "TP", "PP", "EP", "CP")
+
+
 def _suspect(clues: Sequence[Clue], p: int) -> str | None:
     c = clues[p]
     if c.suspect is not None:
@@ -100,7 +111,7 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
         return None
     # a rank is named only when it is the odd one out: every rank failing names none
     failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"}
-    return c.rank if failing == {c.rank} else None
+    return _as_printed(c.rank) if failing == {c.rank} else None
 
 
 def _wedge(clues: Sequence[Clue], p: int | None, quiet_read: bool = False) -> bool | None:

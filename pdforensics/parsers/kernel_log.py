@@ -45,7 +45,7 @@ _OOM = linear.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_k
                   r"Kill(?:ed)? process (\d{1,10}) \(([^)\n]{0,64})\)")
 _GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
 _SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
-_REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \(([^)\n]{1,64})\)")
+_REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \((.{1,64}?)\)(?:, |\s*$)")
 _CAUSED_BY = linear.compile(r"caused by previous Xid (\d{1,4})")
 _RECOVERY = linear.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
                        r"\(([^)]{1,40})\)")

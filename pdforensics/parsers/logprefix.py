@@ -1,4 +1,4 @@
-"""Strip log-line prefixes (docker compose, kubectl, journald, timestamps, SGLang) line by line.
+"""Strip log-line prefixes (docker compose, kubectl, journald, Ray, timestamps, SGLang) line by line.
 
 A stack dump pasted from a log carries whatever each log layer put in front of every line.
 ``unwrap_log`` removes those layers so the stack parsers see the lines as the dumping tool
@@ -34,6 +34,9 @@ _SGLANG = linear.compile(
 # RUST_LOG "[2025-04-28T11:19:52.70Z WARN  py_spy] "; only when the first bracket holds a time.
 _BRACKETS = linear.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
 _QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
+# Ray's worker-log prefix: "(RolloutRayActor pid=3549160) ", "(pid=42, ip=10.0.0.2) "
+_RAY = linear.compile(r"^\((?P<stream>(?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10})(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?")
+_RAY_DEDUP = linear.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 
 _MAX_LAYERS = 6
 
@@ -77,6 +80,8 @@ def _layer(line: str) -> tuple[linear.Match[str] | None, str]:
         return None, ""
     if first == ">":
         return _QUOTE.match(line), "other"
+    if first == "(" and "pid=" in line[:100]:
+        return _RAY.match(line), "ray"
     return None, ""
 
 
@@ -96,6 +101,10 @@ def strip_prefixes(line: str, lineno: int = 0) -> LogLine:
         # prefix's are the time and the ranks (a name costs a lookup in google-re2)
         if kind == "stream":
             stream = stream or m.group(1)
+        elif kind == "ray":  # Ray's prefix, and the dedup note Ray may end the line with
+            stream = stream or m.group(1)
+            if line.endswith("across cluster]") and (d := _RAY_DEDUP.search(line)) is not None:
+                line = line[:d.start()]
         elif kind == "sglang":
             ts, rank = m.group(1), _rank(m.group(2))
         line = line[m.end():]

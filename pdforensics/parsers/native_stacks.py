@@ -108,8 +108,8 @@ def parse_gdb(text: str) -> tuple[ProcessDump, ...]:
             cur = {"tid": f"LWP {sw.group(1)}", "name": None}
             continue
         f = _GDB_FRAME.match(line)
-        if f is not None and cur is None:  # a plain "bt": the current thread, unnamed
-            cur = {"tid": "?", "name": None}
+        if f is not None and cur is None and f.group(1) == "0":  # a plain "bt": the current
+            cur = {"tid": "?", "name": None}  # thread, unnamed (a bt starts at frame #0)
         if cur is None:
             continue
         if f is not None:

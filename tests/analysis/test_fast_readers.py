@@ -19,6 +19,7 @@ from pdforensics.analysis.pdpath.read_python import (
     _FRAME,
     _MAX_TEXT,
     _NEAR,
+    _cut_at_end,
     _side,
     exception_clues,
 )
@@ -26,6 +27,7 @@ from pdforensics.analysis.pdpath.read_sglang import (
     _CONTEXT,
     _KILLED,
     _NOT_LOGS,
+    _STACK_FRAME,
     _sglang_mark,
     context_clues,
     ids,
@@ -45,6 +47,9 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
     last_frame = -_NEAR - 1
     when: float | None = None
     recent: list[str] = []  # the line before a traceback's tail (its failing code)
+    every = src.text.split("\n")
+    innermost: tuple[int, str] | None = None
+    run_head = ""
     for no, line in lines(src):
         t = parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
         when = t if t is not None else when
@@ -54,8 +59,11 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         if fm is not None:
             if no - last_frame > _NEAR + 8:
                 funcs, code = [], []
+            if not funcs:
+                run_head = " ".join(every[max(0, no - 4):no - 1])
             funcs.insert(0, fm.group(2))
             last_frame = no
+            innermost = (no, line.strip())
             continue
         if no - last_frame > _NEAR or not line.strip():
             recent = [line.strip()]
@@ -74,6 +82,10 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                    rids=rids, rooms=rooms, wedge=False, strength=3,
                    why="the exception a traceback ends with: what the failing code raised")
         funcs, code, last_frame = [], [], -_NEAR - 1
+    # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
+    if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
+            and ", in " in innermost[1] and "most recent call first" not in run_head:
+        yield _cut_at_end(src, innermost, funcs, code)
 
 
 def old_context_clues(src: Source) -> Iterator[Clue]:
@@ -102,7 +114,8 @@ def old_context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=when, host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in wanted if any(lit in ll for lit in c[2])]
+        hit = [c for c in wanted if any(lit in ll for lit in c[2])
+               ] if _STACK_FRAME.match(line) is None else []
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,

@@ -6,6 +6,8 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
 - it is a scheduler's "hit an exception" envelope and an exception line of that traceback
   (just after it, or the tail printed just before it) says what was raised, or, for a
   traceback cut before its exception line, its innermost frame says where;
+- it is a symptom of a server whose own scheduler process is stopped, dead or missing
+  (its frozen queues and counters, its hung endpoints);
 - it is a weak failure report (strength 1: "Decode handshake failed", "Decode transfer
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
   bootstrap room anywhere.
@@ -192,6 +194,33 @@ def _records(clues: list[Clue]) -> list[Clue]:
     return out
 
 
+#: what a server shows when its own scheduler process is stopped, dead or missing: its queues
+#: and counters freeze, its scheduler endpoints hang, its GPU idles with work
+_SYMPTOMS = frozenset({"DECODE_TRANSFER_STUCK", "DECODE_PREALLOC_STUCK", "PREFILL_BOOTSTRAP_STUCK",
+                       "PREFILL_INFLIGHT_STUCK", "REQUESTS_FROZEN", "SCHEDULER_ENDPOINT_HANG",
+                       "SCHEDULER_PROBE_HANG", "GPU_IDLE_WITH_WORK"})
+
+
+def _broken_process(clues: list[Clue]) -> list[Clue]:
+    """A server whose scheduler process is stopped, dead or missing (the rule PROCESS_STATE,
+    "decode-0 decode:21345: scheduler pid 24197 is stopped"): that server's frozen queues,
+    frozen requests and hung endpoints follow from it, wherever their rule would point."""
+    broken = {c.text.split(": ", 1)[0]: c for c in clues
+              if c.key == "PROCESS_STATE" and c.label == "cause" and ": " in c.text}
+    if not broken:
+        return clues
+    out = []
+    for c in clues:
+        head = c.text.split(": ", 1)[0] if ": " in c.text else None
+        up = broken.get(head) if head is not None and c.key in _SYMPTOMS else None
+        if up is not None and c.label == "cause":
+            c = replace(c, label="consequence",
+                        why=f"{c.why}; the server's own scheduler process is not running "
+                            f"({up.text.split(': ', 1)[1][:80]}): this follows from it")
+        out.append(c)
+    return out
+
+
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_bursts(_records(_envelopes(_same_line_consequence(clues)))))
+    return _reports(_bursts(_records(_envelopes(_broken_process(_same_line_consequence(clues))))))

@@ -58,8 +58,8 @@ _SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
 
 @reader("router_refusals")
 def router_refusals(src: Source) -> Iterator[Clue]:
-    """The router had no worker to dispatch to (the cause, at router_dispatch), and the
-    client's error statuses that follow from it (consequences)."""
+    """The router had no worker to dispatch to (at router_dispatch: a consequence of the
+    workers' failure), and the client's error statuses that follow from it."""
     if src.kind in ("metrics", "server_info", "load") or not any(
             m in src.text for m in ("workers", "Server error '5")):
         return
@@ -71,18 +71,20 @@ def router_refusals(src: Source) -> Iterator[Clue]:
         if _NO_WORKERS.search(line) is not None and not said:
             said = True
             if served and served[-1] > no:  # requests were served after it: it passed
-                yield Clue(key="ROUTER_NO_WORKERS_PASSED", label="noise",
+                yield Clue(key="ROUTER_REFUSED_NO_WORKER_PASSED", label="noise",
                            text=line.strip()[:500], source=src.path, line=no, time=when,
                            stage="router_dispatch", side="router", role="router",
                            host=src.host, wedge=False,
                            why="the router had no worker for a while (workers not yet "
                                f"registered or healthy), then served requests (line {served[-1]})")
                 continue
-            yield Clue(key="ROUTER_NO_WORKERS", label="cause", text=line.strip()[:500],
-                       source=src.path, line=no, time=when, stage="router_dispatch",
-                       side="router", role="router", host=src.host, wedge=False, strength=2,
+            yield Clue(key="ROUTER_REFUSED_NO_WORKER", label="consequence",
+                       text=line.strip()[:500], source=src.path, line=no, time=when,
+                       stage="router_dispatch", side="router", role="router", host=src.host,
+                       wedge=False, strength=1,
                        why="the router had no worker it could send the request to (every "
-                           "circuit open or unhealthy, or none registered): it answered 503")
+                           "circuit open or unhealthy, or none registered) and answered 503: "
+                           "what made the workers fail or go unhealthy is the cause")
         elif _CLIENT_5XX.search(line) is not None:
             yield Clue(key="CLIENT_HTTP_5XX", label="consequence", text=line.strip()[:500],
                        source=src.path, line=no, time=when, side="client", host=src.host,

@@ -314,10 +314,10 @@ _START_SUPERSET = linear.compile(
     rb"File \"|Stack of |Process |goroutine | @ 0x| @ \.\.\.|"
     rb"(?:^|\] |>|`|\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
     rb"(?:[ \t]|created by |\.\.\.|--\s*$|[\w.*/\[\]{}<>~$-]+\(.*\)\s*$)", linear.M)
-# where a stream prefix (compose, kubectl, journald) can be: each stream pattern of logprefix
-# without its anchor (a line that holds none has no stream)
+# where a stream prefix (compose, kubectl, journald, Ray) can be: each stream pattern of
+# logprefix without its anchor (a line that holds none has no stream)
 _STREAM_SUPERSET = linear.compile(
-    rb"\s\||\[pod/|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |"
+    rb"\s\||\[pod/|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d|"
     rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) \S+ [^\s:\[]+\[\d+\]: ")
 
 

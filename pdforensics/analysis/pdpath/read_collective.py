@@ -30,7 +30,7 @@ from pdforensics.parsers.flight_recorder import (
     rank_from_name,
 )
 from pdforensics.parsers.journal import parse_rank
-from pdforensics.parsers.linescan import lines_with
+from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.nccl_debug import (
     ABORT,
     ERROR_CHAIN,
@@ -134,8 +134,13 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
 _TEST_FAILURE = linear.compile(r"Test (?:NCCL|CUDA) failure \S{1,80}:\d{1,6} '([^'\n]{1,200})'")
 
 
+_TEST_MARKS = marks("Test NCCL failure", "Test CUDA failure")
+
+
 def _nccl_test_failures(src: Source) -> Iterator[Clue]:
-    for no, line in lines_with(src.text, ("Test NCCL failure", "Test CUDA failure")):
+    if not has_any(src.text, _TEST_MARKS):
+        return
+    for no, line in lines_with(src.text, _TEST_MARKS):
         if _TEST_FAILURE.search(line) is not None:
             yield _clue(src, "NCCL_TEST_FAILURE", "consequence", line.strip(), no, strength=1,
                         wedge=False, why="nccl-tests reports the error code a call returned: "
@@ -229,6 +234,7 @@ _STORE_GONE = linear.compile(r"Failed to check the \"should dump\" flag on TCPSt
 _REMOTE = linear.compile(r"remote=([^\s,)]{1,120})|to host ([^\s:]{1,100}:\d{1,5})|"
                          r"trying to connect to \(([^,\s]{1,100}), (\d{1,5})\)")
 _TORCH_RANK = linear.compile(r"^\[rank(\d{1,5})\]:")
+_C10D_MARKS = marks("[c10d]", "TCPStore")
 #: the peer went away: what the store's host (or the rank that owned it) did is the cause
 _PEER_GONE = ("Connection reset by peer", "Broken pipe", "has shut down")
 
@@ -248,8 +254,7 @@ def c10d_store(src: Source) -> Iterator[Clue]:
     suspect). A failed connect is at start-up (the rendezvous) and a cause; a connection the
     store's side reset is a consequence of whatever ended that side. One clue per rank, address
     and kind."""
-    if ("[c10d]" not in src.text and "TCPStore" not in src.text) or src.kind in (
-            "metrics", "server_info", "load"):
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _C10D_MARKS):
         return
     seen: set[tuple[str | None, str | None, bool]] = set()
     found = lines_with(src.text, ("[c10d]", "TCPStore"))

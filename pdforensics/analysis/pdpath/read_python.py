@@ -12,7 +12,7 @@ from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
-from pdforensics.parsers.linescan import line_numbers, lines_with
+from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks
 from pdforensics.parsers.logtime import NewestStamp
 
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
@@ -129,6 +129,8 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
 
 
 #: Python's threading excepthook: "Exception in thread Thread-5 (bootstrap_thread):"
+_THREAD_MARKS = marks("Exception in thread")
+_SIGNAL_MARKS = marks("received at time=")
 _THREAD_EXC = linear.compile(r"^Exception in thread ([^\s(:]{1,120})(?: \((\w{1,120})\))?:\s*$")
 
 
@@ -137,7 +139,7 @@ def thread_exception_clues(src: Source) -> Iterator[Clue]:
     """A thread that died of an exception (the header Python prints before its traceback):
     a consequence of the exception the traceback ends with; it names the thread (its target
     function where Python gives one) to look at."""
-    if "Exception in thread" not in src.text:
+    if not has_any(src.text, _THREAD_MARKS):
         return
     seen: set[str] = set()
     for no, line in lines_with(src.text, ("Exception in thread",)):
@@ -155,7 +157,7 @@ def thread_exception_clues(src: Source) -> Iterator[Clue]:
 @reader("native_signal")
 def native_signal_clues(src: Source) -> Iterator[Clue]:
     """A C++ failure signal handler's report (absl, glog): the process took a fatal signal."""
-    if "received at time=" not in src.text:
+    if not has_any(src.text, _SIGNAL_MARKS):
         return
     for no, line in lines_with(src.text, ("received at time=",)):
         m = _SIGNAL.search(line)

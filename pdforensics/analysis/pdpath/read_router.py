@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import lines_with
+from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
 
+_CONNECT_MARKS = marks("Failed to connect")
 _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:for|to) worker "
                           r"([a-z]{2,8}://[^\s:]{1,200}(?::\d{1,5})?)")
 
@@ -25,10 +26,10 @@ _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:f
 @reader("router_workers")
 def worker_unreachable(src: Source) -> Iterator[Clue]:
     """One cause per worker URL the gateway could not connect to (its first line)."""
-    if "for worker" not in src.text or src.kind in ("metrics", "server_info", "load"):
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _CONNECT_MARKS):
         return
     seen: set[str] = set()
-    for no, line in lines_with(src.text, ("Failed to connect",)):
+    for no, line in lines_with(src.text, _CONNECT_MARKS):
         m = _CONNECT.search(line)
         if m is None or m.group(1) in seen:
             continue
@@ -49,6 +50,8 @@ _NO_WORKERS = linear.compile(r"No (?:available )?(?:(?:prefill|decode) )?workers
                              r"(?: \([^)\n]{0,80}\))?|no_available_workers")
 #: an HTTP client reporting the error status it got (httpx: "Server error '503 Service
 #: Unavailable' for url 'http://.../generate'")
+_REFUSAL_MARKS = marks("No available", "No prefill", "No decode", "no_available_workers",
+                       "Server error '5")
 _CLIENT_5XX = linear.compile(r"Server error '(5\d\d) [^'\n]{0,60}' for url")
 
 
@@ -60,13 +63,11 @@ _SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
 def router_refusals(src: Source) -> Iterator[Clue]:
     """The router had no worker to dispatch to (at router_dispatch: a consequence of the
     workers' failure), and the client's error statuses that follow from it."""
-    if src.kind in ("metrics", "server_info", "load") or not any(
-            m in src.text for m in ("workers", "Server error '5")):
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _REFUSAL_MARKS):
         return
     said = False
     served = [no for no, _ in lines_with(src.text, _SERVED)]
-    for no, line in lines_with(src.text, ("No available", "No prefill", "No decode",
-                                          "no_available_workers", "Server error '5")):
+    for no, line in lines_with(src.text, _REFUSAL_MARKS):
         when = parse_log_timestamp(line)
         if _NO_WORKERS.search(line) is not None and not said:
             said = True

@@ -29,7 +29,7 @@ from pdforensics.parsers.journal import (
     parse_rank,
     signature_lines,
 )
-from pdforensics.parsers.linescan import first_line_with, lines_with
+from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks
 from pdforensics.parsers.log_trends import counts_busy, req_fields
 from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
@@ -328,13 +328,14 @@ def request_clues(src: Source) -> Iterator[Clue]:
                    why="a request-level log line (--log-requests / the router's span)")
 
 
+_BENCH_MARKS = marks("Serving Benchmark Result")
 _BENCH_OK = linear.compile(r"^Successful requests:\s+(\d{1,9})\s*$")
 
 
 @reader("bench_serving")
 def bench_result(src: Source) -> Iterator[Clue]:
     """sglang.bench_serving's summary: requests that completed are work that moved."""
-    if "Serving Benchmark Result" not in src.text:
+    if not has_any(src.text, _BENCH_MARKS):
         return
     found = first_line_with(src.text, ("Successful requests:",))
     if found is None or (m := _BENCH_OK.match(found[1].strip())) is None or int(m.group(1)) == 0:

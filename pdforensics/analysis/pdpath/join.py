@@ -107,6 +107,20 @@ def _message(c: Clue) -> str:
     return _DIGITS.sub("#", c.text)
 
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _repeats(c: Clue, first: Clue) -> bool:
+    """``c`` says again what ``first`` said (another process, another host): the same key and
+    the same message but for its numbers (decimal ones compared cheaply first; hex addresses,
+    ``0x7f..``, need the pattern)."""
+    if c.key != first.key:
+        return False
+    if c.text.translate(_NO_DIGITS) == first.text.translate(_NO_DIGITS):
+        return True
+    return "0x" in c.text and _message(c) == _message(first)
+
+
 def _restates(later: Clue, first: Clue) -> bool:
     """The later line says what the first said (the kernel's Xid 79 line, then "GPU has fallen
     off the bus."): the same fact twice, not a consequence."""
@@ -152,7 +166,7 @@ def _bursts(clues: list[Clue]) -> list[Clue]:
             first, first_i, prev = c, i, c
             continue
         prev = c
-        if c.strength > first.strength or _message(c) == _message(first) or c.key == first.key \
+        if c.strength > first.strength or _repeats(c, first) or c.key == first.key \
                 and c.rank != first.rank or _restates(c, first):
             continue
         out[i] = replace(c, label="consequence",
@@ -176,13 +190,13 @@ def _records(clues: list[Clue]) -> list[Clue]:
     KVTransferError(...):" and its reason) reports that error: the quoted reason is the cause,
     on the report's stage, side and rank."""
     out = list(clues)
-    quoted = [i for i, c in enumerate(out) if c.key == "KV_TRANSFER_ERROR" and c.line is not None]
+    quoted = {(c.source, c.line): i for i, c in enumerate(out)
+              if c.key == "KV_TRANSFER_ERROR" and c.line is not None}
     for i, c in enumerate(out):
         if c.key not in REPORT_KEYS or c.label != "cause" or c.line is None:
             continue
-        j = next((j for j in quoted if out[j].source == c.source
-                  and 0 < (out[j].line or 0) - (c.line or 0) <= _RECORD_LINES
-                  and (out[j].line, out[j].source) != (c.line, c.source)), None)
+        j = next((quoted[(c.source, c.line + d)] for d in range(1, _RECORD_LINES + 1)
+                  if (c.source, c.line + d) in quoted), None)
         if j is None:
             continue
         k = out[j]

@@ -50,7 +50,9 @@ _ID_NAME = linear.compile(
     linear.I)
 
 
-_SGR = linear.compile(rb"\x1b\[[0-9;]{0,16}m")  # a terminal colour code (smg colours its log fields)
+# a terminal colour code (smg colours its log fields), raw or JSON-escaped (a line quoted in
+# analysis.json: "\u001b[3m")
+_SGR = linear.compile(rb"(?:\x1b|\\u001b)\[[0-9;]{0,16}m")
 
 
 def is_id(data: bytes, start: int, token: bytes) -> bool:
@@ -58,8 +60,8 @@ def is_id(data: bytes, start: int, token: bytes) -> bool:
     codes aside: `\\x1b[3mrequest_id\\x1b[0m\\x1b[2m=\\x1b[0m"gnt-..."`)."""
     if token.startswith(ID_PREFIXES):
         return True
-    before = data[max(0, start - 96):start]
-    if b"\x1b" in before:
+    before = data[max(0, start - 160):start]
+    if b"\x1b" in before or b"\\u001b" in before:
         before = _SGR.sub(b"", before)
     return _ID_NAME.search(before[-32:]) is not None
 

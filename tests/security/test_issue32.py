@@ -148,6 +148,12 @@ def test_router_request_ids_are_no_findings() -> None:
     log = b"".join(b'2026-12-04T10:00:%02dZ INFO smg: started processing request request_id="chatcmpl-'
                    + f"cWbHCIGf0gtAMLU2XJI2u{i:03d}".encode() + b'"\n' for i in range(50))
     assert scan_bytes(log, "raw/router/log.txt") == []
+    # smg's own ids ("gnt-" + 24 random characters), quoted in analysis.json with the line's
+    # colour codes JSON-escaped so that the field name no longer stands right before it
+    quoted = (b'{"text": "\\u001b[3mrequest_id\\u001b[0m\\u001b[2m=\\u001b[0m\\"'
+              b'gnt-iMmXlaF5OpNQFDxOiR0HZMln\\"}\n')
+    assert scan_bytes(quoted, "analysis.json") == []
+    assert scan_bytes(b'{"text": "token=\\"iMmXlaF5OpNQFDxOiR0HZMlnQ7\\""}\n', "analysis.json")
 
 
 # -- smaller ------------------------------------------------------------------------------------

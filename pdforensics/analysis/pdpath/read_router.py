@@ -17,6 +17,7 @@ from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
+from pdforensics.parsers.router_log import ANSI
 
 _CONNECT_MARKS = marks("Failed to connect")
 _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:for|to) worker "
@@ -29,7 +30,8 @@ def worker_unreachable(src: Source) -> Iterator[Clue]:
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _CONNECT_MARKS):
         return
     seen: set[str] = set()
-    for no, line in lines_with(src.text, _CONNECT_MARKS):
+    for no, raw in lines_with(src.text, _CONNECT_MARKS):
+        line = ANSI.sub("", raw)  # smg colours its log even into a file
         m = _CONNECT.search(line)
         if m is None or m.group(1) in seen:
             continue
@@ -67,7 +69,8 @@ def router_refusals(src: Source) -> Iterator[Clue]:
         return
     said = False
     served = [no for no, _ in lines_with(src.text, _SERVED)]
-    for no, line in lines_with(src.text, _REFUSAL_MARKS):
+    for no, raw in lines_with(src.text, _REFUSAL_MARKS):
+        line = ANSI.sub("", raw)  # smg colours its log even into a file
         when = parse_log_timestamp(line)
         if _NO_WORKERS.search(line) is not None and not said:
             said = True

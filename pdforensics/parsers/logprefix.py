@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.ray_prefix import DEDUP as RAY_DEDUP
+from pdforensics.parsers.ray_prefix import PREFIX as RAY_PREFIX
 
 # docker compose: "svc-1  | " (v2) or "svc_1      | " (v1); the dump's own indentation follows "| ".
 _COMPOSE = linear.compile(r"^(?P<stream>[A-Za-z0-9][\w.-]*)\s+\| ?")
@@ -35,8 +37,7 @@ _SGLANG = linear.compile(
 _BRACKETS = linear.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
 _QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
 # Ray's worker-log prefix: "(RolloutRayActor pid=3549160) ", "(pid=42, ip=10.0.0.2) "
-_RAY = linear.compile(r"^\((?P<stream>(?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10})(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?")
-_RAY_DEDUP = linear.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
+_RAY = linear.compile(RAY_PREFIX)
 
 _MAX_LAYERS = 6
 
@@ -103,7 +104,7 @@ def strip_prefixes(line: str, lineno: int = 0) -> LogLine:
             stream = stream or m.group(1)
         elif kind == "ray":  # Ray's prefix, and the dedup note Ray may end the line with
             stream = stream or m.group(1)
-            if line.endswith("across cluster]") and (d := _RAY_DEDUP.search(line)) is not None:
+            if line.endswith("across cluster]") and (d := RAY_DEDUP.search(line)) is not None:
                 line = line[:d.start()]
         elif kind == "sglang":
             ts, rank = m.group(1), _rank(m.group(2))

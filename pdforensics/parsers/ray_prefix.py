@@ -9,12 +9,13 @@ from __future__ import annotations
 from pdforensics import linear
 from pdforensics.parsers.linescan import line_numbers
 
-_PREFIX = linear.compile(r"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?")
-_PREFIX_B = linear.compile(rb"^\((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10}(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?",
-                           linear.M)
+#: the prefix; its group is the actor and pid (logprefix reads it as the line's stream)
+PREFIX = r"^\(((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10})(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?"
+_PREFIX = linear.compile(PREFIX)
+_PREFIX_B = linear.compile(PREFIX.encode(), linear.M)
 _SAMPLE = 200
 #: Ray's log deduplication: " [repeated 6x across cluster]" at the end of a line
-_DEDUP = linear.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
+DEDUP = linear.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 
 
 def ray_prefixed(text: str) -> bool:
@@ -38,7 +39,7 @@ def strip_ray_prefix(text: str) -> str:
         if m is not None:
             line = line[m.end():]
             if line.endswith("across cluster]"):
-                d = _DEDUP.search(line)
+                d = DEDUP.search(line)
                 line = line[:d.start()] if d is not None else line
             lines[no - 1] = line
     return "\n".join(lines)

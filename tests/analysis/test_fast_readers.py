@@ -14,9 +14,6 @@ from hypothesis import strategies as st
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage, role_of_line, sglang_role
 from pdforensics.analysis.pdpath.read_python import (
-    _CARET,
-    _EXC_LINE,
-    _FRAME,
     _MAX_TEXT,
     _NEAR,
     _cut_at_end,
@@ -33,6 +30,9 @@ from pdforensics.analysis.pdpath.read_sglang import (
     ids,
 )
 from pdforensics.analysis.pdpath.sources import Source, lines
+from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
+from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
+from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 
 DATA = Path(__file__).resolve().parent.parent / "data"

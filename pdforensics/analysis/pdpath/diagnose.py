@@ -36,17 +36,7 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
                 clues.extend(r.fn(src))
             except Exception as exc:  # one reader's bug never loses the others' evidence
                 notes.append(f"reader {r.name} failed on {src.path}: {type(exc).__name__}: {exc}")
-    # two readers placing the same line under the same key (a traceback cut at the end of a
-    # scheduler's log: the log reader and the traceback reader) make one clue
-    seen: set[tuple[str, str, int]] = set()
-    kept: list[Clue] = []
-    for c in clues:
-        if c.line is not None and c.key == "PYTHON_TRACEBACK_CUT":
-            if (c.key, c.source, c.line) in seen:
-                continue
-            seen.add((c.key, c.source, c.line))
-        kept.append(c)
-    return kept, notes
+    return clues, notes
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()

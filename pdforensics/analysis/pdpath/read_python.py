@@ -11,21 +11,19 @@ from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
+from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
+from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
+from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks
 from pdforensics.parsers.logtime import NewestStamp
 
-#: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
-_EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
-                       r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
-_FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 _CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16}|Stack) \(most recent call first\):")
 #: absl's / glog's failure signal handler (Ray's, TensorFlow's C++ core): "*** SIGSEGV received
 #: at time=1709021359 on cpu 44 ***"
 _SIGNAL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
 _NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
-_CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 _MAX_TEXT = 500
 
 

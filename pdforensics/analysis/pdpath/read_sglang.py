@@ -22,6 +22,7 @@ from pdforensics.analysis.pdpath.place import (
     sglang_role,
 )
 from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.analysis.pdpath.traceback_lines import CARET, EXC_LINE, FRAME
 from pdforensics.parsers.journal import (
     SGLANG_MARKS,
     SignatureLine,
@@ -109,18 +110,13 @@ def _watchdog_place(role: str | None) -> Place:
 
 
 _CALLS = linear.compile(r"([A-Za-z_]\w{0,100})\(")
-_CARETS = linear.compile(r"^\s*[\^~]{3,}\s*$")
-#: a traceback's last line: "SomeError: message" (module-qualified or not)
-_EXC_END = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
-                          r"Interrupt|Exit|Failure|Timeout)(?::|$)")
-_TB_FRAME = linear.compile(r"""^\s*File "[^"]{1,1000}", line \d{1,9},? in (\S{1,300})""")
 
 
 @dataclass(frozen=True)
 class _Traceback:
     """What the frames after a scheduler's "hit an exception" say: the stage they run
-    through, and (when the traceback is cut before its exception line) the innermost frame
-    line and its number, where it raised."""
+    through, and (when another line cuts the traceback before its exception line) the
+    innermost frame line and its number, where it raised."""
 
     stage: Stage | None
     cut_frame: tuple[int, str] | None
@@ -135,21 +131,25 @@ def _traceback(every: list[str], no: int, role: str | None) -> _Traceback:
     last_code = ""
     last_frame: tuple[int, str] | None = None
     ended_by_exception = False
+    ended = False  # something after the traceback: not cut by the end of the text
     for k, nxt in enumerate(every[no:no + 120], no + 1):
-        m = _TB_FRAME.match(nxt)
+        m = FRAME.match(nxt)
         if m is not None:
-            funcs.insert(0, m.group(1))  # innermost first
+            funcs.insert(0, m.group(2))  # innermost first
             last_frame, last_code = (k, nxt.strip()), ""
         elif nxt.strip() and not nxt[:1].isspace():
-            ended_by_exception = _EXC_END.match(nxt.strip()) is not None
+            ended_by_exception = EXC_LINE.match(nxt.strip()) is not None
+            ended = True
             break
-        elif nxt.strip() and not _CARETS.match(nxt):
+        elif nxt.strip() and not CARET.match(nxt):
             last_code = nxt.strip()
             code.insert(0, last_code)
     # the innermost frame's code line calls into the next frame (the one a cut dropped)
     funcs[:0] = [c for c in _CALLS.findall(last_code)][::-1]
     stage = frames_stage(funcs, code, role) if funcs else None
-    return _Traceback(stage, None if ended_by_exception else last_frame)
+    # cut by the end of the text: the traceback reader names that frame (read_python)
+    cut = ended and not ended_by_exception or no + 120 < len(every)
+    return _Traceback(stage, last_frame if cut and not ended_by_exception else None)
 
 
 def _cut_frame_clue(src: Source, tb: _Traceback, hit: SignatureLine, role: str | None) -> Clue:

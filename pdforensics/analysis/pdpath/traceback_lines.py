@@ -1,0 +1,14 @@
+"""The lines a Python traceback is made of, for every reader that walks one: a frame line,
+a caret line under the failing code, and the exception line it ends with."""
+
+from __future__ import annotations
+
+from pdforensics import linear
+
+#: '  File "x.py", line 12, in f' (a traceback, "line 12 in f" in faulthandler's form)
+FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
+#: the caret line Python 3.11+ prints under the failing code
+CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
+#: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
+EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
+                          r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")

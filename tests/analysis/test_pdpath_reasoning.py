@@ -66,7 +66,7 @@ def test_a_cut_traceback_names_its_innermost_frame_and_the_rank_its_envelope_giv
 
 @pytest.mark.parametrize("rel, stage, side", [
     ("sglang_log/gen-sglang0523-decode-startup-and-batches-control.log", "not_applicable", "decode"),
-    ("sglang_log/sglang-3909-decode-batches-throughput-slow-decline-control.log", "decode_forward",
+    ("sglang_log/sglang-3909-decode-batches-throughput-slow-decline-control.log", "not_applicable",
      "decode"),
     ("sglang_log/nixl-503-sglang-prefill-warmup-control.log", "startup", "not_established"),
     ("sglang_log/sglang-4759-spec-prefill-decode-batches-queue-control.log", "not_applicable",

@@ -4,11 +4,12 @@
   a stack's PD event loop, a scrape's engine_type), else what the batch lines of one log say
   (only "Decode batch" lines: decode; only "Prefill batch" lines: prefill; both: a unified
   server, which has no PD path).
-- Startup: warm-up seen and the server never reported ready, or ready with no batch after it:
-  the stage is ``startup`` and there is nothing on a side to look at.
-- Work at the end: the last busy batch line (running or queued requests) of the one role,
-  within 10 s of where its log ends (or a stack's active forward): that role's forward stage.
-  Otherwise the server was idle when the evidence ends: ``not_applicable``.
+- Startup: warm-up (or a collective's or the transfer engine's start-up) seen and the server
+  never reported ready: the stage is ``startup`` and there is nothing on a side to look at.
+  A server that reported ready has finished starting, whatever follows.
+- Otherwise requests stop nowhere: ``not_applicable``, busy or idle (batch lines that keep
+  coming are work moving). Only a stack sample's active forward, one instant with no time
+  series to show it moving, places the reading at that role's forward stage.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import Sequence
 
 from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side, Stage
 
-_IDLE_AFTER_S = 10.0
 _PD = ("prefill", "decode", "router")
 #: start-up under way: SGLang's warm-up, NCCL's communicator bootstrap, the transfer engine
 #: starting (analysis/pdpath/read_collective.py, read_host.py)
@@ -46,23 +46,14 @@ def roles_of(clues: Sequence[Clue]) -> set[str]:
 def _startup(clues: Sequence[Clue]) -> bool:
     ready = [c for c in clues if c.key == "SERVER_READY"]
     warm = [c for c in clues if c.key in _STARTING]
-    if not ready:
-        return bool(warm)
-    last_ready = max((c.time or 0.0, c.line or 0) for c in ready)
-    return not any((c.time or 0.0, c.line or 0) > last_ready for c in clues
-                   if c.key in ("BATCH_STATS", "REQUEST_RECEIVED", "STACK_ACTIVE_FORWARD"))
+    return not ready and bool(warm)
 
 
-def _busy_at_end(clues: Sequence[Clue], role: str) -> Stage | None:
-    busy = [c for c in clues if c.label == "progress" and c.stage is not None
-            and c.stage.endswith("_forward") and (c.role in (None, role))]
-    if not busy:
-        return None
-    last = busy[-1]
-    ends = [c.time for c in clues if c.key == "LOG_END" and c.source == last.source and c.time]
-    if last.time is not None and ends and max(ends) - last.time > _IDLE_AFTER_S:
-        return None
-    return last.stage
+def _active_forward(clues: Sequence[Clue], role: str) -> Stage | None:
+    """The forward stage of the role's last stack sample caught in its forward, if any."""
+    busy = [c.stage for c in clues if c.key == "STACK_ACTIVE_FORWARD" and c.stage is not None
+            and c.stage.endswith("_forward") and c.role in (None, role)]
+    return busy[-1] if busy else None
 
 
 def idle_reading(clues: Sequence[Clue]) -> tuple[Stage, Side]:
@@ -79,4 +70,4 @@ def idle_reading(clues: Sequence[Clue]) -> tuple[Stage, Side]:
         return "not_applicable", NOT_ESTABLISHED
     role = next(iter(roles))
     side: Side = role  # type: ignore[assignment]
-    return _busy_at_end(clues, role) or "not_applicable", side
+    return _active_forward(clues, role) or "not_applicable", side

@@ -36,6 +36,13 @@ _SGLANG = linear.compile(
 # RUST_LOG "[2025-04-28T11:19:52.70Z WARN  py_spy] "; only when the first bracket holds a time.
 _BRACKETS = linear.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
 _QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|TRACE|SUCCESS)"
+# vLLM's logger: "ERROR 05-01 15:00:23 [nixl_connector.py:1263] " (level, month-day time, file:line)
+_VLLM = linear.compile(r"^" + _LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]{1,80}:\d+\] ")
+# after a leading time: pipe-separated loggers (FastChat "| ERROR | stderr | ", loguru
+# "| ERROR    | module:func:12 - ") and Python's "- name - LEVEL - " format
+_PIPES = linear.compile(r"^\| ?" + _LEVEL + r" *\| (?:[^|]{1,80} \| |[\w.<>]{1,80}:[\w.<>]{1,80}:\d+ - )?")
+_DASHES = linear.compile(r"^- [\w.<>-]{1,80} - " + _LEVEL + r" - ")
 # Ray's worker-log prefix: "(RolloutRayActor pid=3549160) ", "(pid=42, ip=10.0.0.2) "
 _RAY = linear.compile(RAY_PREFIX)
 
@@ -78,7 +85,13 @@ def _layer(line: str) -> tuple[linear.Match[str] | None, str]:
             return (m, "stream") if m is not None else (_ISO.match(line), "other")
         if line[3:4] == " ":
             return _JOURNAL.match(line), "stream"
+        if first in "DIWECTS":
+            return _VLLM.match(line), "other"
         return None, ""
+    if first == "|":
+        return _PIPES.match(line), "other"
+    if first == "-" and line[1:2] == " ":
+        return _DASHES.match(line), "other"
     if first == ">":
         return _QUOTE.match(line), "other"
     if first == "(" and "pid=" in line[:100]:

@@ -8,6 +8,7 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
   traceback cut before its exception line, its innermost frame says where;
 - it is a symptom of a server whose own scheduler process is stopped, dead or missing
   (its frozen queues and counters, its hung endpoints);
+- it is SGLang's generic announcement of a failure it records just after (ANNOUNCES);
 - it is a weak failure report (strength 1: "Decode handshake failed", "Decode transfer
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
   bootstrap room anywhere.
@@ -76,6 +77,9 @@ def _reports(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
     strong = [c for c in out if c.label == "cause" and c.strength >= 2]
     report_lines = {(c.source, c.line) for c in out if c.key in REPORT_KEYS}
+    on_line: dict[tuple[str, int | None], list[int]] = {}
+    for i, c in enumerate(out):
+        on_line.setdefault((c.source, c.line), []).append(i)
     for i, c in enumerate(out):
         on_report = (c.source, c.line) in report_lines
         if c.label != "cause" or (c.strength != 1 and not on_report):
@@ -83,9 +87,34 @@ def _reports(clues: list[Clue]) -> list[Clue]:
         up = next((s for s in strong if _before(s, c) and (s.source, s.line) != (c.source, c.line)
                    and (s.source == c.source or set(s.rids) & set(c.rids)
                         or set(s.rooms) & set(c.rooms))), None)
-        if up is not None:
+        if up is None or on_report and any(_repeats(clues[j], up)
+                                           for j in on_line[(c.source, c.line)]):
+            continue  # (a report line that says the first failure again, for another request)
+        out[i] = replace(c, label="consequence", why=f"{c.why}; follows {up.key} at {up.where()}")
+    return out
+
+
+#: a generic warning SGLang prints (once) just as it records a specific failure: the announcement
+#: -> the key of the record it announces (sglang 0.5.23 disaggregation/common/conn.py
+#: CommonKVReceiver.poll: warning_once, then record_failure "Request R timed out ... in
+#: KVPoll.WaitingForInput")
+ANNOUNCES = {"KV_DONE_SIGNAL_MISSING": "KV_WAITING_TIMEOUT"}
+
+
+def _announcements(clues: list[Clue]) -> list[Clue]:
+    """An announcement followed in its source by the failure it announces is that failure's
+    generic restatement: the record (with its room and reason) is the cause."""
+    out = list(clues)
+    for i, c in enumerate(out):
+        want = ANNOUNCES.get(c.key)
+        if want is None or c.label != "cause":
+            continue
+        rec = next((x for x in out if x.key == want and x.source == c.source
+                    and _before(c, x) and _same_burst(c, c, x)), None)
+        if rec is not None:
             out[i] = replace(c, label="consequence",
-                             why=f"{c.why}; follows {up.key} at {up.where()}")
+                             why=f"{c.why}; SGLang prints it as it records {rec.key} at "
+                                 f"{rec.where()}, the failure itself")
     return out
 
 
@@ -99,7 +128,7 @@ def _before(a: Clue, b: Clue) -> bool:
 
 #: a burst: error lines of one source at most this far apart report one failure
 _BURST_S = 1.0
-_DIGITS = linear.compile(r"0x[0-9a-fA-F]+|\d+")
+_DIGITS = linear.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{12,}|\d+")
 
 
 def _message(c: Clue) -> str:
@@ -113,12 +142,13 @@ _NO_DIGITS = str.maketrans("", "", "0123456789")
 def _repeats(c: Clue, first: Clue) -> bool:
     """``c`` says again what ``first`` said (another process, another host): the same key and
     the same message but for its numbers (decimal ones compared cheaply first; hex addresses,
-    ``0x7f..``, need the pattern)."""
+    ``0x7f..``, and request ids, 32 hex digits, need the pattern)."""
     if c.key != first.key:
         return False
     if c.text.translate(_NO_DIGITS) == first.text.translate(_NO_DIGITS):
         return True
-    return "0x" in c.text and _message(c) == _message(first)
+    return ("0x" in c.text or abs(len(c.text) - len(first.text)) <= 4) \
+        and _message(c) == _message(first)
 
 
 def _restates(later: Clue, first: Clue) -> bool:
@@ -195,7 +225,7 @@ def _records(clues: list[Clue]) -> list[Clue]:
     for i, c in enumerate(out):
         if c.key not in REPORT_KEYS or c.label != "cause" or c.line is None:
             continue
-        j = next((quoted[(c.source, c.line + d)] for d in range(1, _RECORD_LINES + 1)
+        j = next((quoted[(c.source, c.line + d)] for d in range(_RECORD_LINES + 1)
                   if (c.source, c.line + d) in quoted), None)
         if j is None:
             continue
@@ -203,8 +233,9 @@ def _records(clues: list[Clue]) -> list[Clue]:
         out[j] = replace(k, label="cause", stage=k.stage or c.stage, side=k.side or c.side,
                          rank=k.rank or c.rank, role=k.role or c.role, wedge=c.wedge,
                          strength=max(k.strength, c.strength, 2))
-        out[i] = replace(c, label="consequence",
-                         why=f"{c.why}; its record quotes the error at line {k.line}")
+        if k.line != c.line:  # (one line that reports and quotes is one piece of evidence)
+            out[i] = replace(c, label="consequence",
+                             why=f"{c.why}; its record quotes the error at line {k.line}")
     return out
 
 
@@ -237,4 +268,5 @@ def _broken_process(clues: list[Clue]) -> list[Clue]:
 
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_bursts(_records(_envelopes(_broken_process(_same_line_consequence(clues))))))
+    return _reports(_bursts(_announcements(_records(_envelopes(_broken_process(
+        _same_line_consequence(clues)))))))

@@ -154,7 +154,8 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("init_model_worker", "startup"), ("init_tp_model_worker", "startup"),
     ("_init_model_runner", "startup"), ("init_cuda_graphs", "startup"),
     ("init_prefill_cuda_graph", "startup"), ("capture_one_batch_size", "startup"),
-    ("capture_model", "startup"),
+    ("capture_model", "startup"), ("_launch_subprocesses", "startup"),
+    ("launch_server", "startup"), ("_wait_and_warmup", "startup"),
     ("get_new_batch_prefill", "prefill_forward"), ("prepare_for_extend", "prefill_forward"),
     ("_get_prefill_parallel_info_from_server", "prefill_bootstrap"),
     ("_get_bootstrap_info_from_server", "prefill_bootstrap"),
@@ -174,6 +175,8 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     # a KV transfer backend created or its memory registered: before any request
     ("createBackend(", "startup"), ("registerMem(", "startup"), ("register_memory(", "startup"),
     ("register_kv_caches(", "startup"),
+    # an engine or runtime being built in-process (sgl.Runtime / sgl.Engine launch the server)
+    ("Runtime(", "startup"), ("sgl.Engine(", "startup"), ("launch_server(", "startup"),
 )
 
 

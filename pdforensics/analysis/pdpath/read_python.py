@@ -16,6 +16,7 @@ from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks
+from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.parsers.logtime import NewestStamp
 
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
@@ -81,7 +82,8 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             if anchors[k] > no:  # the lines skipped are far ones: the last sets `recent`
                 no = anchors[k]
                 recent = [every[no - 2].rstrip("\r").strip()]
-        line = every[no - 1].rstrip("\r")
+        raw = every[no - 1].rstrip("\r")
+        line = strip_prefixes(raw).text  # (a logger's, compose's, Ray's prefix on each line)
         if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line
             last_frame = max(last_frame, no - 1)
         fm = _FRAME.match(line)
@@ -108,7 +110,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         rids, rooms = ids(exc)
         yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
-                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(line),
+                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
                    rids=rids, rooms=rooms, wedge=False, strength=3,
                    why="the exception a traceback ends with: what the failing code raised")
         funcs, code, last_frame = [], [], -_NEAR - 1

@@ -132,10 +132,14 @@ def _wedge(clues: Sequence[Clue], p: int | None, quiet_read: bool = False) -> bo
 
 
 def _rivals(clues: Sequence[Clue], p: int, side: Side | None, roles: set[str]) -> list[int]:
-    """Causes as strong as the primary that point at another side."""
+    """Causes as strong as the primary that point at another side (a line's side is the one
+    a clue of it names: "Decode transfer failed ... timed out in KVPoll.WaitingForInput" is one
+    line that points at prefill, whatever the role of the server printing it)."""
     c = clues[p]
+    named = {(x.source, x.line): x.side for x in clues if x.side is not None and x.line is not None}
     return [i for i, x in enumerate(clues) if i != p and x.label == "cause"
-            and x.strength == c.strength and (s := _side_of(x, roles)) is not None
+            and x.strength == c.strength
+            and (s := named.get((x.source, x.line)) or _side_of(x, roles)) is not None
             and side is not None and s != side]
 
 

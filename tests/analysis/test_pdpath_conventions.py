@@ -1,0 +1,114 @@
+"""The readings settled on 6 December from the blind graders' convention and SGLang's source:
+a progressing log's stage, a ready server past start-up, logger prefixes before a traceback,
+SGLang's announcement of a failure it records next, one failure repeated per request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.reason import diagnose
+from pdforensics.parsers.logprefix import strip_prefixes
+from pdforensics.triage.run import triage_paths
+
+FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
+
+
+def _d(rel: str):  # type: ignore[no-untyped-def]
+    a = triage_paths([str(FIELD / rel)]).analysis
+    assert a is not None and a.diagnosis is not None
+    return a.diagnosis
+
+
+@pytest.mark.parametrize("rel", [
+    "sglang_log/sglang6291-prefill-batches-perf-compare-control.log",
+    "sglang_log/sglang30047-npu-prefill-batch-progress.log",
+    "sglang_log/sglang-4407-decode-batches-draining-control.log",
+])
+def test_batch_lines_that_keep_coming_stop_requests_nowhere(rel: str) -> None:
+    d = _d(rel)
+    assert d.stage == "not_applicable" and d.wedge is False and not d.causes
+
+
+def test_a_stack_sample_caught_in_its_forward_is_still_placed_there() -> None:
+    d = _d("pyspy/gen-sglang0523-decode-scheduler-busy-pyspy-control.txt")
+    assert (d.stage, d.side) == ("decode_forward", "decode")
+
+
+def test_a_server_that_reported_ready_is_past_startup() -> None:
+    d = _d("sglang_log/slime138-sglang-normal-startup-control.log")
+    assert d.stage == "not_applicable" and not d.wedge
+    # warm-up and no "ready" yet: still starting
+    assert _d("sglang_log/nixl-503-sglang-prefill-warmup-control.log").stage == "startup"
+
+
+@pytest.mark.parametrize("line, bare", [
+    ("svc-1  | 2024-08-27 12:54:55 | ERROR | stderr |   File \"/a.py\", line 3, in f",
+     "  File \"/a.py\", line 3, in f"),
+    ("(Worker_TP0_EP0 pid=865) ERROR 05-01 15:00:23 [nixl_connector.py:1263] Traceback (most "
+     "recent call last):", "Traceback (most recent call last):"),
+    ("INFO 05-01 15:00:23.512 [core.py:12] engine up", "engine up"),
+    ("2025-03-08 02:04:48,697 - __main__ - INFO - [2025-03-08 02:04:48] Received sigquit",
+     "Received sigquit"),
+    ("2024-01-01 10:00:00.123 | ERROR    | mod.sub:func:12 - ValueError: x", "ValueError: x"),
+    # not a logger's prefix: left alone
+    ("- not - a - prefix", "- not - a - prefix"),
+    ("| a table | row |", "| a table | row |"),
+    ("ERRORS 05-01 were many", "ERRORS 05-01 were many"),
+])
+def test_logger_prefixes_are_stripped(line: str, bare: str) -> None:
+    assert strip_prefixes(line).text == bare
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="\n\r"), max_size=80),
+       st.sampled_from(["ERROR 05-01 15:00:23 [x.py:1] ", "| WARNING | stderr | ",
+                        "- __main__ - INFO - ", "| INFO     | m:f:3 - "]))
+def test_property_a_logger_prefix_only_drops_itself(rest: str, prefix: str) -> None:
+    out = strip_prefixes(prefix + rest).text
+    assert rest.endswith(out) or out == rest or out in rest
+
+
+def test_a_traceback_behind_compose_and_logger_prefixes_is_read_as_one() -> None:
+    d = _d("traceback/fastchat3498-compose-prefix-sglang-runtime.log")
+    assert d.causes and d.causes[0].key == "PYTHON_TRACEBACK_CUT"
+    assert d.causes[0].text.startswith('File "/usr/local/lib/python3.10/dist-packages/sglang/')
+    assert d.stage == "startup" and d.wedge is False  # sgl.Runtime( builds the server
+
+
+def test_the_announcement_sglang_prints_is_not_the_cause_of_the_timeout_it_records() -> None:
+    d = _d("log/real-sglang0523-decode-kv-wait-timeout.log")
+    assert {c.key for c in d.causes} >= {"KV_WAITING_TIMEOUT"}
+    assert all("KVPoll.WaitingForInput" in c.text for c in d.causes)
+    assert "KV_DONE_SIGNAL_MISSING" in {c.key for c in d.consequences}
+    # every request's own timeout line is the same failure again, never a consequence of the first
+    waiting = [c for c in d.clues if "Decode transfer failed" in c.text]
+    assert len({c.line for c in waiting}) >= 4 and all(c.label == "cause" for c in waiting)
+    assert (d.stage, d.side) == ("decode_transfer_wait", "prefill")
+
+
+def _c(key: str, line: int, text: str, label: str = "cause", strength: int = 2) -> Clue:
+    return Clue(key=key, label=label, text=text, source="d.log", line=line, time=100.0,
+                stage="decode_transfer_wait", side="prefill", role="decode", strength=strength)
+
+
+def test_an_announcement_without_its_record_stays_the_cause() -> None:
+    d = diagnose([_c("KV_DONE_SIGNAL_MISSING", 1, "Some requests fail to receive KV Cache "
+                     "transfer done signal after bootstrapping.")])
+    assert [c.key for c in d.causes] == ["KV_DONE_SIGNAL_MISSING"]
+
+
+def test_a_different_failure_on_the_next_report_line_is_still_a_consequence() -> None:
+    rid_a, rid_b = "a" * 32, "b" * 32
+    d = diagnose([
+        _c("KV_WAITING_TIMEOUT", 1, f"Decode transfer failed rid='{rid_a}' timed out after 45.0s"),
+        _c("DECODE_TRANSFER_FAILED", 2, f"Decode transfer failed rid='{rid_b}' connection reset",
+           strength=1),
+        _c("KV_WAITING_TIMEOUT", 3, f"Decode transfer failed rid='{rid_b}' timed out after 45.0s"),
+    ])
+    labels = {c.line: c.label for c in d.clues}
+    assert labels == {1: "cause", 2: "consequence", 3: "cause"}

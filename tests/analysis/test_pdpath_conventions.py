@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.model import Clue, Label
 from pdforensics.analysis.pdpath.reason import diagnose
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.triage.run import triage_paths
@@ -91,7 +91,7 @@ def test_the_announcement_sglang_prints_is_not_the_cause_of_the_timeout_it_recor
     assert (d.stage, d.side) == ("decode_transfer_wait", "prefill")
 
 
-def _c(key: str, line: int, text: str, label: str = "cause", strength: int = 2) -> Clue:
+def _c(key: str, line: int, text: str, label: Label = "cause", strength: int = 2) -> Clue:
     return Clue(key=key, label=label, text=text, source="d.log", line=line, time=100.0,
                 stage="decode_transfer_wait", side="prefill", role="decode", strength=strength)
 

@@ -17,6 +17,7 @@ An exception line inside a scheduler's envelope takes the envelope's rank.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import replace
 
 from pdforensics import linear
@@ -99,19 +100,27 @@ def _reports(clues: list[Clue]) -> list[Clue]:
 #: CommonKVReceiver.poll: warning_once, then record_failure "Request R timed out ... in
 #: KVPoll.WaitingForInput")
 ANNOUNCES = {"KV_DONE_SIGNAL_MISSING": "KV_WAITING_TIMEOUT"}
+_ANNOUNCED = frozenset(ANNOUNCES.values())
 
 
 def _announcements(clues: list[Clue]) -> list[Clue]:
     """An announcement followed in its source by the failure it announces is that failure's
     generic restatement: the record (with its room and reason) is the cause."""
     out = list(clues)
+    records: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (source, key) -> (line, index)
+    for i, c in enumerate(out):
+        if c.key in _ANNOUNCED and c.line is not None:
+            records.setdefault((c.source, c.key), []).append((c.line, i))
+    for found in records.values():
+        found.sort()
     for i, c in enumerate(out):
         want = ANNOUNCES.get(c.key)
-        if want is None or c.label != "cause":
+        if want is None or c.label != "cause" or c.line is None:
             continue
-        rec = next((x for x in out if x.key == want and x.source == c.source
-                    and _before(c, x) and _same_burst(c, c, x)), None)
-        if rec is not None:
+        found = records.get((c.source, want), [])
+        k = bisect.bisect_right(found, (c.line, len(out)))  # the first record after it
+        rec = out[found[k][1]] if k < len(found) else None
+        if rec is not None and _same_burst(c, c, rec):
             out[i] = replace(c, label="consequence",
                              why=f"{c.why}; SGLang prints it as it records {rec.key} at "
                                  f"{rec.where()}, the failure itself")

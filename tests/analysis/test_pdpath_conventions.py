@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pdforensics.analysis.pdpath.diagnose import read_all
 from pdforensics.analysis.pdpath.model import Clue, Label
 from pdforensics.analysis.pdpath.reason import diagnose
+from pdforensics.analysis.pdpath.sources import Source
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.triage.run import triage_paths
 
@@ -112,3 +114,28 @@ def test_a_different_failure_on_the_next_report_line_is_still_a_consequence() ->
     ])
     labels = {c.line: c.label for c in d.clues}
     assert labels == {1: "cause", 2: "consequence", 3: "cause"}
+
+
+def test_a_worker_the_router_cannot_reach_before_serving_anything_is_at_startup() -> None:
+    d = _d("router_log/sglang11310-router-grpc-health-transport-error.log")
+    assert (d.stage, d.suspect, d.wedge) == ("startup", "grpc://localhost:20000", False)
+
+
+def _router(text: str):  # type: ignore[no-untyped-def]
+    return diagnose(read_all([Source("router.log", "log", role="router", text=text)])[0])
+
+
+_START = ("2025-11-04 10:05:37  INFO sglang_router_rs::server: src/server.rs:830: Starting router "
+          "on 0.0.0.0:30000 | mode: Regular { worker_urls: [] } | policy: Random\n")
+
+
+def test_a_router_started_with_no_worker_and_no_way_to_get_one_is_the_cause() -> None:
+    d = _d("router_log/sglang12621-router-empty-worker-urls.log")
+    assert [c.key for c in d.causes] == ["ROUTER_NO_WORKERS_GIVEN"]
+    assert (d.stage, d.side) == ("startup", "router")
+    assert [c.key for c in _router(_START).causes] == ["ROUTER_NO_WORKERS_GIVEN"]
+    # service discovery, or a worker registered later: the empty list was expected
+    for later in ("2025-11-04 10:05:37  INFO sglang_router_rs::server: src/server.rs:255: "
+                  "Service discovery enabled\n",
+                  "2025-11-04 10:05:39  INFO smg::workflow: Activated 1 of 1 worker(s)\n"):
+        assert not _router(_START + later).causes

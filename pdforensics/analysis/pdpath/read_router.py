@@ -24,12 +24,17 @@ _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:f
                           r"([a-z]{2,8}://[^\s:]{1,200}(?::\d{1,5})?)")
 
 
+#: a request answered with success, as the router (smg's tracing span) or a server logs it
+_SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
+
+
 @reader("router_workers")
 def worker_unreachable(src: Source) -> Iterator[Clue]:
     """One cause per worker URL the gateway could not connect to (its first line)."""
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _CONNECT_MARKS):
         return
     seen: set[str] = set()
+    served = [no for no, _ in lines_with(src.text, _SERVED)]
     for no, raw in lines_with(src.text, _CONNECT_MARKS):
         line = ANSI.sub("", raw)  # smg colours its log even into a file
         m = _CONNECT.search(line)
@@ -38,11 +43,44 @@ def worker_unreachable(src: Source) -> Iterator[Clue]:
         seen.add(m.group(1))
         url = m.group(1).lower()
         side: Side = next((r for r in ("prefill", "decode") if r in url), "not_established")
+        # before the router served any request it is still bringing its workers up
+        starting = not served or served[0] > no
         yield Clue(key="ROUTER_WORKER_UNREACHABLE", label="cause", text=line.strip()[:500],
                    source=src.path, line=no, time=parse_log_timestamp(line), role="router",
                    host=src.host, side=side, suspect=m.group(1), wedge=False, strength=2,
+                   stage="startup" if starting else None,
                    why="smg could not open a connection to this worker: it is down, not yet "
-                       "listening, or unreachable from the router")
+                       "listening, or unreachable from the router"
+                       + (" (before it served any request: it was still adding its workers)"
+                          if starting else ""))
+
+
+#: the router's start line naming its workers: none given ("worker_urls: []", "prefill_urls: [],
+#: decode_urls: []"), and what would bring them later (service discovery, a worker registered)
+_NO_URLS = linear.compile(r"worker_urls: \[\]|prefill_urls: \[\], decode_urls: \[\]")
+_NO_URLS_MARKS = marks("worker_urls: []", "prefill_urls: [], decode_urls: []")
+_LATER = marks("ervice discovery", "ervice_discovery", "Activated", "Added worker",
+               "Registered worker", "worker registered", "Adding worker")
+
+
+@reader("router_no_workers")
+def no_workers_configured(src: Source) -> Iterator[Clue]:
+    """A router started with no worker and nothing that would add one later (no service
+    discovery, no worker registered in its log): it has nothing to route to."""
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _NO_URLS_MARKS) \
+            or has_any(src.text, _LATER):
+        return
+    for no, raw in lines_with(src.text, _NO_URLS_MARKS):
+        line = ANSI.sub("", raw)
+        if _NO_URLS.search(line) is not None:
+            yield Clue(key="ROUTER_NO_WORKERS_GIVEN", label="cause", text=line.strip()[:500],
+                       source=src.path, line=no, time=parse_log_timestamp(line), role="router",
+                       host=src.host, side="router", stage="startup", wedge=False, strength=2,
+                       why="the router started with an empty worker list and its log shows "
+                           "no service discovery and no worker registered: it has no worker "
+                           "to send a request to (its arguments lost the URLs, or they were "
+                           "never given)")
+            return
 
 
 #: the gateway refusing a request because no worker may take it (smg's 503 body
@@ -57,8 +95,6 @@ _REFUSAL_MARKS = marks("No available", "No prefill", "No decode", "no_available_
 _CLIENT_5XX = linear.compile(r"Server error '(5\d\d) [^'\n]{0,60}' for url")
 
 
-#: a request answered with success, as the router (smg's tracing span) or a server logs it
-_SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
 
 
 @reader("router_refusals")

@@ -85,6 +85,8 @@ def sniff_format(text: str) -> str | None:
         return "traceback"
     if bare_pyspy_frames(text):
         return "pyspy"
+    if bare_faulthandler_frames(text):
+        return "faulthandler"
     return None
 
 
@@ -99,6 +101,19 @@ def bare_pyspy_frames(text: str) -> bool:
     head = lines[:12]
     return len(head) >= 3 and all(_PYSPY_FRAME.match(ln) is not None for ln in head[:3]) and \
         sum(1 for ln in head if _PYSPY_FRAME.match(ln) is not None) * 4 >= len(head) * 3
+
+
+#: faulthandler's frame line: '  File "x.py", line 12 in f' (a traceback's has ", in")
+_FAULT_FRAME = linear.compile(r'^\s{1,12}File "[^"\n]{1,400}", line (?:\d{1,7}|\?\?\?) in \S{1,200}\s*$')
+
+
+def bare_faulthandler_frames(text: str) -> bool:
+    """A faulthandler dump pasted without its ``Thread 0x...`` header: its first three lines
+    are faulthandler frame lines, and three in four of its first twelve."""
+    lines = [ln for ln in text[:20000].split("\n", 40)[:40] if ln.strip()]
+    head = lines[:12]
+    return len(head) >= 3 and all(_FAULT_FRAME.match(ln) is not None for ln in head[:3]) and \
+        sum(1 for ln in head if _FAULT_FRAME.match(ln) is not None) * 4 >= len(head) * 3
 
 
 def parse_stack_text(text: str, fmt: str | None = None) -> tuple[ProcessDump, ...]:

@@ -139,7 +139,8 @@ SPECS: tuple[SigSpec, ...] = (
             external=((r"Traceback \(most recent call last\)", "traceback (most recent call last)",
                        "Python"),)),
     SigSpec("CUDA_ERROR", "cause", "a CUDA runtime error",
-            external=((r"(?-i:CUDA error)", "cuda error", "CUDA"),)),
+            external=((r"(?-i:CUDA error|Cuda error)", "cuda error",
+                       "CUDA (vLLM's and SGLang's custom all-reduce print \"Cuda error\")"),)),
     SigSpec("NCCL_ERROR", "cause", "a NCCL collective error",
             external=((r"NCCL (?:error|WARN)|ncclSystemError|ncclInternalError|"
                        r"ncclUnhandledCudaError|ncclRemoteError", "nccl", "NCCL"),)),

@@ -95,8 +95,9 @@ _MAX_SAMPLES = 5
 RUN_GAP_S = 600.0
 _SAMPLE_CHARS = 500
 
-_RANK_ONLY_RE = linear.compile(r"\[((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
-_RANK_OPENERS = ("[DP", "[TP", "[PP", "[EP", "[CP")  # _RANK_ONLY_RE cannot match without one
+_RANK_ONLY_RE = linear.compile(r"\[ ?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+#: _RANK_ONLY_RE cannot match without one ("[ TP2]": a prefix whose time was left out)
+_RANK_OPENERS = ("[DP", "[TP", "[PP", "[EP", "[CP", "[ DP", "[ TP", "[ PP", "[ EP", "[ CP")
 
 
 def parse_rank(line: str) -> str | None:

@@ -98,6 +98,10 @@ def parse_log_timestamp(line: str) -> float | None:
         if len(_BRACKETED) >= _BRACKETED_MAX:
             _BRACKETED.clear()
         _BRACKETED[key] = known
+    if known is None and line[close + 1:close + 2] == " " and line[close + 2:close + 3].isdigit():
+        # a tag before the time: "[Router (Rust)] 2025-03-18 14:17:58 - WARN - ..."
+        m = _ISO_RE.match(line[close + 2:close + 82])
+        return epoch(m.groups()) if m else None
     return known  # type: ignore[return-value]
 
 

@@ -51,7 +51,7 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
              "multi_transport", "endpoint_store", "cxl_transport", "ascend_transport",
              "hccl_transport", "efa_transport", "rpc_communicator",
              "nixl_agent", "ucx_utils", "ucx_backend", "ucx_enums", "client_service",
-             "real_client")
+             "real_client", "transfer_task")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
 _STARTUP = ("register memory", "registerLocalMemory", "install transport", "installTransport",
             "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",

@@ -13,11 +13,14 @@ _JOURNAL = linear.compile(r"^(?:\d{4}-\d\d-\d\dT\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\
 _SGLANG = linear.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 # other log line shapes: SGLang's short "[04:40:55 TP0]", glog "E0521 16:22:21.694042",
 # a "[Gloo]" or "[Router (Rust)]"-style tag (the old sglang-router launcher), Python logging
-# levels, a raised exception's last line; torch's c10 lines ("[rank8]:[W318 10:00:41.929
-# ProcessGroupNCCL.cpp:1771] ...") and the C++ stack its exceptions print ("Exception raised
+# levels (and gdb's, a tool's "warning: ", "Failed: "), a raised exception's last line; torch's
+# c10 lines ("[rank8]:[W318 10:00:41.929 ProcessGroupNCCL.cpp:1771] ...", "[rank1]:[W
+# CudaIPCTypes.cpp:16] ...") and the C++ stack its exceptions print ("Exception raised
 # from ...", "frame #0: ...")
 _OTHER = linear.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |"
                     r"(?:\[rank\d{1,5}\]:)?\[[IWEF]\d{3,4} \d\d:\d\d:\d\d\.\d+ |"
+                    r"(?:\[rank\d{1,5}\]:)?\[[IWEF] [\w.-]{1,80}:\d{1,7}\] |"
+                    r"(?:warning|error|fatal|Failed|FAILED|Error): |"
                     r"frame #\d{1,4}: |Exception raised from |"
                     r"\[[A-Za-z][\w.-]{1,30}(?: \([\w .-]{1,20}\))?\] |(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)"
                     r"[:\s]|[A-Za-z_][\w.]*(?:Error|Exception): )")

@@ -229,6 +229,22 @@ def detect_kind(text: str) -> str | None:
     return None
 
 
+_QUOTED_LINE = linear.compile(r"^> ?", linear.M)
+
+
+def markdown_quoted(text: str) -> bool:
+    """Every non-empty line of the first 200 opens with ``>`` (a paste quoted in Markdown;
+    curl -v's ``> GET`` comes with ``<`` and ``*`` lines, so never all of them)."""
+    head = [ln for ln in text[:100_000].split("\n", 200)[:200] if ln.strip()]
+    return len(head) >= 2 and all(ln.lstrip()[:1] == ">" for ln in head)
+
+
+def unquote_markdown(text: str) -> str:
+    """The text without the Markdown quote mark opening each line."""
+    return "\n".join(_QUOTED_LINE.sub("", ln.lstrip(), 1) if ln.lstrip()[:1] == ">" else ln
+                     for ln in text.split("\n"))
+
+
 def _first_line(text: str) -> str:
     first = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
     return first[:120]
@@ -237,9 +253,12 @@ def _first_line(text: str) -> str:
 def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     """Detect the kind of ``text`` and read it; an error names what went wrong. The text
     (and the bytes of a binary file) stay on the artifact for the evidence readers; a log
-    printed through Ray (every line prefixed ``(Actor pid=N)``) is read without the prefix."""
+    printed through Ray (every line prefixed ``(Actor pid=N)``) is read without the prefix, and
+    a paste quoted in Markdown (every line opened by ``>``) without its quote marks."""
     if ray_prefixed(text):
         text = strip_ray_prefix(text)
+    elif markdown_quoted(text):
+        text = unquote_markdown(text)
     art = _read_text(path, text, size)
     return replace(art, text=text, data=data)
 

@@ -160,6 +160,11 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("_get_prefill_parallel_info_from_server", "prefill_bootstrap"),
     ("_get_bootstrap_info_from_server", "prefill_bootstrap"),
     ("PrefillBootstrapQueue", "prefill_bootstrap"), ("bootstrap_thread", "prefill_bootstrap"),
+    # the PD queues' own steps (sglang 0.5.23 disaggregation/decode.py, prefill.py)
+    ("pop_bootstrapped", "prefill_bootstrap"), ("pop_preallocated", "decode_prealloc"),
+    ("_pre_alloc", "decode_prealloc"), ("pop_transferred", "decode_transfer_wait"),
+    ("process_disagg_prefill_inflight_queue", "kv_send"),
+    ("handle_inflight_transfer_failure", "kv_send"),
     ("DecodePreallocQueue", "decode_prealloc"), ("DecodeTransferQueue", "decode_transfer_wait"),
     ("KVSender.send", "kv_send"), ("transfer_worker", "kv_send"), ("send_kvcache", "kv_send"),
     ("forward_batch_generation", "forward"), ("run_batch", "forward"),
@@ -180,12 +185,16 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
 )
 
 
+_DECODE_STEPS = ("pop_preallocated", "_pre_alloc", "pop_transferred", "process_decode_queue")
+
+
 def frames_role(funcs: list[str]) -> str | None:
     """decode / prefill from the PD event loop a stack runs under."""
     joined = " ".join(funcs)
-    if "disagg_decode" in joined or "DecodePreallocQueue" in joined or "decode_thread" in joined:
+    if "disagg_decode" in joined or "DecodePreallocQueue" in joined or "decode_thread" in joined \
+            or any(w in joined for w in _DECODE_STEPS):
         return "decode"
-    if "disagg_prefill" in joined or "PrefillBootstrapQueue" in joined:
+    if "disagg_prefill" in joined or "PrefillBootstrapQueue" in joined or "pop_bootstrapped" in joined:
         return "prefill"
     return None
 

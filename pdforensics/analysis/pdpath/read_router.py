@@ -19,7 +19,8 @@ from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
 from pdforensics.parsers.router_log import ANSI
 
-_CONNECT_MARKS = marks("Failed to connect")
+_CONNECT_MARKS = marks("Failed to connect", "request to http", "request to grpc",
+                       "Removing failed worker")
 _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:for|to) worker "
                           r"([a-z]{2,8}://[^\s:]{1,200}(?::\d{1,5})?)")
 
@@ -28,26 +29,53 @@ _CONNECT = linear.compile(r"Failed to connect (?:gRPC client |HTTP client )?(?:f
 _SERVED = ("status_code=200", "status=200", '" 200 OK', " 200 OK")
 
 
+#: the router's request to a worker failed ("Generate request to http://h:8001 failed (attempt
+#: 1/3)", sglang-router 0.1-0.3), and it took the worker out ("Removing failed worker: URL")
+_REQUEST_FAILED = linear.compile(r"request to ([a-z]{2,8}://[^\s:/]{1,200}(?::\d{1,5})?)\S{0,200} "
+                                 r"failed", linear.I)
+_REMOVING = linear.compile(r"Removing failed worker:? ([a-z]{2,8}://[^\s:/]{1,200}(?::\d{1,5})?)")
+
+
 @reader("router_workers")
 def worker_unreachable(src: Source) -> Iterator[Clue]:
-    """One cause per worker URL the gateway could not connect to (its first line)."""
+    """One cause per worker URL the gateway could not connect to or send a request to (its
+    first line); its removal of the worker that failed is a consequence."""
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _CONNECT_MARKS):
         return
     seen: set[str] = set()
     served = [no for no, _ in lines_with(src.text, _SERVED)]
     for no, raw in lines_with(src.text, _CONNECT_MARKS):
         line = ANSI.sub("", raw)  # smg colours its log even into a file
-        m = _CONNECT.search(line)
-        if m is None or m.group(1) in seen:
+        gone = _REMOVING.search(line)
+        if gone is not None:
+            yield Clue(key="ROUTER_WORKER_REMOVED", label="consequence", text=line.strip()[:500],
+                       source=src.path, line=no, time=parse_log_timestamp(line), role="router",
+                       host=src.host, stage="router_dispatch", suspect=gone.group(1),
+                       wedge=False, strength=1,
+                       why="the router took the worker out of its pool after its requests "
+                           "failed: what failed on the worker is the cause")
             continue
-        seen.add(m.group(1))
-        url = m.group(1).lower()
-        side: Side = next((r for r in ("prefill", "decode") if r in url), "not_established")
+        m = _CONNECT.search(line)
+        failed = _REQUEST_FAILED.search(line) if m is None else None
+        url = m.group(1) if m is not None else (failed.group(1) if failed is not None else None)
+        if url is None or url in seen:
+            continue
+        seen.add(url)
+        side: Side = next((r for r in ("prefill", "decode") if r in url.lower()),
+                          "not_established")
+        if failed is not None:  # a request dispatched to it failed: the router was serving
+            yield Clue(key="ROUTER_WORKER_REQUEST_FAILED", label="cause", text=line.strip()[:500],
+                       source=src.path, line=no, time=parse_log_timestamp(line), role="router",
+                       host=src.host, side=side, suspect=url, wedge=False, strength=2,
+                       stage="router_dispatch",
+                       why="the router's request to this worker failed: the worker is down, "
+                           "overloaded or unreachable (its own log says which)")
+            continue
         # before the router served any request it is still bringing its workers up
         starting = not served or served[0] > no
         yield Clue(key="ROUTER_WORKER_UNREACHABLE", label="cause", text=line.strip()[:500],
                    source=src.path, line=no, time=parse_log_timestamp(line), role="router",
-                   host=src.host, side=side, suspect=m.group(1), wedge=False, strength=2,
+                   host=src.host, side=side, suspect=url, wedge=False, strength=2,
                    stage="startup" if starting else None,
                    why="smg could not open a connection to this worker: it is down, not yet "
                        "listening, or unreachable from the router"

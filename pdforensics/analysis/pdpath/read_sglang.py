@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Label, Stage
+from pdforensics.analysis.pdpath.model import Clue, Label, Side, Stage
 from pdforensics.analysis.pdpath.place import (
     KEY_PLACE,
     NOISE_KEYS,
@@ -217,7 +217,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                     yield _cut_frame_clue(src, tb, hit, line_role)
             yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
                        line=hit.no, time=hit.time, stage=stage,
-                       side=place.side if place else None, role=line_role, host=src.host,
+                       side=_line_side(sig.key, line, place), role=line_role, host=src.host,
                        rank=hit.rank, rids=rids, rooms=rooms,
                        suspect=bootstrap_suspect(line) if sig.key == "BOOTSTRAP_INFO_FAILED"
                        else None,
@@ -226,6 +226,17 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                        why=(place.why if place else sig.description)
                        + (f"; label from {sig.label_why}" if sig.label_why.startswith("sglang")
                           else ""))
+
+
+#: a CUDA error raised by a collective's own code (vLLM's and SGLang's custom all-reduce,
+#: NCCL): the collective is the side, not the GPU
+_COLLECTIVE_CODE = ("all_reduce", "allreduce", "all_gather", "nccl", "custom_ar")
+
+
+def _line_side(key: str, line: str, place: Place | None) -> Side | None:
+    if key == "CUDA_ERROR" and any(w in line.lower() for w in _COLLECTIVE_CODE):
+        return "collective"
+    return place.side if place else None
 
 
 _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, int, str], ...] = (

@@ -127,6 +127,18 @@ def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
                     "the process is when the dump was taken; a second dump tells stuck from busy")
 
 
+def _collective_wait(src: Source, d: ProcessDump, n: int, main: ThreadStack) -> Clue:
+    """Another program's main thread (the dump shows little else) waits in a collective: its
+    rank waits for its peers, the collective is the side to look at, the peer that did not
+    join is not in this stack."""
+    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    return Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
+                text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}",
+                source=src.path, host=src.host, rank=d.rank, strength=1,
+                why="a collective returns only when every rank of its group joins it: this "
+                    "rank waits for a peer; one dump cannot tell a hang from a slow peer")
+
+
 #: functions of a program starting up (warm-up, compilation, model load)
 _STARTING = ("warm_up", "warmup", "compile_or_warm_up", "load_model", "_initialize_kv_caches")
 
@@ -140,7 +152,12 @@ def stack_clues(src: Source) -> Iterator[Clue]:
             continue
         said = list(_dump_clues(src, d, n))
         yield from said
-        if not said and not _is_sglang(d) and (focus := _focus_clue(src, d, n)) is not None:
+        if said or _is_sglang(d):
+            continue
+        main = _main(d)
+        if main is not None and len(d.threads) <= 2 and _in_collective(main):
+            yield _collective_wait(src, d, n, main)
+        elif (focus := _focus_clue(src, d, n)) is not None:
             yield focus
 
 

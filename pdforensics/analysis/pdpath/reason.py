@@ -49,7 +49,7 @@ def is_sglang(clues: Sequence[Clue]) -> bool:
 
 #: consequences seen in one instant (a stack sample): a rank waiting in a collective is what
 #: every healthy TP forward does between kernels; it stands only where its role shows no progress
-_MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE"})
+_MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE", "STACK_WAITS_IN_COLLECTIVE"})
 
 
 def _moving(clues: Sequence[Clue], role: str | None) -> bool:
@@ -60,8 +60,11 @@ def _moving(clues: Sequence[Clue], role: str | None) -> bool:
 def _primary(clues: Sequence[Clue], label: str = "cause") -> int | None:
     picked = [i for i in range(len(clues)) if clues[i].label == label]
     if label == "consequence":
-        picked = [i for i in picked if clues[i].stage is not None
-                  and not (clues[i].key in _MOMENTARY and _moving(clues, clues[i].role))]
+        picked = [i for i in picked
+                  if not (clues[i].key in _MOMENTARY and _moving(clues, clues[i].role))]
+        # a consequence placed on the path first; else one that at least names a side
+        picked = [i for i in picked if clues[i].stage is not None] or [
+            i for i in picked if clues[i].side is not None]
     if not picked:
         return None
     best = max(clues[i].strength for i in picked)
@@ -107,10 +110,16 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
     c = clues[p]
     if c.suspect is not None:
         return c.suspect
-    if c.rank is None:
-        return None
-    # a rank is named only when it is the odd one out: every rank failing names none
     failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"}
+    if c.rank is None:
+        # a cause no rank printed (a transfer engine's glog line, a pid): the one rank whose
+        # failure follows it in the same file, when every other rank is silent
+        # (an SGLang rank label; a collective's timeout ranks are each the victim of another)
+        after = {x.rank for x in clues if x.label == "consequence" and x.rank is not None
+                 and x.source == c.source and x.rank[:2] in _RANK_KINDS}
+        return _as_printed(after.pop()) if len(after) == 1 and failing <= after \
+            and c.side != "collective" else None
+    # a rank is named only when it is the odd one out: every rank failing names none
     return _as_printed(c.rank) if failing == {c.rank} else None
 
 

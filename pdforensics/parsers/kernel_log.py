@@ -32,6 +32,7 @@ GPU_LOST = "gpu_lost"
 AER = "aer"
 OOM_KILL = "oom_kill"
 OOM_REAPED = "oom_reaped"  # the kernel freed the killed process's memory (after OOM_KILL)
+OOM_UNIT_FAILED = "oom_unit_failed"  # systemd marked the unit failed for the kill (after OOM_KILL)
 GSP = "gsp"
 SMI_UNREACHABLE = "smi_unreachable"
 
@@ -43,6 +44,14 @@ _AER_DETAIL = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d
                          r"(?:device \[|\[\s{0,2}\d{1,2}\] )")
 _OOM = linear.compile(r"(?:Memory cgroup out of memory|Out of memory)(?: \(oom_kill_allocating_task\))?: "
                   r"Kill(?:ed)? process (\d{1,10}) \(([^)\n]{0,64})\)")
+#: systemd's words for the kernel's OOM kill in one of its units, and the unit's end
+_UNIT_OOM = linear.compile(r"(\S{1,200}\.(?:service|scope|slice)): A process of this unit has been "
+                           r"killed by the OOM killer")
+_UNIT_FAILED = linear.compile(r"(\S{1,200}\.(?:service|scope|slice)): Failed with result 'oom-kill'")
+#: Ray's memory monitor ("2 Workers (tasks / actors) killed due to memory pressure (OOM), ...
+#: at node (ID: ..., IP: 10.0.167.26)"); a paste may wrap the record over a few lines
+_RAY_OOM = "killed due to memory pressure (OOM)"
+_RAY_NODE = linear.compile(r"\bIP: ([0-9a-fA-F.:]{3,45}[0-9a-fA-F])")
 _GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
 _SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
 _REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \((.{1,64}?)\)(?:, |\s*$)")
@@ -71,8 +80,8 @@ class KernelEvent:
     @property
     def suspect(self) -> str | None:
         """What to look at, in the words the log uses (``PCI:0000:a1:00``, ``GPU6``, a pid)."""
-        if self.kind in (OOM_KILL, OOM_REAPED):
-            return str(self.pid) if self.pid is not None else None
+        if self.kind in (OOM_KILL, OOM_REAPED, OOM_UNIT_FAILED):
+            return str(self.pid) if self.pid is not None else self.process
         if self.device is None or self.kind == AER:
             return None
         return self.device if self.device.startswith("GPU") else f"PCI:{self.device}"
@@ -154,6 +163,11 @@ def _other(no: int, line: str) -> KernelEvent | None:
     if (m := _REAPED.search(line)) is not None:
         return KernelEvent(no, OOM_REAPED, line.strip(), pid=int(m.group(1)),
                            process=m.group(2), epoch=epoch, uptime_s=up)
+    if "OOM killer" in line and (m := _UNIT_OOM.search(line)) is not None:
+        return KernelEvent(no, OOM_KILL, line.strip(), process=m.group(1), epoch=epoch, uptime_s=up)
+    if "oom-kill" in line and (m := _UNIT_FAILED.search(line)) is not None:
+        return KernelEvent(no, OOM_UNIT_FAILED, line.strip(), process=m.group(1), epoch=epoch,
+                           uptime_s=up)
     if "NVRM" in line and ("RPC event history" in line or "RPC history" in line
                            or "waiting for RPC response" in line or "PMU has halted" in line
                            or any(t in line for t in _GSP_TIMEOUTS)):
@@ -199,6 +213,10 @@ def parse_kernel_log(text: str) -> KernelLog:
             driver = next((w for w in line.split() if w[:1].isdigit() and w.count(".") >= 1
                            and w.replace(".", "").isdigit()), None)
         ev = _xid(no, line) if "NVRM: Xid" in line else _other(no, line)
+        if ev is None and _RAY_OOM in line:
+            node = _RAY_NODE.search(" ".join(lines[no - 1:no + 2]))
+            ev = KernelEvent(no, OOM_KILL, line.strip(), epoch=_times(line)[0],
+                             process=f"node {node.group(1)}" if node else None)
         if ev is None:
             continue
         if ev.kind == GSP:  # one event per GPU per history dump
@@ -228,4 +246,5 @@ def looks_like_kernel_log(text: str) -> bool:
 
 
 _KERNEL_MARKS = marks("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
+                      "killed by the OOM killer", "result 'oom-kill'", _RAY_OOM,
                       "invoked oom-killer", "pcieport ", "oom_reaper: ")

@@ -34,6 +34,7 @@ from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
+from pdforensics.parsers.logprefix import strip_prefixes
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -50,9 +51,10 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
     every = src.text.split("\n")
     innermost: tuple[int, str] | None = None
     run_head = ""
-    for no, line in lines(src):
-        t = parse_log_timestamp(line) if line[:1] == "[" or line[:1].isdigit() else None
+    for no, raw in lines(src):
+        t = parse_log_timestamp(raw) if raw[:1] == "[" or raw[:1].isdigit() else None
         when = t if t is not None else when
+        line = strip_prefixes(raw).text
         if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line
             last_frame = max(last_frame, no - 1)
         fm = _FRAME.match(line)
@@ -78,13 +80,16 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         rids, rooms = ids(exc)
         yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
-                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(line),
+                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
                    rids=rids, rooms=rooms, wedge=False, strength=3,
                    why="the exception a traceback ends with: what the failing code raised")
         funcs, code, last_frame = [], [], -_NEAR - 1
     # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
     if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
             and ", in " in innermost[1] and "most recent call first" not in run_head:
+        after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
+        if after and _FRAME.match(after) is None and _CARET.match(after) is None:
+            innermost = (innermost[0], f"{innermost[1]}: {after}")
         yield _cut_at_end(src, innermost, funcs, code)
 
 

@@ -105,7 +105,15 @@ def test_ray_dedup_suffixes_are_dropped_with_the_prefix() -> None:
 
 
 def test_a_file_sniffed_as_a_dump_but_unreadable_as_one_is_read_as_its_log() -> None:
-    from pdforensics.triage.read import read_path
+    from pdforensics.analysis.stacks_load import sniff_format
+    from pdforensics.triage.read import read_path, read_text
 
-    art = read_path(str(FIELD / "traceback/fastchat3498-compose-prefix-sglang-runtime.log"))
+    text = ("[2025-01-01 10:00:00] Scheduler hit an exception: Traceback (most recent call last):\n"
+            "[2025-01-01 10:00:01] the rest of the traceback was not logged\n"
+            "[2025-01-01 10:00:02] Received sigquit from a child process.\n")
+    assert sniff_format(text) == "traceback"
+    art = read_text("x.log", text, len(text))
     assert art.usable and art.kind == "log"
+    # the traceback behind compose's and FastChat's prefixes is read as the stack it is
+    art = read_path(str(FIELD / "traceback/fastchat3498-compose-prefix-sglang-runtime.log"))
+    assert art.usable and art.kind == "stacks" and art.threads >= 1

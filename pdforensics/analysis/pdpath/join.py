@@ -154,10 +154,35 @@ def _repeats(c: Clue, first: Clue) -> bool:
     ``0x7f..``, and request ids, 32 hex digits, need the pattern)."""
     if c.key != first.key:
         return False
-    if c.text.translate(_NO_DIGITS) == first.text.translate(_NO_DIGITS):
+    a, b = c.text.translate(_NO_DIGITS), first.text.translate(_NO_DIGITS)
+    if a == b:
+        return True
+    if _same_head(a, b):  # the same error, said of another operation after " | " or ": "
         return True
     return ("0x" in c.text or abs(len(c.text) - len(first.text)) <= 4) \
         and _message(c) == _message(first)
+
+
+_HEAD_MIN = 60  # characters two lines share before they say which operation failed
+
+
+def _same_head(a: str, b: str) -> bool:
+    """The two lines (digits dropped) agree up to a separator past _HEAD_MIN characters, and
+    for most of their length: one message template, its last field another operation's."""
+    n = min(len(a), len(b))
+    if a[:_HEAD_MIN] != b[:_HEAD_MIN]:
+        return False
+    lo, hi = _HEAD_MIN, n  # the shared prefix's length, by halving (slices compare in C)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    k = lo
+    if k < _HEAD_MIN or k * 5 < n * 3:
+        return False
+    return any(sep in a[_HEAD_MIN // 2:k] for sep in (" | ", ": "))
 
 
 def _restates(later: Clue, first: Clue) -> bool:

@@ -106,6 +106,8 @@ _GATEWAY_PKG = ("gateway", "router", "/epp/", "inference-scheduler", "inference-
 #: what the crashing frames do: answer the client, or pick a worker
 _STREAM_WORDS = ("Response", "Stream", "WriteMessage", "sendMessage", "Flush", "flush")
 _DISPATCH_WORDS = ("Pick", "pick", "Schedul", "Route", "Dispatch", "Filter", "Score")
+#: a gateway's control plane (a Kubernetes controller reconciling or translating its objects)
+_CONTROL_WORDS = ("/controller/", "Reconcile", "reconcile", "translate", "Informer")
 
 
 def _gateway_place(g: ThreadStack | None) -> tuple[Side | None, Stage]:
@@ -117,6 +119,8 @@ def _gateway_place(g: ThreadStack | None) -> tuple[Side | None, Stage]:
     if not any(w in fn.lower() for fn in mine[:12] for w in _GATEWAY_PKG):
         return None, "not_applicable"
     for fn in mine[:12]:
+        if any(w in fn for w in _CONTROL_WORDS):
+            return "router", "not_applicable"  # its control plane: no request goes through it
         if any(w in fn for w in _STREAM_WORDS):
             return "router", "stream_back"
         if any(w in fn for w in _DISPATCH_WORDS):

@@ -23,6 +23,7 @@ from pdforensics.parsers.kernel_log import (
     GSP,
     OOM_KILL,
     OOM_REAPED,
+    OOM_UNIT_FAILED,
     SMI_UNREACHABLE,
     XID,
     KernelEvent,
@@ -93,10 +94,16 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        suspect=e.suspect, wedge=False, strength=1,
                        why="the kernel freed the memory of the process its OOM killer killed",
                        **base)  # type: ignore[arg-type]
+        elif e.kind == OOM_UNIT_FAILED:
+            yield Clue(key="OOM_UNIT_FAILED", label="consequence", text=e.text[:500], side="host",
+                       suspect=e.suspect, wedge=False, strength=1,
+                       why="systemd marked the unit failed because the OOM killer killed a "
+                           "process of it", **base)  # type: ignore[arg-type]
         elif e.kind == OOM_KILL:
             yield Clue(key="OOM_KILL", label="cause", text=e.text[:500], side="host",
                        suspect=e.suspect, wedge=False, strength=3,
-                       why="the kernel's OOM killer killed this process", **base)  # type: ignore[arg-type]
+                       why="the OOM killer (the kernel's, or Ray's memory monitor) killed this "
+                           "process", **base)  # type: ignore[arg-type]
         elif e.kind == GSP:
             # a GSP line names no device; the Xid the driver raises for it just after does
             xid = next((x for x in events[i + 1:] if x.kind == XID and x.lineno - e.lineno <= 20),

@@ -30,7 +30,7 @@ _MAX_TEXT = 500
 
 def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
-    if "nccl" in low:
+    if "nccl" in low or "gloo" in low:
         return "collective"
     if "cuda" in low and "out of memory" not in low and "cuda graph" not in low:
         return "gpu"  # (a CUDA graph that failed to capture is the software's, not the GPU's)
@@ -72,6 +72,10 @@ def exception_clues(src: Source) -> Iterator[Clue]:
                     and ", in " in innermost[1] and "most recent call first" not in run_head:
                 # (a traceback's frame says "line N, in f"; faulthandler's "line N in f", and
                 # gdb's py-bt is headed "most recent call first": samples, not a raise)
+                after = strip_prefixes(every[innermost[0]]).text.strip() \
+                    if innermost[0] < len(every) else ""
+                if after and _FRAME.match(after) is None and _CARET.match(after) is None:
+                    innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
                 yield _cut_at_end(src, innermost, funcs, code)  # the text ends mid-traceback
             return
         if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
@@ -205,6 +209,45 @@ _COLLECTIVE_FUNCS = ("ncclCommInitRank", "nccl", "init_process_group", "all_redu
                      "all_gather", "broadcast", "barrier", "TCPStore", "rendezvous")
 
 
+#: C++'s std::terminate on an uncaught exception, and the exception's message on the next line
+_TERMINATE = "terminate called after throwing an instance of"
+_WHAT = linear.compile(r"^\s*what\(\):\s+(.{1,800})$")
+_TERMINATE_NEAR = 4  # the what() line follows its terminate line this closely
+
+
+@reader("cpp_terminate")
+def terminate_clues(src: Source) -> Iterator[Clue]:
+    """An uncaught C++ exception (torch's, gloo's, NCCL's): its ``what():`` message is the
+    cause, the terminate line (and the abort it raises) the consequence."""
+    if _TERMINATE not in src.text or src.kind in ("metrics", "server_info", "load"):
+        return
+    every = list(lines(src))
+    for k, (no, line) in enumerate(every):
+        if _TERMINATE not in line:
+            continue
+        what = next(((n, m.group(1)) for n, ln in every[k + 1:k + 1 + _TERMINATE_NEAR]
+                     if (m := _WHAT.match(ln)) is not None), None)
+        yield Clue(key="CPP_TERMINATE", label="consequence", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
+                   rank=parse_rank(line), wedge=False, strength=1,
+                   why="C++ std::terminate: an exception no code caught ended the process "
+                       "(it aborts)")
+        if what is not None:
+            msg = what[1]
+            yield Clue(key="CPP_EXCEPTION", label="cause", text=every[what[0] - every[0][0]][1]
+                       .strip()[:_MAX_TEXT], source=src.path, line=what[0], time=_stamp(line),
+                       role=src.role, host=src.host, rank=parse_rank(line),
+                       side=_side(msg, src.role), wedge=False, strength=3,
+                       why="the message of the C++ exception nothing caught: what failed")
+
+
+def _aborted_by_terminate(src: Source, no: int) -> bool:
+    """A "Fatal Python error: Aborted" within a few lines after a terminate line: the abort
+    std::terminate raises, not a crash of its own."""
+    head = src.text[:src.text.find("Fatal Python error: Aborted")]
+    return _TERMINATE in "\n".join(head.split("\n")[-(_TERMINATE_NEAR + 4):])
+
+
 def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
            frames: list[tuple[str, str]]) -> Clue:
     """The crash, placed by the crashing thread's innermost frames; its text names the
@@ -214,6 +257,11 @@ def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
     side: Side | None = "collective" if any(w in fn for fn in funcs[:3]
                                             for w in _COLLECTIVE_FUNCS) else None
     where = f" (crashed at: {frames[0][0]})" if frames else ""
+    if "Aborted" in fatal[1] and _aborted_by_terminate(src, fatal[0]):
+        return Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],
+                    source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
+                    stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=1,
+                    why="the abort std::terminate raised for the C++ exception just before")
     return Clue(key="PYTHON_FATAL", label="cause", text=(fatal[1] + where)[:_MAX_TEXT],
                 source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
                 stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=3,

@@ -104,6 +104,9 @@ def _as_printed(rank: str) -> str:
 
 
 _RANK_KINDS = ("DP", "TP", "PP", "EP", "CP")
+#: a collective's error that reports its peer: a read that failed or timed out, a connection
+#: the peer closed or reset
+_PEER_WORDS = ("read error", "by peer", "timed out", "connection reset", "connection closed")
 
 
 def _suspect(clues: Sequence[Clue], p: int) -> str | None:
@@ -119,6 +122,8 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
                  and x.source == c.source and x.rank[:2] in _RANK_KINDS}
         return _as_printed(after.pop()) if len(after) == 1 and failing <= after \
             and c.side != "collective" else None
+    if c.side == "collective" and any(w in c.text.lower() for w in _PEER_WORDS):
+        return None  # the rank that reports its peer gone or silent is not the one to blame
     # a rank is named only when it is the odd one out: every rank failing names none
     return _as_printed(c.rank) if failing == {c.rank} else None
 

@@ -104,7 +104,7 @@ def bare_pyspy_frames(text: str) -> bool:
 
 
 #: faulthandler's frame line: '  File "x.py", line 12 in f' (a traceback's has ", in")
-_FAULT_FRAME = linear.compile(r'^\s{1,12}File "[^"\n]{1,400}", line (?:\d{1,7}|\?\?\?) in \S{1,200}\s*$')
+_FAULT_FRAME = linear.compile(r'^\s{0,12}File "[^"\n]{1,400}", line (?:\d{1,7}|\?\?\?) in \S{1,200}\s*$')
 
 
 def bare_faulthandler_frames(text: str) -> bool:

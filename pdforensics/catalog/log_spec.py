@@ -117,8 +117,9 @@ SPECS: tuple[SigSpec, ...] = (
             r"^(Prefill|Decode) batch[. {]", ("srt/managers/",),
             external=((r"(?:Prefill|Decode) batch[.,] #(?:new-seq|running-req)", "batch",
                        "sglang, any release (the line's first fields, when a terminal cut it)"),)),
-    SigSpec("COLLECTIVE_RECV_TIMEOUT", "cause",
-            "a gloo/torch collective waited for a peer that never sent",
+    SigSpec("COLLECTIVE_RECV_TIMEOUT", "consequence",
+            "a gloo/torch collective waited for a peer that never sent (the peer is the cause, "
+            "as for NCCL's watchdog timeout)",
             external=((r"Timed out waiting \d+ ?ms for (?:recv|send)", "timed out waiting",
                        "gloo (torch.distributed)"),)),
     SigSpec("MOONCAKE_METADATA_NOT_FOUND", "cause",

@@ -12,7 +12,7 @@ _HEAD = linear.compile(
     r"(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):\s*$"
 )
 _STACK = linear.compile(r"^(?:Current )?[Ss]tack \(most recent call first\):\s*$")
-_FRAME = linear.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
+_FRAME = linear.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.*?)\s*$')
 _OTHER = linear.compile(r"^\s+(?:<no Python frame>|\.\.\.|<unknown>)\s*$")
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 #: lines that open a faulthandler dump (for finding dumps inside logs)

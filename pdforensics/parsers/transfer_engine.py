@@ -51,9 +51,9 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
              "multi_transport", "endpoint_store", "cxl_transport", "ascend_transport",
              "hccl_transport", "efa_transport", "rpc_communicator",
              "nixl_agent", "ucx_utils", "ucx_backend", "ucx_enums", "client_service",
-             "real_client", "transfer_task")
+             "real_client", "transfer_task", "store_py", "master_client", "client.")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
-_STARTUP = ("register memory", "registerLocalMemory", "install transport", "installTransport",
+_STARTUP = ("register memory", "registerLocalMemory", "register_local_memory", "mount segment", "install transport", "installTransport",
             "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",
             "Failed to init", "Failed to initialize", "createBackend")
 _HANDSHAKE = ("handshake", "Handshake")

@@ -194,9 +194,14 @@ def _pyspy_error(text: str) -> PyspyFailure | None:
     lines = _nonblank(text, 301)
     if not lines or len(lines) > 300:
         return None
-    if not (_PYSPY_FIRST.match(lines[0]) or any(_PYSPY_CMD.search(ln) for ln in lines[:8])):
+    named = any(_PYSPY_CMD.search(ln) for ln in lines[:8])
+    if not (_PYSPY_FIRST.match(lines[0]) or named):
         return None
-    return classify_pyspy_error(text, 1)
+    found = classify_pyspy_error(text, 1)
+    if found is not None and found.reason == "unknown" and not named \
+            and "py-spy" not in text.lower() and "py_spy" not in text:
+        return None  # "Failed to ..." of another program (a transfer engine), not py-spy's
+    return found
 
 
 def detect_kind(text: str) -> str | None:
@@ -245,6 +250,27 @@ def unquote_markdown(text: str) -> str:
                      for ln in text.split("\n"))
 
 
+_NUMBERED = linear.compile(r"^ {0,8}(\d{1,9})(?: |\t|$)")
+
+
+def line_numbered(text: str) -> bool:
+    """A paste from an editor or ``cat -n`` (each line opened by its number, the numbers
+    rising): nine in ten of the first 50 non-empty lines are numbered so."""
+    head = [ln for ln in text[:100_000].split("\n", 60)[:60] if ln.strip()][:50]
+    nums = [int(m.group(1)) for ln in head if (m := _NUMBERED.match(ln)) is not None]
+    return len(head) >= 3 and len(nums) * 10 >= len(head) * 9 and \
+        all(a < b for a, b in zip(nums, nums[1:], strict=False)) and nums[-1] - nums[0] < 10 * len(nums)
+
+
+def strip_line_numbers(text: str) -> str:
+    """The text without the line number opening each line (and the one space after it)."""
+    out = []
+    for ln in text.split("\n"):
+        m = _NUMBERED.match(ln)
+        out.append(ln[m.end():] if m is not None else ln)
+    return "\n".join(out)
+
+
 def _first_line(text: str) -> str:
     first = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
     return first[:120]
@@ -254,11 +280,14 @@ def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     """Detect the kind of ``text`` and read it; an error names what went wrong. The text
     (and the bytes of a binary file) stay on the artifact for the evidence readers; a log
     printed through Ray (every line prefixed ``(Actor pid=N)``) is read without the prefix, and
-    a paste quoted in Markdown (every line opened by ``>``) without its quote marks."""
+    a paste quoted in Markdown (every line opened by ``>``) without its quote marks, and one
+    with an editor's line numbers without them."""
     if ray_prefixed(text):
         text = strip_ray_prefix(text)
     elif markdown_quoted(text):
         text = unquote_markdown(text)
+    elif line_numbered(text):
+        text = strip_line_numbers(text)
     art = _read_text(path, text, size)
     return replace(art, text=text, data=data)
 

@@ -41,7 +41,8 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 def old_exception_clues(src: Source) -> Iterator[Clue]:
     """Each traceback's exception line (a cause): the frames and code above it say where."""
-    if "File \"" not in src.text or src.kind in ("metrics", "server_info", "load"):
+    if ("File \"" not in src.text and "^^^" not in src.text and "~~~" not in src.text) \
+            or src.kind in ("metrics", "server_info", "load"):
         return
     funcs: list[str] = []
     code: list[str] = []
@@ -77,6 +78,9 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         code.extend(recent)
         role = frames_role(funcs) or src.role
         exc = line.strip()
+        if m.group(2) is None:  # a bare "AssertionError": the failing code says what failed
+            failing = next((x for x in code if x and _CARET.match(x) is None), None)
+            exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
         yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),

@@ -52,8 +52,9 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     Only the lines near a frame or a caret line can end a traceback: those are read (one scan
     of the text finds the frames); every other line only sets `recent`, and the time of an
     exception line is that of the newest stamped line at or before it."""
-    if "File \"" not in src.text or src.kind in ("metrics", "server_info", "load"):
-        return
+    if ("File \"" not in src.text and "^^^" not in src.text and "~~~" not in src.text) \
+            or src.kind in ("metrics", "server_info", "load"):
+        return  # (a traceback's tail pasted alone keeps its caret line)
     every = src.text.split("\n")
     funcs: list[str] = []
     code: list[str] = []
@@ -111,6 +112,9 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         code.extend(recent)
         role = frames_role(funcs) or src.role
         exc = line.strip()
+        if m.group(2) is None:  # a bare "AssertionError": the failing code says what failed
+            failing = next((x for x in code if x and _CARET.match(x) is None), None)
+            exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
         yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
@@ -125,9 +129,13 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
     """A traceback the text ends inside (a paste cut before its exception line): the
     innermost frame is where it raised, the frames say the stage; a traceback is a crash."""
     role = frames_role(funcs) or src.role
+    # cut inside a collective (SGLang's DP-attention batch sync, a broadcast, an all-reduce):
+    # the collective is the side
+    side: Side | None = "collective" if any(w in fn for fn in funcs[:1]
+                                            for w in _COLLECTIVE_FUNCS + _SYNC_FUNCS) else None
     return Clue(key="PYTHON_TRACEBACK_CUT", label="cause", text=innermost[1][:_MAX_TEXT],
                 source=src.path, line=innermost[0], stage=frames_stage(funcs, code, role),
-                role=role, host=src.host, wedge=False, strength=2,
+                role=role, side=side, host=src.host, wedge=False, strength=2,
                 why="a traceback cut before its exception line: its innermost frame is where "
                     "it raised")
 
@@ -205,6 +213,10 @@ def _frames_after(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]]
 
 
 #: functions of the collectives layer: a crash in one is on the collective side
+#: SGLang's own collective steps (sglang 0.5.23: DP attention's batch-size sync across DP
+#: ranks, the request broadcast across TP ranks)
+_SYNC_FUNCS = ("prepare_mlp_sync_batch", "broadcast_pyobj", "_broadcast_reqs_across_ranks",
+               "poll_and_all_reduce")
 _COLLECTIVE_FUNCS = ("ncclCommInitRank", "nccl", "init_process_group", "all_reduce",
                      "all_gather", "broadcast", "barrier", "TCPStore", "rendezvous")
 

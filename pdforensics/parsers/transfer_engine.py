@@ -28,6 +28,9 @@ _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 #: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
 _BENIGN = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
+#: Mooncake's RDMA context when ibv_reg_mr fails ("Failed to register memory 0x7fa3ce000000:
+#: Input/output error [5]"), printed without glog's prefix
+_REG_FAILED = linear.compile(r"^\s*Failed to register memory 0x[0-9a-fA-F]{1,16}: (.{1,120})$")
 _RETRIES = linear.compile(r"after \d+ retries|retry \d+/\d+|retries exhausted")
 #: a transfer engine warning within this many lines before an error says why it failed
 #: (Mooncake: "No suitable GID found on mlx5_bond_1", then "Failed to open device")
@@ -42,9 +45,9 @@ def device_of(text: str) -> str | None:
     return m.group(1) if m else None
 
 #: a text that can hold a transfer error holds one of these
-_TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal")
+_TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal", "Failed to register memory")
 #: a line that can be a transfer error holds one of these (most lines of a log hold none)
-_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal")
+_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal", "Failed to register memory")
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
@@ -53,7 +56,8 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
              "nixl_agent", "ucx_utils", "ucx_backend", "ucx_enums", "client_service",
              "real_client", "transfer_task", "store_py", "master_client", "client.")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
-_STARTUP = ("register memory", "registerLocalMemory", "register_local_memory", "mount segment", "install transport", "installTransport",
+_STARTUP = ("register memory", "registerLocalMemory", "register_local_memory", "mount segment",
+            "install transport", "installTransport",
             "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",
             "Failed to init", "Failed to initialize", "createBackend")
 _HANDSHAKE = ("handshake", "Handshake")
@@ -122,6 +126,10 @@ def _line(no: int, line: str) -> TransferError | None:
     if s is not None and line.lstrip().startswith("["):
         return TransferError(no, line.strip(), "ucx", "crash", "kv_send", "cause",
                              f"signal {s.group(1)}: {s.group(2)[:80]}")
+    r = _REG_FAILED.match(line)
+    if r is not None:  # the RDMA memory registration itself (ibv_reg_mr), printed bare
+        return TransferError(no, line.strip(), "mooncake", "register", "startup", "cause",
+                             r.group(1).strip()[:80])
     n = _NIXL.search(line)
     if n is not None:  # a code alone does not say when (start-up, a transfer): the stage is open
         return TransferError(no, line.strip(), "nixl", "error", None, "cause", n.group(0))

@@ -36,7 +36,9 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
                 clues.extend(r.fn(src))
             except Exception as exc:  # one reader's bug never loses the others' evidence
                 notes.append(f"reader {r.name} failed on {src.path}: {type(exc).__name__}: {exc}")
-    return clues, notes
+    # a line another reader placed keeps that reading only (read_errors: the fallback)
+    placed = {(c.source, c.line) for c in clues if c.key != "LOG_ERROR" and c.line is not None}
+    return [c for c in clues if c.key != "LOG_ERROR" or (c.source, c.line) not in placed], notes
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()

@@ -186,18 +186,48 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
     if "Fatal Python error" not in src.text:
         return
     fatal: tuple[int, str] | None = None
+    first: tuple[str, int] | None = None  # the first thread printed after it (no "Current")
     every = list(lines(src))
     for k, (no, line) in enumerate(every):
         s = line.strip()
         if fatal is None and _FATAL.match(s) is not None:
-            fatal = (no, s)
+            fatal, first = (no, s), None
             continue
-        if fatal is not None and (c := _CURRENT.match(s)) is not None:
+        if fatal is None:
+            continue
+        if (c := _CURRENT.match(s)) is not None:
             thread = c.group(1) if c.group(1) != "Stack" else None  # (no thread id printed)
-            yield _fatal(src, fatal, thread, _frames_after(every, k + 1))
+            yield _fatal(src, fatal, thread, _frames_after(every, k + 1), _native_after(every, k))
             fatal = None
-    if fatal is not None:
-        yield _fatal(src, fatal, None, [])
+        elif first is None and (t := _THREAD.match(s)) is not None:
+            first = (t.group(1), k + 1)
+    if fatal is not None:  # no current thread marked: the first one printed crashed
+        thread, at = first if first is not None else (None, len(every))
+        yield _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
+                     _native_after(every, at))
+
+
+#: a thread faulthandler printed without marking it current
+_THREAD = linear.compile(r"^(Thread 0x[0-9a-fA-F]{1,16}) \(most recent call first\):")
+#: a native frame of a crash handler's C stack ('File "<unknown>", line 0, in cuEventQuery')
+_NATIVE = linear.compile(r'^\s*File "<unknown>", line 0,? in (.{1,300})$')
+#: whose code a crashed native stack runs: the transfer engine's, a collective's
+_NATIVE_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
+    (("nixl", "ucp_", "uct_", "ucs_", "mooncake", "ibv_", "rdma"), "transfer_engine"),
+    (("nccl",), "collective"),
+)
+
+
+def _native_after(every: list[tuple[int, str]], k: int) -> list[str]:
+    """The native frames (innermost first) of a C stack printed within 40 lines after ``k``."""
+    out: list[str] = []
+    for _no, line in every[k:k + 40]:
+        m = _NATIVE.match(line)
+        if m is not None:
+            out.append(m.group(1).strip())
+        elif out and line.strip():
+            break
+    return out
 
 
 def _frames_after(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]]:
@@ -261,13 +291,16 @@ def _aborted_by_terminate(src: Source, no: int) -> bool:
 
 
 def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
-           frames: list[tuple[str, str]]) -> Clue:
+           frames: list[tuple[str, str]], native: list[str] | None = None) -> Clue:
     """The crash, placed by the crashing thread's innermost frames; its text names the
-    innermost frame (where it crashed)."""
+    innermost frame (where it crashed). A native stack printed with it (a crash handler's)
+    that runs the transfer engine's or NCCL's code names that side."""
     funcs = [fn for _line, fn in frames]
     role = frames_role(funcs) or src.role
     side: Side | None = "collective" if any(w in fn for fn in funcs[:3]
                                             for w in _COLLECTIVE_FUNCS) else None
+    low = " ".join(native or ()).lower()
+    side = next((sd for words, sd in _NATIVE_SIDES if any(w in low for w in words)), side)
     where = f" (crashed at: {frames[0][0]})" if frames else ""
     if "Aborted" in fatal[1] and _aborted_by_terminate(src, fatal[0]):
         return Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],

@@ -1,0 +1,59 @@
+"""Error lines no other reader knows: a line its own logger marks as an error (``ERROR``,
+``FATAL``, ``CRITICAL``, ``level=error``) is evidence of a failure
+even when its words are nobody's catalogued message (LMCache's, a launcher's, a plugin's).
+
+Each is a weak cause (strength 1): any catalogued message outranks it, and a burst of them
+reads as one failure (join.py: the first line the cause, the later ones its consequences).
+A line another reader already placed keeps that reading only (diagnose.read_all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pdforensics import linear
+from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.logtime import parse_log_timestamp
+
+#: a level word as loggers print it (upper case, a separator after it), logfmt's level, glog's
+#: error/fatal prefix
+_LEVEL = linear.compile(r"(?:^|[\s\[|(\]:])(?:ERROR|FATAL|CRITICAL)(?:$|[\s\]|:)])|"
+                        r"\blevel=(?:error|fatal)\b")
+_WORDS = ("ERROR", "FATAL", "CRITICAL", "level=error", "level=fatal")
+_MARKS = marks(*_WORDS)
+_MAX_LINES = 400  # per source: a log that errs on every line says so in its first ones
+_MAX_TEXT = 500
+#: whose failure a line names, by its words
+_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
+    (("nccl", "gloo", "c10d", "all_reduce", "allreduce"), "collective"),
+    (("mooncake", "nixl", "ucx", "rdma", "transfer engine", "transfer_engine"), "transfer_engine"),
+    (("cuda error", "xid", "ecc error"), "gpu"),
+)
+
+
+def _side(line: str) -> Side | None:
+    low = line.lower()
+    return next((side for words, side in _SIDES if any(w in low for w in words)), None)
+
+
+@reader("error_lines")
+def error_lines(src: Source) -> Iterator[Clue]:
+    """Lines marked as errors by their logger (weak causes; see the module docstring)."""
+    if not src.text or src.kind in ("metrics", "server_info", "load", "stacks", "goroutines"):
+        return
+    if not has_any(src.text, _MARKS):
+        return
+    n = 0
+    for no, line in lines_with(src.text, _WORDS):
+        if _LEVEL.search(line[:300]) is None:
+            continue
+        n += 1
+        if n > _MAX_LINES:
+            return
+        yield Clue(key="LOG_ERROR", label="cause", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
+                   host=src.host, side=_side(line), strength=1,
+                   why="its logger marks this line as an error; no catalogued message says "
+                       "more of it")

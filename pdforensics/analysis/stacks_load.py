@@ -22,6 +22,7 @@ from pdforensics.parsers.native_stacks import (
     parse_gdb,
     parse_ucx_backtrace,
 )
+from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import extract_watchdog_dumps, parse_pyspy_json, parse_pyspy_text
 from pdforensics.parsers.pyspy_errors import classify_pyspy_error, failure_lines
 from pdforensics.parsers.pystack import parse_pystack
@@ -195,7 +196,7 @@ def load_stack_file(path: str, host: str = "") -> tuple[LabelledDump, ...]:
 
     Raises ParseError naming the file when it holds no dump at all.
     """
-    text = _read(path)
+    text = unwrap_paste(_read(path))  # (quoted in Markdown, or with an editor's line numbers)
     name = "<stdin>" if path == STDIN else os.path.basename(path)
     if not text.strip():
         raise ParseError(f"{name}: empty file, no stack dump in it")

@@ -17,7 +17,8 @@ from pdforensics.parsers.pyspy_errors import is_failure_line
 _PROCESS = linear.compile(r"^Process (\d+): ?(.*)$")
 _PARENT = linear.compile(r"^Parent Process (\d+): ?(.*)$")
 _PYVER = linear.compile(r"^Python v(\S+)")
-_THREAD = linear.compile(r'^Thread (0[xX][0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
+#: py-spy's thread line; a paste that dropped the id ('Thread (idle) "MainThread"') too
+_THREAD = linear.compile(r'^Thread (?:(0[xX][0-9A-Fa-f]+|\d+) )?\(([^)]*)\)(?::? "(.*)")?\s*$')
 _NATIVE_EXT = (".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh", ".rs", ".S")
 _SEPARATOR = linear.compile(r"^-{20,}\s*$")
 _VAR = linear.compile(r"^(\S[^:]*): ?(.*)$")
@@ -228,7 +229,7 @@ class _TextParser:
             if self.orphan and not self.seen_thread:
                 self.proc.threads.append(ThreadStack("?", None, "", tuple(self.orphan)))
             self.seen_thread = True
-            self.thread = _ThreadBuilder(m.group(1), m.group(2), m.group(3))
+            self.thread = _ThreadBuilder(m.group(1) or "?", m.group(2), m.group(3))
             return True
         m = _PROCESS.match(line)
         if m is not None:
@@ -284,8 +285,8 @@ class _TextParser:
         self.in_error = True
 
 
-_HEADERS = linear.compile(r"^(?:Python v\S|Parent Process \d+|Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+)"
-                      r" \(|-{20,}\s*$)")
+_HEADERS = linear.compile(r"^(?:Python v\S|Parent Process \d+|Process \d+: |"
+                          r"Thread (?:(?:0[xX][0-9A-Fa-f]+|\d+) )?\(|-{20,}\s*$)")
 
 
 def parse_pyspy_text(text: str) -> tuple[ProcessDump, ...]:

@@ -49,6 +49,17 @@ def looks_like_log(text: str, has_hits: bool) -> bool:
     return has_hits or stamped >= max(1, len(lines) // 10)
 
 
+#: a shell prompt with its command ("root@host:/dir# mpirun ...", "$ nixlbench ..."): what follows
+#: is that command's output, read as a log
+_PROMPT = linear.compile(r"^(?:[\w.-]{1,64}@[\w.-]{1,64}:\S{0,300}[#$]|(?:\([\w.-]{1,40}\) ?)?\$) \S")
+
+
+def command_output(text: str) -> bool:
+    """The text opens with a shell prompt and its command, and goes on for a few lines."""
+    lines = [ln for ln in text[:100_000].split("\n", 50)[:50] if ln.strip()]
+    return len(lines) >= 4 and _PROMPT.match(lines[0]) is not None
+
+
 def role_of(name: str) -> str | None:
     """``decode-1`` -> decode; ``sglang-router`` -> router; None when the name says nothing."""
     low = name.lower()

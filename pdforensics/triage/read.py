@@ -17,11 +17,12 @@ from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
 from pdforensics.parsers.journal import SignatureHit, scan_log_signatures, written_by_sglang
 from pdforensics.parsers.load_json import LoadDoc
+from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
 from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix
 from pdforensics.triage import lower
-from pdforensics.triage.logs import looks_like_log, split_by_writer
+from pdforensics.triage.logs import command_output, looks_like_log, split_by_writer
 from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
 from pdforensics.triage.unwrap import unwrap
 
@@ -229,46 +230,10 @@ def detect_kind(text: str) -> str | None:
         return "pyspy_error"
     if looks_like_metrics(text):
         return "metrics"
-    if looks_like_log(text, written_by_sglang(text) or lower.beneath_of(text) is not None):
+    if looks_like_log(text, written_by_sglang(text) or lower.beneath_of(text) is not None) \
+            or command_output(text):
         return "log"
     return None
-
-
-_QUOTED_LINE = linear.compile(r"^> ?", linear.M)
-
-
-def markdown_quoted(text: str) -> bool:
-    """Every non-empty line of the first 200 opens with ``>`` (a paste quoted in Markdown;
-    curl -v's ``> GET`` comes with ``<`` and ``*`` lines, so never all of them)."""
-    head = [ln for ln in text[:100_000].split("\n", 200)[:200] if ln.strip()]
-    return len(head) >= 2 and all(ln.lstrip()[:1] == ">" for ln in head)
-
-
-def unquote_markdown(text: str) -> str:
-    """The text without the Markdown quote mark opening each line."""
-    return "\n".join(_QUOTED_LINE.sub("", ln.lstrip(), 1) if ln.lstrip()[:1] == ">" else ln
-                     for ln in text.split("\n"))
-
-
-_NUMBERED = linear.compile(r"^ {0,8}(\d{1,9})(?: |\t|$)")
-
-
-def line_numbered(text: str) -> bool:
-    """A paste from an editor or ``cat -n`` (each line opened by its number, the numbers
-    rising): nine in ten of the first 50 non-empty lines are numbered so."""
-    head = [ln for ln in text[:100_000].split("\n", 60)[:60] if ln.strip()][:50]
-    nums = [int(m.group(1)) for ln in head if (m := _NUMBERED.match(ln)) is not None]
-    return len(head) >= 3 and len(nums) * 10 >= len(head) * 9 and \
-        all(a < b for a, b in zip(nums, nums[1:], strict=False)) and nums[-1] - nums[0] < 10 * len(nums)
-
-
-def strip_line_numbers(text: str) -> str:
-    """The text without the line number opening each line (and the one space after it)."""
-    out = []
-    for ln in text.split("\n"):
-        m = _NUMBERED.match(ln)
-        out.append(ln[m.end():] if m is not None else ln)
-    return "\n".join(out)
 
 
 def _first_line(text: str) -> str:
@@ -284,10 +249,8 @@ def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     with an editor's line numbers without them."""
     if ray_prefixed(text):
         text = strip_ray_prefix(text)
-    elif markdown_quoted(text):
-        text = unquote_markdown(text)
-    elif line_numbered(text):
-        text = strip_line_numbers(text)
+    else:
+        text = unwrap_paste(text)
     art = _read_text(path, text, size)
     return replace(art, text=text, data=data)
 

@@ -139,3 +139,106 @@ def test_a_router_started_with_no_worker_and_no_way_to_get_one_is_the_cause() ->
                   "Service discovery enabled\n",
                   "2025-11-04 10:05:39  INFO smg::workflow: Activated 1 of 1 worker(s)\n"):
         assert not _router(_START + later).causes
+
+
+# --- blind rounds 5 and 6: formats and readings -------------------------------------------
+
+
+def _text(text: str, kind: str = "log"):  # type: ignore[no-untyped-def]
+    return diagnose(read_all([Source("f.log", kind, text=text)])[0])
+
+
+def test_an_uncaught_cpp_exception_is_caused_by_its_what_and_aborts_as_a_consequence() -> None:
+    d = _d("traceback/sglang37909-prefill-bootstrap-gloo-collective-mismatch.log")
+    assert [c.key for c in d.causes] == ["CPP_EXCEPTION"]
+    assert "Received data size doesn't match expected size" in d.causes[0].text
+    assert {"CPP_TERMINATE", "PYTHON_FATAL"} <= {c.key for c in d.consequences}
+    assert d.side == "collective"  # gloo's
+
+
+def test_a_fatal_error_of_its_own_stays_the_cause() -> None:
+    d = _text("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent "
+              "call first):\n  File \"/x/model.py\", line 3 in forward\n")
+    assert [c.key for c in d.causes] == ["PYTHON_FATAL"]
+
+
+def test_a_crash_handlers_native_stack_names_the_transfer_engine() -> None:
+    d = _d("faulthandler/sglang23489-nixl-ucx-progress-thread-segfault.txt")
+    assert (d.stage, d.side) == ("kv_send", "transfer_engine")
+    assert d.suspect == "Thread 0x0000e6b496d046a0"  # the first thread printed: none is current
+
+
+def test_systemd_and_ray_oom_kills_are_the_hosts() -> None:
+    d = _d("kernel/ollama9322-oom-killer-70b-fp16-load.log")
+    assert [c.key for c in d.causes] == ["OOM_KILL"] and d.side == "host"
+    assert d.suspect == "ollama.service" and "OOM_UNIT_FAILED" in {c.key for c in d.consequences}
+    d = _d("log/vllm1160-raylet-oom-kill-workers.log")
+    assert d.causes[0].key == "OOM_KILL" and d.side == "host" and d.suspect == "node 10.0.167.26"
+
+
+def test_the_old_routers_failed_requests_and_its_removal_of_the_worker() -> None:
+    d = _d("router_log/sglang4562-router-removes-unreachable-worker.log")
+    assert [c.key for c in d.causes] == ["ROUTER_WORKER_REQUEST_FAILED"]
+    assert (d.stage, d.suspect) == ("router_dispatch", "http://localhost:8001")
+    assert [c.key for c in d.consequences] == ["ROUTER_WORKER_REMOVED"]
+
+
+def test_an_error_line_no_reader_knows_is_a_weak_cause_and_never_beside_a_known_one() -> None:
+    d = _text("[2025-09-04 01:00:51,159] LMCache ERROR: batch_get_buffer failed: 'mooncake.store."
+              "MooncakeDistributedStore' object has no attribute 'batch_get_buffer'\n"
+              "[2025-09-04 01:00:51,160] LMCache ERROR: Num retrieved tokens: 0\n")
+    assert [c.key for c in d.causes] == ["LOG_ERROR"] and d.side == "transfer_engine"
+    assert [c.key for c in d.consequences] == ["LOG_ERROR"]  # the same burst
+    # a line a catalogued message already reads keeps that reading only
+    d = _text("[2026-01-01 10:00:00] ERROR Decode transfer failed for request rank=0 "
+              "decode_req.req.rid='a' with exception KVTransferError(bootstrap_room=1): Request 1 "
+              "timed out after 45.0s in KVPoll.WaitingForInput\n")
+    assert "LOG_ERROR" not in {c.key for c in d.clues}
+    # an INFO line that mentions an error is not one
+    assert not _text("[2026-01-01 10:00:00] INFO: no ERRORS today, level=info\n").causes
+
+
+def test_the_same_error_said_of_another_operation_is_the_cause_again() -> None:
+    d = _d("transfer_engine/nixl927-ucx-gb300-no-remote-protocol.log")
+    ucx = [c for c in d.clues if "cannot find remote protocol" in c.text]
+    assert len(ucx) == 2 and all(c.label == "cause" for c in ucx)
+
+
+def test_pd_queue_steps_place_a_traceback() -> None:
+    assert _d("traceback/sglang11196-decode-prealloc-alloc-extend-typeerror.log").stage == \
+        "decode_prealloc"
+    d = _d("traceback/sglang20485-pp-prefill-bootstrap-timeout-assert.log")
+    assert d.stage == "prefill_bootstrap"
+    assert any("assert poll == KVPoll.WaitingForInput" in c.text for c in d.causes)  # bare assert
+    assert _d("traceback/mooncake1400-sglang-prefill-check-status-keyerror.log").stage == "kv_send"
+
+
+def test_pastes_wrapped_by_markdown_an_editor_or_nothing_are_read() -> None:
+    from pdforensics.triage.read import read_path
+
+    quoted = read_path(str(FIELD / "nccl/nccl258-cudagdb-peeraccess-warnings-harmless.txt"))
+    assert quoted.usable and quoted.kind == "log"
+    numbered = read_path(str(FIELD / "traceback/sglang32182-pd-dpattn-decode-warmup-crash.log"))
+    assert numbered.usable and numbered.kind == "stacks" and numbered.threads == 1
+    headless = read_path(str(FIELD / "faulthandler/vllm2731-stuck-in-allreduce-faulthandler.txt"))
+    assert headless.usable and headless.kind == "stacks"
+    d = _d("faulthandler/vllm2731-stuck-in-allreduce-faulthandler.txt")
+    assert (d.stage, d.side) == ("not_established", "collective")  # a rank waiting for its peer
+    # "Failed to ..." of a transfer engine is no py-spy failure
+    te = read_path(str(FIELD / "transfer_engine/mooncake304-rdma-register-max-mr-size.log"))
+    assert te.kind == "log"
+    d = _d("transfer_engine/mooncake304-rdma-register-max-mr-size.log")
+    assert (d.stage, d.side) == ("startup", "transfer_engine")
+    assert d.causes[0].text.startswith("Failed to register memory 0x7fa3ce000000")
+
+
+@pytest.mark.parametrize("text, numbered", [
+    ("12 a\n13 b\n14 c\n", True),
+    ("2024 was a year\n2025 too\n1999 before\n", False),  # not rising
+    ("1 a\n2 b\nc\nd\n", False),  # most lines unnumbered
+])
+def test_line_numbers_are_recognised_only_when_they_rise_on_nearly_every_line(
+        text: str, numbered: bool) -> None:
+    from pdforensics.parsers.pastes import line_numbered
+
+    assert line_numbered(text) is numbered

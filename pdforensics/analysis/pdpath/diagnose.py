@@ -37,7 +37,8 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
             except Exception as exc:  # one reader's bug never loses the others' evidence
                 notes.append(f"reader {r.name} failed on {src.path}: {type(exc).__name__}: {exc}")
     # a line another reader placed keeps that reading only (read_errors: the fallback)
-    placed = {(c.source, c.line) for c in clues if c.key != "LOG_ERROR" and c.line is not None}
+    placed = {(c.source, c.line) for c in clues if c.key != "LOG_ERROR" and c.line is not None
+              and c.label in ("cause", "consequence", "progress")}
     return [c for c in clues if c.key != "LOG_ERROR" or (c.source, c.line) not in placed], notes
 
 

@@ -79,12 +79,18 @@ def _reports(clues: list[Clue]) -> list[Clue]:
     strong = [c for c in out if c.label == "cause" and c.strength >= 2]
     report_lines = {(c.source, c.line) for c in out if c.key in REPORT_KEYS}
     on_line: dict[tuple[str, int | None], list[int]] = {}
+    first_of: dict[tuple[str, str], Clue] = {}  # (source, key) -> its first cause
     for i, c in enumerate(out):
         on_line.setdefault((c.source, c.line), []).append(i)
+        if c.label == "cause":
+            first_of.setdefault((c.source, c.key), c)
     for i, c in enumerate(out):
         on_report = (c.source, c.line) in report_lines
         if c.label != "cause" or (c.strength != 1 and not on_report):
             continue
+        same = first_of.get((c.source, c.key))
+        if same is not None and same is not c and _repeats(c, same):
+            continue  # the first cause said again (another process, another request)
         up = next((s for s in strong if _before(s, c) and (s.source, s.line) != (c.source, c.line)
                    and (s.source == c.source or set(s.rids) & set(c.rids)
                         or set(s.rooms) & set(c.rooms))), None)

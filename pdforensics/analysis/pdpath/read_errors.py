@@ -47,8 +47,8 @@ def error_lines(src: Source) -> Iterator[Clue]:
         return
     n = 0
     for no, line in lines_with(src.text, _WORDS):
-        if _LEVEL.search(line[:300]) is None:
-            continue
+        if _LEVEL.search(line[:300]) is None or "NVRM" in line:
+            continue  # (the driver's lines are the kernel readers')
         n += 1
         if n > _MAX_LINES:
             return

@@ -242,3 +242,17 @@ def test_line_numbers_are_recognised_only_when_they_rise_on_nearly_every_line(
     from pdforensics.parsers.pastes import line_numbered
 
     assert line_numbered(text) is numbered
+
+
+def test_a_generic_error_line_after_a_known_failure_is_its_consequence() -> None:
+    d = _d("log/slurmv4-smg-pd-router-decode-500.log")
+    generic = [c for c in d.clues if c.key == "LOG_ERROR"]
+    assert generic and all(c.label == "consequence" for c in generic) and not d.causes
+
+
+def test_a_failure_whose_words_say_start_up_in_a_log_that_served_nothing_is_at_startup() -> None:
+    text = ("[2025-01-01 10:00:00,000] LMCache ERROR: An error occurred while loading the "
+            "configuration: no module named mooncake\n")
+    assert _text(text).stage == "startup"
+    served = "[2025-01-01 09:59:59] Prefill batch. #new-seq: 1, #new-token: 8, #running-req: 0\n"
+    assert _text(served + text).stage != "startup"

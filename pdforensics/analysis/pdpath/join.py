@@ -8,6 +8,8 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
   traceback cut before its exception line, its innermost frame says where;
 - it is a symptom of a server whose own scheduler process is stopped, dead or missing
   (its frozen queues and counters, its hung endpoints);
+- it is a generic error line (a log level, read_errors.py) printed right after a failure a
+  reader knows, in the same burst;
 - it is SGLang's generic announcement of a failure it records just after (ANNOUNCES);
 - it is a weak failure report (strength 1: "Decode handshake failed", "Decode transfer
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
@@ -130,6 +132,35 @@ def _announcements(clues: list[Clue]) -> list[Clue]:
             out[i] = replace(c, label="consequence",
                              why=f"{c.why}; SGLang prints it as it records {rec.key} at "
                                  f"{rec.where()}, the failure itself")
+    return out
+
+
+def _generic_after_known(clues: list[Clue]) -> list[Clue]:
+    """A generic error line (read_errors.py) printed within a burst after a failure a reader
+    knows, in the same source, says that failure again as a log level: its consequence."""
+    known: dict[str, list[tuple[int, int]]] = {}  # source -> (line, index) of known failures
+    for i, c in enumerate(clues):
+        if c.key != "LOG_ERROR" and c.label in ("cause", "consequence") and c.line is not None:
+            known.setdefault(c.source, []).append((c.line, i))
+    if not known:
+        return clues
+    for found in known.values():
+        found.sort()
+    out = list(clues)
+    first: dict[str, Clue] = {}  # source -> its first generic error line
+    for i, c in enumerate(out):
+        if c.key != "LOG_ERROR" or c.label != "cause" or c.line is None:
+            continue
+        if first.setdefault(c.source, c) is not c and _repeats(c, first[c.source]):
+            continue  # the first one said again (another process)
+        found = known.get(c.source, [])
+        k = bisect.bisect_left(found, (c.line, -1)) - 1  # the last known failure before it
+        if k < 0:
+            continue
+        prev = clues[found[k][1]]
+        if _same_burst(prev, prev, c):
+            out[i] = replace(c, label="consequence",
+                             why=f"{c.why}; printed right after {prev.key} at {prev.where()}")
     return out
 
 
@@ -308,5 +339,5 @@ def _broken_process(clues: list[Clue]) -> list[Clue]:
 
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_bursts(_announcements(_records(_envelopes(_broken_process(
-        _same_line_consequence(clues)))))))
+    return _reports(_bursts(_generic_after_known(_announcements(_records(_envelopes(
+        _broken_process(_same_line_consequence(clues))))))))

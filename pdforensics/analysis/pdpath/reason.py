@@ -92,7 +92,29 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
                                                                         "not_established")}
     if len(same) == 1:
         return same.pop()
+    if _starting_up(c, clues):
+        return "startup"
     return NOT_ESTABLISHED if sglang else "not_applicable"
+
+
+#: words of a failure while a program starts (loads, initialises, registers, sets up)
+_STARTUP_WORDS = ("initializ", "initialis", "loading", "load_model", "to start", "starting up",
+                  "setup", "set up")
+#: evidence that requests were being served in a source
+_SERVING = frozenset({"BATCH_STATS", "REQUEST_RECEIVED", "REQUEST_FINISHED", "STACK_ACTIVE_FORWARD",
+                      "BENCH_REQUESTS_DONE", "ROUTER_WORKER_REQUEST_FAILED"})
+
+
+def _starting_up(c: Clue, clues: Sequence[Clue]) -> bool:
+    """A failure whose own words, or those of the failure lines right after it in its file,
+    say the program was starting, in a file that shows no request served."""
+    if c.key.startswith(("STACK_", "PYTHON_FATAL")) or any(
+            x.source == c.source and x.key in _SERVING for x in clues):
+        return False  # (a stack's frames are no log's words)
+    near = [x.text.lower() for x in clues if x.source == c.source and x.label in ("cause",
+            "consequence") and (x is c or (x.line is not None and c.line is not None
+                                           and 0 < x.line - c.line <= 6))]
+    return any(w in t for t in near for w in _STARTUP_WORDS)
 
 
 def _as_printed(rank: str) -> str:

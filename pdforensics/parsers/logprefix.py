@@ -85,7 +85,7 @@ def _layer(line: str) -> tuple[linear.Match[str] | None, str]:
             return (m, "stream") if m is not None else (_ISO.match(line), "other")
         if line[3:4] == " ":
             return _JOURNAL.match(line), "stream"
-        if first in "DIWECTS":
+        if first in "DIWECTS" and line[1:2].isupper():  # (a level word: all capitals)
             return _VLLM.match(line), "other"
         return None, ""
     if first == "|":

@@ -20,6 +20,7 @@ from pdforensics.parsers.linescan import has_any, lines_with, marks
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
 _GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
                    r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
+_BARE_GLOG = linear.compile(r"^\s{0,8}(?:([IEWF]) )?([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _UCX = linear.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
 _SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
 _ERRNO = linear.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
@@ -36,7 +37,7 @@ _RETRIES = linear.compile(r"after \d+ retries|retry \d+/\d+|retries exhausted")
 #: (Mooncake: "No suitable GID found on mlx5_bond_1", then "Failed to open device")
 _WARNED_LINES = 3
 #: RDMA device names (Mellanox, Broadcom, Intel, AWS EFA, Alibaba eRDMA, HiSilicon, soft RoCE)
-_DEVICE = linear.compile(r"\b((?:mlx5_|mlx4_|bnxt_re|irdma|efa_|erdma_|hns_|rxe|rocep)\w{0,20})\b")
+_DEVICE = linear.compile(r"\b((?:mlx5_|mlx4_|bnxt_re|irdma|efa_|erdma_|hns_|rxe|rocep)\w{0,20}|rdma\d{1,3})\b")
 
 
 def device_of(text: str) -> str | None:
@@ -114,6 +115,13 @@ def _line(no: int, line: str) -> TransferError | None:
         return TransferError(no, line.strip(), "mooncake", kind, stage,
                              "consequence" if follows else "cause", detail,
                              peer.group(1) if peer else None, g.group(1))
+    b = _BARE_GLOG.search(line) if g is None else None
+    if b is not None and b.group(2).startswith(_TE_FILES) and b.group(1) != "I":
+        # a glog line pasted without its time and thread ("worker_pool.cpp:294] ...",
+        # "E ucx_utils.cpp:585] ..."): the transfer engine's file says whose
+        kind, stage, detail = _mooncake_kind(b.group(2), b.group(4))
+        return TransferError(no, line.strip(), "mooncake", kind, stage, "cause", detail,
+                             level=b.group(1) or "E")
     u = _UCX.search(line)
     if u is not None and u.group(3) != "WARN":
         msg = u.group(4)

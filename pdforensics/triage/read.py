@@ -29,7 +29,8 @@ from pdforensics.triage.unwrap import unwrap
 #: the kinds `triage` detects (the sidecar ``kind`` of tests/data/field)
 KINDS = ("stacks", "goroutines", "pyspy_error", "metrics", "log", "server_info", *lower.KINDS)
 
-_THREAD_LINE = linear.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:0[xX][0-9A-Fa-f]+|\d+) \()", linear.M)
+_THREAD_LINE = linear.compile(r"^(?:.*\|\s?)?(?:Process \d+: |Thread (?:(?:0[xX][0-9A-Fa-f]+|\d+) )?\()",
+                             linear.M)
 # what py-spy itself prints first when it fails (never an arbitrary log line)
 _PYSPY_FIRST = linear.compile(r"^(?:Error ?: |Permission Denied|Failed to |py-spy: |sudo: py-spy|"
                           r"\S*sh: (?:\d+: )?py-spy: |Timed out|error: )", linear.I)

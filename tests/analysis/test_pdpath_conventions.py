@@ -256,3 +256,21 @@ def test_a_failure_whose_words_say_start_up_in_a_log_that_served_nothing_is_at_s
     assert _text(text).stage == "startup"
     served = "[2025-01-01 09:59:59] Prefill batch. #new-seq: 1, #new-token: 8, #running-req: 0\n"
     assert _text(served + text).stage != "startup"
+
+
+def test_an_illegal_memory_access_is_the_servers_code_not_the_gpu() -> None:
+    d = _d("traceback/sglang6590-pd-decode-illegal-memory-access.log")
+    assert d.side == "decode"
+
+
+def test_a_glog_line_pasted_without_its_time_is_still_the_transfer_engines() -> None:
+    d = _d("transfer_engine/sglang29127-pd-rdma5-retry-exceeded-kv-timeout.log")
+    assert d.causes[0].text.startswith("worker_pool.cpp:294]") and d.side == "transfer_engine"
+    assert d.suspect == "rdma5"  # the NIC the slice failed on
+
+
+def test_py_spy_thread_lines_without_an_id_are_a_dump() -> None:
+    from pdforensics.triage.read import read_path
+
+    art = read_path(str(FIELD / "pyspy/sglang33642-pd-decode-cumoduleloaddata-hang.txt"))
+    assert art.usable and art.kind == "stacks" and art.threads == 1

@@ -32,7 +32,8 @@ def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
     if "nccl" in low or "gloo" in low:
         return "collective"
-    if "cuda" in low and "out of memory" not in low and "cuda graph" not in low:
+    if "cuda" in low and "out of memory" not in low and "cuda graph" not in low \
+            and "illegal memory access" not in low:  # (a kernel's bug: the server's, not the GPU's)
         return "gpu"  # (a CUDA graph that failed to capture is the software's, not the GPU's)
     return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
 

@@ -234,8 +234,11 @@ _COLLECTIVE_CODE = ("all_reduce", "allreduce", "all_gather", "nccl", "custom_ar"
 
 
 def _line_side(key: str, line: str, place: Place | None) -> Side | None:
-    if key == "CUDA_ERROR" and any(w in line.lower() for w in _COLLECTIVE_CODE):
+    low = line.lower()
+    if key == "CUDA_ERROR" and any(w in low for w in _COLLECTIVE_CODE):
         return "collective"
+    if key == "CUDA_ERROR" and "illegal memory access" in low:
+        return None  # a kernel that wrote out of bounds: the server's code, not the GPU
     return place.side if place else None
 
 

@@ -96,8 +96,8 @@ RUN_GAP_S = 600.0
 _SAMPLE_CHARS = 500
 
 _RANK_ONLY_RE = linear.compile(r"\[ ?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
-#: _RANK_ONLY_RE cannot match without one ("[ TP2]": a prefix whose time was left out)
-_RANK_OPENERS = ("[DP", "[TP", "[PP", "[EP", "[CP", "[ DP", "[ TP", "[ PP", "[ EP", "[ CP")
+#: _RANK_ONLY_RE cannot match without one of these ("[ TP2]": a prefix whose time was left out)
+_RANK_KINDS = ("DP", "TP", "PP", "EP", "CP")
 
 
 def parse_rank(line: str) -> str | None:
@@ -110,7 +110,7 @@ def parse_rank(line: str) -> str | None:
         m = SGLANG_PREFIX.search(head)
         if m and m.group(8):
             return "_".join(m.group(8).split())
-    if not any(opener in head for opener in _RANK_OPENERS):
+    if not any(kind in head for kind in _RANK_KINDS):
         return None
     m = _RANK_ONLY_RE.search(head)
     if m:

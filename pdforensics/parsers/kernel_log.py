@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
-from pdforensics.parsers.linescan import has_any, marks
+from pdforensics.parsers.linescan import has_any, line_numbers, marks
 from pdforensics.parsers.nvidia_smi import XidEvent
 
 XID = "xid"
@@ -194,20 +194,22 @@ def parse_kernel_log(text: str) -> KernelLog:
     docstring); GSP history rows after their title are one event, not one per row."""
     events: list[KernelEvent] = []
     driver = None
-    aer: tuple[int, list[str], linear.Match[str]] | None = None
     gsp_seen: set[str | None] = set()
     lines = text.split("\n")
-    for no, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r")
-        if aer is not None:
-            dm = _AER_DETAIL.search(line)
-            if dm is not None and dm.group(1) == aer[2].group(2):
-                aer[1].append(line.strip())
-                continue
-            events.append(_aer(*aer))
-            aer = None
+    skip_to = 0  # AER detail lines already taken with their severity line
+    for no in line_numbers(text, _LINE_MARKS):  # only the lines that can be an event
+        if no <= skip_to:
+            continue
+        line = lines[no - 1].rstrip("\r")
         if "PCIe Bus Error" in line and (m := _AER.search(line)) is not None:
-            aer = (no, [line.strip()], m)
+            detail = [line.strip()]
+            for k in range(no, min(len(lines), no + _AER_LINES)):  # its detail lines follow
+                dm = _AER_DETAIL.search(lines[k])
+                if dm is None or dm.group(1) != m.group(2):
+                    break
+                detail.append(lines[k].rstrip("\r").strip())
+                skip_to = k + 1
+            events.append(_aer(no, detail, m))
             continue
         if driver is None and "NVRM: loading NVIDIA" in line:
             driver = next((w for w in line.split() if w[:1].isdigit() and w.count(".") >= 1
@@ -230,9 +232,14 @@ def parse_kernel_log(text: str) -> KernelLog:
                 continue
             gsp_seen.add(ev.device)
         events.append(ev)
-    if aer is not None:
-        events.append(_aer(*aer))
     return KernelLog(tuple(events), driver)
+
+
+#: a line that can be an event holds one of these (the rest of a log is never looked at)
+_LINE_MARKS = linear.compile(
+    rb"NVRM|PCIe Bus Error|[Oo]ut of memory|oom_reaper|OOM killer|oom-kill|memory pressure \(OOM\)"
+    rb"|fallen off the bus|RmInitAdapter|Unable to determine the device handle")
+_AER_LINES = 40  # an AER report's detail lines follow its severity line within this many
 
 
 def _aer(no: int, lines: list[str], m: linear.Match[str]) -> KernelEvent:

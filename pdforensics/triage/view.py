@@ -72,6 +72,7 @@ class _Builder:
         self.since_epoch = since_epoch  # --since: older log lines are history
         self.svcs: list[_Svc] = []
         self.entries: list[ResultEntry] = []
+        self.counts: dict[tuple[str, str], int] = {}  # (host, source) -> entries made
         self.notes: list[str] = []
         self.order = 0.0  # synthetic clock for evidence without a time: file order, 1 s apart
         self.real_times: list[float] = []  # times the files themselves state
@@ -81,7 +82,9 @@ class _Builder:
 
     # -- bookkeeping ------------------------------------------------------------------------
     def entry(self, host: str, source: str, path: str, taken: float | None) -> ResultEntry:
-        key = f"{source}.{sum(1 for e in self.entries if e.host == host and e.source == source)}"
+        n = self.counts.get((host, source), 0)  # (counted, not searched: a dump may hold thousands)
+        self.counts[(host, source)] = n + 1
+        key = f"{source}.{n}"
         e = ResultEntry(host=host, source=source, key=key, argv=None, url=None, exit_status=0,
                         duration_s=0.0, started_at=taken if taken is not None else self.order,
                         timed_out=False, truncated=False, bytes=0, sha256=None, path=path,

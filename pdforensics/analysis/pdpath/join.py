@@ -80,10 +80,11 @@ def _reports(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
     strong = [c for c in out if c.label == "cause" and c.strength >= 2]
     report_lines = {(c.source, c.line) for c in out if c.key in REPORT_KEYS}
-    on_line: dict[tuple[str, int | None], list[int]] = {}
+    on_line: dict[tuple[str, int | None], list[int]] = {}  # the report lines' clues
     first_of: dict[tuple[str, str], Clue] = {}  # (source, key) -> its first cause
     for i, c in enumerate(out):
-        on_line.setdefault((c.source, c.line), []).append(i)
+        if (c.source, c.line) in report_lines:
+            on_line.setdefault((c.source, c.line), []).append(i)
         if c.label == "cause":
             first_of.setdefault((c.source, c.key), c)
     for i, c in enumerate(out):

@@ -107,16 +107,18 @@ def rank_outlier(ctx: Context) -> Iterator[Finding]:
             basis = (f"rank {ranks[0]} (no majority among {len(ranks)} ranks; rank 0 leads the "
                      "tp group, its peers must follow its collectives)")
         ref = reference[0]
+        ref_seen = {_fkey(s) for _, s, _ in hist[ref][1]}  # every stack the reference was seen in
         for r in ranks:
             if r not in reference:
-                yield from _outlier(ctx, svc, hist, r, ref, basis)
+                yield from _outlier(ctx, svc, hist, r, ref, basis, ref_seen)
     if not compared:
         raise SkipRule("no server with stacks of 2 or more scheduler ranks")
 
 
 def _outlier(ctx: Context, svc: ServiceView,
              hist: dict[str | None, tuple[ProcessView, list[tuple[float, ThreadStack, str]]]],
-             r: str | None, ref: str | None, basis: str) -> Iterator[Finding]:
+             r: str | None, ref: str | None, basis: str,
+             ref_seen: set[tuple[tuple[str, str], ...]]) -> Iterator[Finding]:
     p, h = hist[r]
     t = h[-1][1]
     cls, deciding = classify_stack(t)
@@ -125,7 +127,7 @@ def _outlier(ctx: Context, svc: ServiceView,
     persist = history_persistence(h)
     if len(h) >= 2 and persist.dumps < 2:
         return  # it moved between dumps: passing through, not stuck
-    if any(_fkey(s) == _fkey(t) for _, s, _ in hist[ref][1]):
+    if _fkey(t) in ref_seen:
         return  # the reference rank was seen in that very stack: same loop, other phase
     ref_t = hist[ref][1][-1][1]
     rcls, rdec = classify_stack(ref_t)

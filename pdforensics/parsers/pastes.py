@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pdforensics import linear
 
-_QUOTED_LINE = linear.compile(r"^> ?", linear.M)
-
 
 def markdown_quoted(text: str) -> bool:
     """Every non-empty line of the first 200 opens with ``>`` (a paste quoted in Markdown;
@@ -19,8 +17,11 @@ def markdown_quoted(text: str) -> bool:
 
 def unquote_markdown(text: str) -> str:
     """The text without the Markdown quote mark opening each line."""
-    return "\n".join(_QUOTED_LINE.sub("", ln.lstrip(), 1) if ln.lstrip()[:1] == ">" else ln
-                     for ln in text.split("\n"))
+    out = []
+    for ln in text.split("\n"):
+        q = ln.lstrip()
+        out.append(q[2:] if q[:2] == "> " else q[1:] if q[:1] == ">" else ln)
+    return "\n".join(out)
 
 
 _NUMBERED = linear.compile(r"^ {0,8}(\d{1,9})(?: |\t|$)")

@@ -274,3 +274,20 @@ def test_py_spy_thread_lines_without_an_id_are_a_dump() -> None:
 
     art = read_path(str(FIELD / "pyspy/sglang33642-pd-decode-cumoduleloaddata-hang.txt"))
     assert art.usable and art.kind == "stacks" and art.threads == 1
+
+
+def test_each_abort_is_judged_by_the_lines_before_it_not_by_the_first_abort_of_the_file() -> None:
+    text = ("Fatal Python error: Aborted\n\nCurrent thread 0x01 (most recent call first):\n"
+            '  File "/x/a.py", line 1 in f\n\n'
+            + "filler line\n" * 10
+            + "terminate called after throwing an instance of 'c10::Error'\n"
+            "  what():  CUDA error: device-side assert triggered\n"
+            "Fatal Python error: Aborted\n\nCurrent thread 0x02 (most recent call first):\n"
+            '  File "/x/b.py", line 2 in g\n')
+    fatal = {c.line: c.label for c in read_all([Source("f.log", "log", text=text)])[0]
+             if c.key == "PYTHON_FATAL"}
+    assert fatal == {1: "cause", 18: "consequence"}
+    # a what() line too far from its terminate line is not its message
+    far = ("terminate called after throwing an instance of 'c10::Error'\n" + "x\n" * 6
+           + "  what():  something else entirely\n")
+    assert "CPP_EXCEPTION" not in {c.key for c in read_all([Source("f.log", "log", text=far)])[0]}

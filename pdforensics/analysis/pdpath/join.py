@@ -20,6 +20,7 @@ An exception line inside a scheduler's envelope takes the envelope's rank.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import replace
 
 from pdforensics import linear
@@ -112,16 +113,24 @@ ANNOUNCES = {"KV_DONE_SIGNAL_MISSING": "KV_WAITING_TIMEOUT"}
 _ANNOUNCED = frozenset(ANNOUNCES.values())
 
 
+def _by_line(clues: list[Clue], wanted: Callable[[Clue], bool],
+             group: Callable[[Clue], tuple[str, ...]]) -> dict[tuple[str, ...], list[tuple[int, int]]]:
+    """(line, index) of the wanted clues that have a line, per group, in line order: the
+    nearest one before or after a line is then a bisection away."""
+    index: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for i, c in enumerate(clues):
+        if c.line is not None and wanted(c):
+            index.setdefault(group(c), []).append((c.line, i))
+    for found in index.values():
+        found.sort()
+    return index
+
+
 def _announcements(clues: list[Clue]) -> list[Clue]:
     """An announcement followed in its source by the failure it announces is that failure's
     generic restatement: the record (with its room and reason) is the cause."""
     out = list(clues)
-    records: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (source, key) -> (line, index)
-    for i, c in enumerate(out):
-        if c.key in _ANNOUNCED and c.line is not None:
-            records.setdefault((c.source, c.key), []).append((c.line, i))
-    for found in records.values():
-        found.sort()
+    records = _by_line(out, lambda c: c.key in _ANNOUNCED, lambda c: (c.source, c.key))
     for i, c in enumerate(out):
         want = ANNOUNCES.get(c.key)
         if want is None or c.label != "cause" or c.line is None:
@@ -139,14 +148,10 @@ def _announcements(clues: list[Clue]) -> list[Clue]:
 def _generic_after_known(clues: list[Clue]) -> list[Clue]:
     """A generic error line (read_errors.py) printed within a burst after a failure a reader
     knows, in the same source, says that failure again as a log level: its consequence."""
-    known: dict[str, list[tuple[int, int]]] = {}  # source -> (line, index) of known failures
-    for i, c in enumerate(clues):
-        if c.key != "LOG_ERROR" and c.label in ("cause", "consequence") and c.line is not None:
-            known.setdefault(c.source, []).append((c.line, i))
+    known = _by_line(clues, lambda c: c.key != "LOG_ERROR" and c.label in ("cause", "consequence"),
+                     lambda c: (c.source,))
     if not known:
         return clues
-    for found in known.values():
-        found.sort()
     out = list(clues)
     first: dict[str, Clue] = {}  # source -> its first generic error line
     for i, c in enumerate(out):
@@ -154,7 +159,7 @@ def _generic_after_known(clues: list[Clue]) -> list[Clue]:
             continue
         if first.setdefault(c.source, c) is not c and _repeats(c, first[c.source]):
             continue  # the first one said again (another process)
-        found = known.get(c.source, [])
+        found = known.get((c.source,), [])
         k = bisect.bisect_left(found, (c.line, -1)) - 1  # the last known failure before it
         if k < 0:
             continue

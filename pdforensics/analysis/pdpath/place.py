@@ -185,6 +185,23 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
 )
 
 
+#: words that say whose code a failure line (or a crash's native stack) runs, first match wins:
+#: a collective's (NCCL, gloo, torch.distributed, custom all-reduce), the KV transfer
+#: engine's (Mooncake, NIXL, UCX, verbs), the GPU's
+WORD_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
+    (("nccl", "gloo", "c10d", "all_reduce", "allreduce", "all_gather", "custom_ar"), "collective"),
+    (("mooncake", "nixl", "ucx", "ucp_", "uct_", "ucs_", "ibv_", "rdma", "transfer engine",
+      "transfer_engine"), "transfer_engine"),
+    (("cuda error", "xid", "ecc error"), "gpu"),
+)
+
+
+def side_of_words(text: str) -> Side | None:
+    """The side WORD_SIDES names for ``text`` (any case), or None."""
+    low = text.lower()
+    return next((side for words, side in WORD_SIDES if any(w in low for w in words)), None)
+
+
 _DECODE_STEPS = ("pop_preallocated", "_pre_alloc", "pop_transferred", "process_decode_queue")
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
@@ -25,19 +26,6 @@ _WORDS = ("ERROR", "FATAL", "CRITICAL", "level=error", "level=fatal")
 _MARKS = marks(*_WORDS)
 _MAX_LINES = 400  # per source: a log that errs on every line says so in its first ones
 _MAX_TEXT = 500
-#: whose failure a line names, by its words
-_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
-    (("nccl", "gloo", "c10d", "all_reduce", "allreduce"), "collective"),
-    (("mooncake", "nixl", "ucx", "rdma", "transfer engine", "transfer_engine"), "transfer_engine"),
-    (("cuda error", "xid", "ecc error"), "gpu"),
-)
-
-
-def _side(line: str) -> Side | None:
-    low = line.lower()
-    return next((side for words, side in _SIDES if any(w in low for w in words)), None)
-
-
 @reader("error_lines")
 def error_lines(src: Source) -> Iterator[Clue]:
     """Lines marked as errors by their logger (weak causes; see the module docstring)."""
@@ -54,6 +42,6 @@ def error_lines(src: Source) -> Iterator[Clue]:
             return
         yield Clue(key="LOG_ERROR", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
-                   host=src.host, side=_side(line), strength=1,
+                   host=src.host, side=side_of_words(line), strength=1,
                    why="its logger marks this line as an error; no catalogued message says "
                        "more of it")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Side
-from pdforensics.analysis.pdpath.place import frames_role, frames_stage
+from pdforensics.analysis.pdpath.place import frames_role, frames_stage, side_of_words
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
@@ -30,7 +30,7 @@ _MAX_TEXT = 500
 
 def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
-    if "nccl" in low or "gloo" in low:
+    if side_of_words(exc) == "collective":
         return "collective"
     if "cuda" in low and "out of memory" not in low and "cuda graph" not in low \
             and "illegal memory access" not in low:  # (a kernel's bug: the server's, not the GPU's)
@@ -198,25 +198,21 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
             continue
         if (c := _CURRENT.match(s)) is not None:
             thread = c.group(1) if c.group(1) != "Stack" else None  # (no thread id printed)
-            yield _fatal(src, fatal, thread, _frames_after(every, k + 1), _native_after(every, k))
+            yield _fatal(src, fatal, thread, _frames_after(every, k + 1), _native_after(every, k),
+                         _after_terminate(every, fatal[0]))
             fatal = None
         elif first is None and (t := _THREAD.match(s)) is not None:
             first = (t.group(1), k + 1)
     if fatal is not None:  # no current thread marked: the first one printed crashed
         thread, at = first if first is not None else (None, len(every))
         yield _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
-                     _native_after(every, at))
+                     _native_after(every, at), _after_terminate(every, fatal[0]))
 
 
 #: a thread faulthandler printed without marking it current
 _THREAD = linear.compile(r"^(Thread 0x[0-9a-fA-F]{1,16}) \(most recent call first\):")
 #: a native frame of a crash handler's C stack ('File "<unknown>", line 0, in cuEventQuery')
 _NATIVE = linear.compile(r'^\s*File "<unknown>", line 0,? in (.{1,300})$')
-#: whose code a crashed native stack runs: the transfer engine's, a collective's
-_NATIVE_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
-    (("nixl", "ucp_", "uct_", "ucs_", "mooncake", "ibv_", "rdma"), "transfer_engine"),
-    (("nccl",), "collective"),
-)
 
 
 def _native_after(every: list[tuple[int, str]], k: int) -> list[str]:
@@ -264,35 +260,34 @@ def terminate_clues(src: Source) -> Iterator[Clue]:
     cause, the terminate line (and the abort it raises) the consequence."""
     if _TERMINATE not in src.text or src.kind in ("metrics", "server_info", "load"):
         return
-    every = list(lines(src))
-    for k, (no, line) in enumerate(every):
+    found = lines_with(src.text, (_TERMINATE, "what():"))  # (only these lines are read)
+    for k, (no, line) in enumerate(found):
         if _TERMINATE not in line:
             continue
-        what = next(((n, m.group(1)) for n, ln in every[k + 1:k + 1 + _TERMINATE_NEAR]
-                     if (m := _WHAT.match(ln)) is not None), None)
         yield Clue(key="CPP_TERMINATE", label="consequence", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
                    rank=parse_rank(line), wedge=False, strength=1,
                    why="C++ std::terminate: an exception no code caught ended the process "
                        "(it aborts)")
+        what = next(((n, ln, m.group(1)) for n, ln in found[k + 1:k + 2]
+                     if n - no <= _TERMINATE_NEAR and (m := _WHAT.match(ln)) is not None), None)
         if what is not None:
-            msg = what[1]
-            yield Clue(key="CPP_EXCEPTION", label="cause", text=every[what[0] - every[0][0]][1]
-                       .strip()[:_MAX_TEXT], source=src.path, line=what[0], time=_stamp(line),
-                       role=src.role, host=src.host, rank=parse_rank(line),
-                       side=_side(msg, src.role), wedge=False, strength=3,
+            yield Clue(key="CPP_EXCEPTION", label="cause", text=what[1].strip()[:_MAX_TEXT],
+                       source=src.path, line=what[0], time=_stamp(line), role=src.role,
+                       host=src.host, rank=parse_rank(line), side=_side(what[2], src.role),
+                       wedge=False, strength=3,
                        why="the message of the C++ exception nothing caught: what failed")
 
 
-def _aborted_by_terminate(src: Source, no: int) -> bool:
-    """A "Fatal Python error: Aborted" within a few lines after a terminate line: the abort
-    std::terminate raises, not a crash of its own."""
-    head = src.text[:src.text.find("Fatal Python error: Aborted")]
-    return _TERMINATE in "\n".join(head.split("\n")[-(_TERMINATE_NEAR + 4):])
+def _after_terminate(every: list[tuple[int, str]], no: int) -> bool:
+    """The lines just before line ``no`` (a "Fatal Python error: Aborted") hold a terminate
+    line: the abort std::terminate raised, not a crash of its own."""
+    k = no - 1  # (``every`` holds every line, numbered from 1)
+    return any(_TERMINATE in line for _n, line in every[max(0, k - _TERMINATE_NEAR - 4):k])
 
 
 def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
-           frames: list[tuple[str, str]], native: list[str] | None = None) -> Clue:
+           frames: list[tuple[str, str]], native: list[str], after_terminate: bool) -> Clue:
     """The crash, placed by the crashing thread's innermost frames; its text names the
     innermost frame (where it crashed). A native stack printed with it (a crash handler's)
     that runs the transfer engine's or NCCL's code names that side."""
@@ -300,10 +295,9 @@ def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
     role = frames_role(funcs) or src.role
     side: Side | None = "collective" if any(w in fn for fn in funcs[:3]
                                             for w in _COLLECTIVE_FUNCS) else None
-    low = " ".join(native or ()).lower()
-    side = next((sd for words, sd in _NATIVE_SIDES if any(w in low for w in words)), side)
+    side = side_of_words(" ".join(native or ())) or side  # whose code the crash ran
     where = f" (crashed at: {frames[0][0]})" if frames else ""
-    if "Aborted" in fatal[1] and _aborted_by_terminate(src, fatal[0]):
+    if "Aborted" in fatal[1] and after_terminate:
         return Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],
                     source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
                     stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=1,

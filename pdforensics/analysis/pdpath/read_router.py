@@ -123,8 +123,6 @@ _REFUSAL_MARKS = marks("No available", "No prefill", "No decode", "no_available_
 _CLIENT_5XX = linear.compile(r"Server error '(5\d\d) [^'\n]{0,60}' for url")
 
 
-
-
 @reader("router_refusals")
 def router_refusals(src: Source) -> Iterator[Clue]:
     """The router had no worker to dispatch to (at router_dispatch: a consequence of the

@@ -20,6 +20,7 @@ from pdforensics.analysis.pdpath.place import (
     frames_stage,
     role_of_line,
     sglang_role,
+    side_of_words,
 )
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.analysis.pdpath.traceback_lines import CARET, EXC_LINE, FRAME
@@ -228,17 +229,13 @@ def signature_clues(src: Source) -> Iterator[Clue]:
                           else ""))
 
 
-#: a CUDA error raised by a collective's own code (vLLM's and SGLang's custom all-reduce,
-#: NCCL): the collective is the side, not the GPU
-_COLLECTIVE_CODE = ("all_reduce", "allreduce", "all_gather", "nccl", "custom_ar")
-
-
 def _line_side(key: str, line: str, place: Place | None) -> Side | None:
-    low = line.lower()
-    if key == "CUDA_ERROR" and any(w in low for w in _COLLECTIVE_CODE):
+    """A CUDA error raised by a collective's own code (custom all-reduce, NCCL) is the
+    collective's; an illegal memory access is a kernel of the server writing out of bounds."""
+    if key == "CUDA_ERROR" and side_of_words(line) == "collective":
         return "collective"
-    if key == "CUDA_ERROR" and "illegal memory access" in low:
-        return None  # a kernel that wrote out of bounds: the server's code, not the GPU
+    if key == "CUDA_ERROR" and "illegal memory access" in line.lower():
+        return None
     return place.side if place else None
 
 

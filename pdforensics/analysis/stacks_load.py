@@ -31,7 +31,9 @@ from pdforensics.parsers.tracebacks import parse_tracebacks
 
 # No leading ^: a literal prefix lets re skip ahead fast; _at_line_start checks the rest.
 _GO = linear.compile(r"goroutine (?:\d+ .*\]:|profile: total \d+)\s*$", linear.M)
-_PYSPY = linear.compile(r"^(?:Process \d+: |Thread (?:(?:0[xX][0-9A-Fa-f]+|\d+) )?\((?:active|idle|gil)[^)\n]{0,40}\))",
+# (an empty state: a pasted frame list given a thread line, parsers/pastes.py)
+_PYSPY = linear.compile(r"^(?:Process \d+: |Thread (?:(?:0[xX][0-9A-Fa-f]+|\d+) )?"
+                        r"\((?:(?:active|idle|gil)[^)\n]{0,40})?\))",
                         linear.M)
 _FAULT = linear.compile(r"\(most recent call first\):\s*$", linear.M)
 _WATCHDOG = linear.compile(r"Pyspy (?:dump for|failed to dump) PID \d+|Pyspy failed \(")

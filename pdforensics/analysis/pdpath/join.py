@@ -15,6 +15,8 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
   bootstrap room anywhere.
 An exception line inside a scheduler's envelope takes the envelope's rank.
+One step promotes instead: of ranks caught waiting in two different collectives, the one rank
+alone in its call is the odd one out (_diverged).
 """
 
 from __future__ import annotations
@@ -343,7 +345,82 @@ def _broken_process(clues: list[Clue]) -> list[Clue]:
     return out
 
 
+#: stack clues of a rank waiting in a collective (read_stacks.py), and the call it waits in
+_COLLECTIVE_WAITS = frozenset({"STACK_WAITS_IN_COLLECTIVE", "STACK_FORWARD_IN_COLLECTIVE"})
+_WAITS_IN = linear.compile(r" waits in ([\w.<>]{1,200}) \(")
+_RANK_RANGE = linear.compile(r"(\d{1,4})-(\d{1,4})$")
+
+
+def _ranks_in(label: str) -> int:
+    """How many ranks a rank label stands for ("TP1-3": 3, "TP0,TP1": 2)."""
+    return sum(int(m.group(2)) - int(m.group(1)) + 1 if (m := _RANK_RANGE.search(part))
+               is not None else 1 for part in label.split(","))
+
+
+def _diverged(clues: list[Clue]) -> list[Clue]:
+    """Ranks caught waiting in different collectives have diverged: each waits for peers that
+    are in another call. The one rank alone in its collective while the others wait together in
+    another took a path they did not (an extra or a missing collective): it is the odd one out
+    and becomes the cause, the others' waits its consequences."""
+    waits = [(i, m.group(1)) for i, c in enumerate(clues) if c.key in _COLLECTIVE_WAITS
+             and c.rank is not None and (m := _WAITS_IN.search(c.text)) is not None]
+    calls: dict[str, list[int]] = {}
+    for i, call in waits:
+        calls.setdefault(call, []).append(i)
+    if len(calls) != 2:
+        return clues
+    counts = {call: sum(_ranks_in(clues[i].rank or "") for i in idx) for call, idx in calls.items()}
+    alone = [call for call, n in counts.items() if n == 1]
+    if len(alone) != 1 or max(counts.values()) < 2:
+        return clues
+    i = calls[alone[0]][0]
+    out = list(clues)
+    others = ", ".join(sorted({clues[j].rank or "" for call, idx in calls.items()
+                               if call != alone[0] for j in idx}))
+    out[i] = replace(clues[i], label="cause", suspect=clues[i].rank,
+                     why=f"the ranks wait in different collectives: {clues[i].rank} alone in "
+                         f"{alone[0]}, {others} in another; their collective calls diverged "
+                         "and the rank alone took the path the others did not")
+    return out
+
+
+#: NCCL's error-code summary as an exception or a caller prints it ("NCCL error: unhandled
+#: cuda error (run with NCCL_DEBUG=INFO for details)"): its detail is NCCL's own WARN lines
+_NCCL_SUMMARY = "NCCL_DEBUG="
+_NCCL_DETAIL = "NCCL WARN"
+
+
+def _nccl_summaries(clues: list[Clue]) -> list[Clue]:
+    """An NCCL error-code summary in a source that also holds NCCL's WARN lines reports the
+    failure those lines detail (whichever was printed first: stderr and NCCL's log are
+    buffered apart): a consequence."""
+    detailed = {c.source for c in clues if _NCCL_DETAIL in c.text and _NCCL_SUMMARY not in c.text}
+    if not detailed:
+        return clues
+    return [replace(c, label="consequence",
+                    why=f"{c.why}; NCCL's error-code summary: its WARN lines say what failed")
+            if c.label == "cause" and c.source in detailed and _NCCL_SUMMARY in c.text
+            and "for details" in c.text else c for c in clues]
+
+
+def _continuations(clues: list[Clue]) -> list[Clue]:
+    """A message wrapped onto the next line ("... Multicast memory" / "  of size 2097152 : CUDA
+    error 401 ..."): the indented line that goes on in lower case is the same message as the
+    cause on the line before it, so it is a cause too, on that line's side."""
+    causes = {(c.source, c.line): c for c in clues if c.label == "cause" and c.line is not None}
+    out = []
+    for c in clues:
+        head = causes.get((c.source, c.line - 1)) if c.line is not None else None
+        if c.label == "consequence" and head is not None and c.text[:1] == " " \
+                and c.text.lstrip()[:1].islower():
+            c = replace(c, label="cause", side=head.side or c.side,
+                        why=f"{c.why}; it goes on the message of the line before it")
+        out.append(c)
+    return out
+
+
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
-    return _reports(_bursts(_generic_after_known(_announcements(_records(_envelopes(
-        _broken_process(_same_line_consequence(clues))))))))
+    return _continuations(_reports(_bursts(_generic_after_known(_announcements(_records(
+        _envelopes(_broken_process(_same_line_consequence(_nccl_summaries(_diverged(
+            clues)))))))))))

@@ -105,6 +105,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
     if "NCCL " not in src.text:
         return
     yield from _nccl_test_failures(src)
+    yield from _duplicate_gpus(src)
     lines = read_nccl_lines(src.text)
     phase = init_phase(lines)
     if phase is not None and all(n.kind == INIT for n in lines):
@@ -127,6 +128,35 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                     wedge=False, strength=3 if n.kind != "warn" else 2,
                     why="NCCL's own warning names the failure" + (
                         " (a verbs call of connection set-up)" if stage else ""))
+
+
+#: NCCL's communicator start line (INFO): the rank, its GPU's PCI bus id, the communicator
+_INIT_RANK = linear.compile(r"ncclCommInitRank\S* comm 0x[0-9a-f]{1,16} rank (\d{1,6}) nranks "
+                            r"\d{1,6} cudaDev \d{1,4}(?: nvmlDev \d{1,4})? busId ([0-9a-fA-F]{1,16}) "
+                            r"commId (0x[0-9a-fA-F]{1,32})")
+_INIT_MARKS = marks("ncclCommInitRank")
+
+
+def _duplicate_gpus(src: Source) -> Iterator[Clue]:
+    """Two ranks of one communicator starting on the same GPU (one PCI bus id): NCCL refuses
+    it ("Duplicate GPU detected", returned as 'invalid usage'); each such start line is a
+    cause, the bus id the suspect."""
+    if not has_any(src.text, _INIT_MARKS):
+        return
+    seen: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for no, line in lines_with(src.text, _INIT_MARKS):
+        m = _INIT_RANK.search(line)
+        if m is not None:
+            seen.setdefault((m.group(3), m.group(2)), []).append((no, m.group(1), line))
+    for (_comm, bus), starts in seen.items():
+        if len({rank for _no, rank, _l in starts}) < 2:
+            continue
+        for no, _rank, line in starts:
+            yield _clue(src, "NCCL_DUPLICATE_GPU", "cause", line.strip(), no, stage="startup",
+                        suspect=f"busId {bus}", wedge=False, strength=3,
+                        why="two ranks of one NCCL communicator start on the same GPU (one PCI "
+                            "bus id): NCCL refuses it as invalid usage; each rank needs its own "
+                            "device (CUDA_VISIBLE_DEVICES, the launcher's device map)")
 
 
 #: nccl-tests' harness reporting the error code an NCCL or CUDA call returned:
@@ -283,3 +313,39 @@ def c10d_store(src: Source) -> Iterator[Clue]:
                     wedge=False if connect else None,
                     why="torch c10d: the store every rank of the group meets at did not answer"
                         + (" (at the rendezvous: the group never formed)" if connect else ""))
+
+
+#: gloo's messages while a process group forms (gloo/transport/tcp, torch ProcessGroupGloo):
+#: the full mesh every rank connects at creation, and the fallback to the loopback address
+#: when the host name resolves to no local address (peers on other hosts cannot reach it)
+_GLOO_MESH = "connectFullMesh failed"
+_GLOO_LOOPBACK = "Using the loopback"
+_GLOO_MARKS = marks(_GLOO_MESH, _GLOO_LOOPBACK)
+_RANK_OPENS = linear.compile(r"^\[rank(\d{1,5})\]")
+
+
+@reader("gloo_setup")
+def gloo_setup(src: Source) -> Iterator[Clue]:
+    """gloo could not build its full mesh (the group never formed: start-up), and the loopback
+    fallback that makes a rank publish an address its peers cannot reach (the cause, when the
+    mesh then fails)."""
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _GLOO_MARKS):
+        return
+    found = lines_with(src.text, _GLOO_MARKS)
+    mesh_failed = any(_GLOO_MESH in ln for _no, ln in found)
+    for no, line in found:
+        r = _RANK_OPENS.match(line)
+        rank = f"rank{r.group(1)}" if r else parse_rank(line)
+        if _GLOO_LOOPBACK in line and "resolve" in line.lower():
+            yield _clue(src, "GLOO_LOOPBACK_FALLBACK", "cause" if mesh_failed else "noise",
+                        line.strip(), no, rank=rank, stage="startup", strength=2,
+                        suspect=rank if mesh_failed else None,
+                        wedge=False if mesh_failed else None,
+                        why="gloo: the host name resolves to no local address, so this rank "
+                            "uses the loopback address, which peers on other hosts cannot reach "
+                            "(GLOO_SOCKET_IFNAME names the interface)")
+        elif _GLOO_MESH in line:
+            yield _clue(src, "GLOO_MESH_FAILED", "consequence", line.strip(), no, rank=rank,
+                        stage="startup", strength=2, wedge=False,
+                        why="gloo connects every rank to every other when a process group is "
+                            "created: a connection failed, so the group never formed")

@@ -203,10 +203,52 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
             fatal = None
         elif first is None and (t := _THREAD.match(s)) is not None:
             first = (t.group(1), k + 1)
-    if fatal is not None:  # no current thread marked: the first one printed crashed
-        thread, at = first if first is not None else (None, len(every))
-        yield _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
-                     _native_after(every, at), _after_terminate(every, fatal[0]))
+    if fatal is None:
+        return
+    handling = _handling_exception(every, fatal[0])
+    if handling is not None:  # a thread was formatting an exception when the process aborted
+        yield _aborted_after_exception(src, fatal, *handling)
+        return
+    # no current thread marked: the first one printed crashed
+    thread, at = first if first is not None else (None, len(every))
+    yield _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
+                 _native_after(every, at), _after_terminate(every, fatal[0]))
+
+
+#: frames of code that formats or prints an exception it caught (traceback module, SGLang's
+#: get_exception_traceback, exceptiongroup's formatter)
+_EXC_HANDLING = ("format_exception", "get_exception_traceback", "print_exc", "format_exc",
+                 "print_exception")
+_THREAD_BOOT = ("run", "_bootstrap", "_bootstrap_inner")
+
+
+def _handling_exception(every: list[tuple[int, str]], fatal_no: int
+                        ) -> tuple[str, list[tuple[str, str]]] | None:
+    """The thread faulthandler printed (no thread marked current) whose frames are formatting
+    a caught exception, as ``(thread label, frames)``: the thread that hit a failure."""
+    for k, (no, line) in enumerate(every):
+        if no <= fatal_no or (t := _THREAD.match(line.strip())) is None:
+            continue
+        frames = _frames_after(every, k + 1)
+        if any(fn.split(".")[-1] in _EXC_HANDLING for _f, fn in frames):
+            outer = next((fn for f, fn in reversed(frames) if fn not in _THREAD_BOOT
+                          and "threading.py" not in f), None)
+            return (f"{t.group(1)} ({outer})" if outer else t.group(1)), frames
+    return None
+
+
+def _aborted_after_exception(src: Source, fatal: tuple[int, str], thread: str,
+                             frames: list[tuple[str, str]]) -> Clue:
+    """The process aborted while one of its threads handled an exception it caught: the abort
+    follows from that exception (whose message the dump does not hold), the thread is where
+    to look."""
+    funcs = [fn for _line, fn in frames]
+    role = frames_role(funcs) or src.role
+    return Clue(key="PYTHON_FATAL", label="consequence", text=fatal[1][:_MAX_TEXT],
+                source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
+                stage=frames_stage(funcs, [], role), wedge=False, strength=1,
+                why="faulthandler: the process aborted while this thread was formatting an "
+                    "exception it caught; that exception (not in the dump) is what failed")
 
 
 #: a thread faulthandler printed without marking it current

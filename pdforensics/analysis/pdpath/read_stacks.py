@@ -9,6 +9,7 @@ A detokenizer (or tokenizer) waiting in its zmq receive holds no request either.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from pdforensics import linear
@@ -17,6 +18,8 @@ from pdforensics.analysis.pdpath.place import frames_role, frames_stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
 
+#: the rank a pasted stack's title names ("TP0 stuck forever in", "while TP1-3 ... waiting in")
+_TITLE_RANK = linear.compile(r"\b((?:DP|TP|PP|EP)\d{1,4}(?:-\d{1,4})?)\b")
 _MODE = linear.compile(r"--disaggregation-mode[ =](prefill|decode)")
 _FORWARD = ("run_batch", "forward_batch_generation", "ModelRunner.forward", "_forward_raw")
 _IDLE = ("maybe_sleep_on_idle", "IdleSleeper.maybe_sleep")
@@ -71,9 +74,14 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
         return
     funcs = _funcs(main)
     in_forward = any(any(k in f for k in _FORWARD) for f in funcs)
-    stage: Stage | None = ("decode_forward" if role == "decode" else
-                           "prefill_forward" if role == "prefill" else None)
-    if in_forward and _in_collective(main):
+    stage: Stage | None = _batch_stage(funcs) or (
+        "decode_forward" if role == "decode" else "prefill_forward" if role == "prefill" else None)
+    # a dump SGLang's watchdog printed: that scheduler's batch made no progress for
+    # --watchdog-timeout, so a main thread held inside a batch is held, not passing through
+    held = True if _WATCHDOG_DUMP in src.text and _is_sglang(d) else None
+    if any(f.split(".")[-1] in _AWAITS_FORWARD_THREAD for f in funcs[:8]):
+        yield from _awaits_forward_thread(src, d, main, where, role, stage, held)
+    elif in_forward and _in_collective(main):
         # a forward waiting in a collective: for its peers (a rank behind, stopped or gone);
         # what it waits for is on another rank, not in this stack
         yield Clue(key="STACK_FORWARD_IN_COLLECTIVE", label="consequence", stage=stage,
@@ -81,7 +89,27 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    text=f"{where}: {main.name or main.thread_id} waits in {funcs[0]} inside "
                         "a forward", source=src.path, host=src.host, rank=d.rank, strength=1,
                    why="the forward's collective returns only when every rank of the group "
-                       "joins it: this rank waits for its peers")
+                       "joins it: this rank waits for its peers", wedge=held)
+    elif _is_sglang(d) and _in_collective(main):
+        # outside a forward: the request broadcast at the top of the scheduler's loop, a
+        # pipeline stage's send to the next one; the rank that does not join is elsewhere
+        yield Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
+                   stage=frames_stage(funcs, [], role), role=role,
+                   text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
+                        f"{_caller(main)}",
+                   source=src.path, host=src.host, rank=d.rank, strength=1, wedge=held,
+                   why="a collective returns only when every rank of its group joins it: this "
+                       "rank waits for a peer that is somewhere else")
+    elif in_forward and not main.state.startswith("active") and _waits_for_gpu(main):
+        # the host thread waits for GPU work it queued (a stream sync, a copy back, .item()):
+        # what holds it is that work on the GPU, not in this stack
+        yield Clue(key="STACK_FORWARD_WAITS_GPU", label="consequence", stage=stage, role=role,
+                   text=f"{where}: {main.name or main.thread_id} waits in "
+                        f"{next(f for f in main.frames[:_SYNC_DEPTH] if _is_sync(f.function))} "
+                        "inside a forward", source=src.path, host=src.host, rank=d.rank,
+                   strength=1, wedge=held,
+                   why="a synchronize returns when the GPU work queued before it completes: "
+                       "the forward waits for the GPU")
     elif in_forward and (main.state.startswith("active") or main.state == "idle"):
         # py-spy labels a thread idle when it is in native code without the GIL (a kernel, a
         # matmul) or stopped: either way the forward is where the thread is
@@ -102,6 +130,90 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    text=f"{where}: {funcs[0] if funcs else '?'} waits for its next message",
                    host=src.host, wedge=False,
                    why="an idle detokenizer/tokenizer loop holds no request")
+
+
+#: the overlap scheduler's main thread takes each batch's result from its forward thread
+#: (sglang 0.4-0.5.2 managers/tp_worker_overlap_thread.py: resolve_batch_result /
+#: resolve_last_batch_result block in a queue get until forward_thread_func puts the output)
+_AWAITS_FORWARD_THREAD = ("resolve_batch_result", "resolve_last_batch_result")
+_FORWARD_THREAD = "forward_thread_func"
+#: the header of a py-spy dump SGLang's watchdog prints into its log
+#: (utils/cudacore_pyspy_dump_utils.py, called by utils/watchdog.py on a timeout)
+_WATCHDOG_DUMP = "Pyspy dump for PID"
+
+
+#: CUDA calls that block the host until queued GPU work completes (driver, runtime, torch)
+_SYNC_CALLS = ("StreamSynchronize", "DeviceSynchronize", "EventSynchronize", "cuMemcpyDtoH",
+               "cudaMemcpy", "_local_scalar_dense", "cuCtxSynchronize")
+_SYNC_DEPTH = 4  # a synchronize this close to the innermost frame is where the thread waits
+
+
+def _is_sync(function: str) -> bool:
+    return any(k in function for k in _SYNC_CALLS)
+
+
+def _waits_for_gpu(t: ThreadStack) -> bool:
+    return any(_is_sync(f.function) for f in t.frames[:_SYNC_DEPTH])
+
+
+def _batch_stage(funcs: list[str]) -> Stage | None:
+    """The stage of the batch whose result a scheduler processes (process_batch_result_*)."""
+    for f in funcs:
+        if "process_batch_result_prefill" in f:
+            return "prefill_forward"
+        if "process_batch_result_decode" in f:
+            return "decode_forward"
+    return None
+
+
+def _caller(t: ThreadStack) -> str:
+    """", called from <the first two frames outside the collective's own code>" (the step
+    of SGLang's that issued the collective), or "" when there is none."""
+    own = [f for f in t.frames[1:] if not any(k in f.file for k in _COLLECTIVE_FILES)
+           and "c10d_logger" not in f.file][:2]
+    return f", called from {' < '.join(str(f) for f in own)}" if own else ""
+
+
+def _awaits_forward_thread(src: Source, d: ProcessDump, main: ThreadStack, where: str,
+                           role: str | None, stage: Stage | None,
+                           held: bool | None) -> Iterator[Clue]:
+    """The main thread waits for the batch its forward thread runs: it is a consequence; the
+    forward thread (where the batch is) is the one to look at."""
+    waits = next((f for f in main.frames if f.function.split(".")[-1] in _AWAITS_FORWARD_THREAD),
+                 main.frames[0])
+    yield Clue(key="STACK_AWAITS_FORWARD_THREAD", label="consequence", stage=stage, role=role,
+               text=f"{where}: {main.name or main.thread_id} waits in {waits} for the forward "
+                    "thread", source=src.path, host=src.host, rank=d.rank, strength=1,
+               wedge=held,
+               why="the overlap scheduler's main thread blocks in resolve_batch_result until "
+                   "the forward thread hands over the batch's output")
+    fwd = next((t for t in d.threads if t is not main and (
+        _FORWARD_THREAD in (t.name or "") or any(_FORWARD_THREAD in f for f in _funcs(t)))), None)
+    if fwd is None or not fwd.frames:
+        return
+    label = fwd.name if _FORWARD_THREAD in (fwd.name or "") else (
+        f"Thread {fwd.thread_id} ({_FORWARD_THREAD})")
+    yield Clue(key="STACK_FORWARD_THREAD", label="cause", stage=stage, role=role,
+               text=f"{where}: {label} ({fwd.state or 'state not shown'}) in {_own_frame(fwd)}",
+               source=src.path, host=src.host, rank=d.rank, suspect=label, strength=1,
+               wedge=held,
+               why="the forward thread runs the batch the main thread waits for: where the "
+                   "batch is when the dump was taken")
+
+
+#: the dispatch layers a kernel call passes through (torch ops, device-mode hooks): the frame
+#: under them is the code that called the kernel
+_DISPATCH_FILES = ("torch/_ops.py", "torch/utils/", "torch/nn/modules/module.py",
+                   "torch/_contextlib.py")
+
+
+def _own_frame(t: ThreadStack) -> str:
+    """The innermost frame of the thread that is not torch's dispatch plumbing (with the
+    innermost one when they differ)."""
+    own = next((f for f in t.frames if not any(k in f.file for k in _DISPATCH_FILES)), None)
+    if own is None or own is t.frames[0]:
+        return str(t.frames[0])
+    return f"{own} (innermost: {t.frames[0]})"
 
 
 def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
@@ -133,7 +245,8 @@ def _collective_wait(src: Source, d: ProcessDump, n: int, main: ThreadStack) -> 
     join is not in this stack."""
     where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
     return Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
-                text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}",
+                text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
+                     f"{_caller(main)}",
                 source=src.path, host=src.host, rank=d.rank, strength=1,
                 why="a collective returns only when every rank of its group joins it: this "
                     "rank waits for a peer; one dump cannot tell a hang from a slow peer")
@@ -150,6 +263,9 @@ def stack_clues(src: Source) -> Iterator[Clue]:
     for n, d in enumerate(src.dumps, 1):
         if not d.threads:
             continue
+        if d.rank is None and (named := _TITLE_RANK.findall(d.threads[0].name or "")):
+            # a pasted stack titled "TP0 stuck in:" or "TP1-3 waiting in:"
+            d = dataclasses.replace(d, rank=",".join(dict.fromkeys(named)))
         said = list(_dump_clues(src, d, n))
         yield from said
         if said or _is_sglang(d):

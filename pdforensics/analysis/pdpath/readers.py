@@ -11,4 +11,5 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_scrapes,
     read_sglang,
     read_stacks,
+    read_startup,
 )

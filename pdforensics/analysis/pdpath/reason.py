@@ -49,7 +49,8 @@ def is_sglang(clues: Sequence[Clue]) -> bool:
 
 #: consequences seen in one instant (a stack sample): a rank waiting in a collective is what
 #: every healthy TP forward does between kernels; it stands only where its role shows no progress
-_MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE", "STACK_WAITS_IN_COLLECTIVE"})
+_MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE", "STACK_WAITS_IN_COLLECTIVE",
+                        "STACK_FORWARD_WAITS_GPU"})
 
 
 def _moving(clues: Sequence[Clue], role: str | None) -> bool:
@@ -62,9 +63,10 @@ def _primary(clues: Sequence[Clue], label: str = "cause") -> int | None:
     if label == "consequence":
         picked = [i for i in picked
                   if not (clues[i].key in _MOMENTARY and _moving(clues, clues[i].role))]
-        # a consequence placed on the path first; else one that at least names a side
+        # a consequence placed on the path first; else one that at least names a side or a
+        # suspect (the thread that was handling an exception when the process aborted)
         picked = [i for i in picked if clues[i].stage is not None] or [
-            i for i in picked if clues[i].side is not None]
+            i for i in picked if clues[i].side is not None or clues[i].suspect is not None]
     if not picked:
         return None
     best = max(clues[i].strength for i in picked)

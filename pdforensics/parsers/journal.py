@@ -278,6 +278,23 @@ def _scan(text: str, since_epoch: float | None, until_epoch: float | None
     return _hits(found)
 
 
+def merge_hits(hits: Iterable[SignatureHit]) -> tuple[SignatureHit, ...]:
+    """Hits of several texts (the writers of one log, the logs of one service) as one per
+    signature: counts added, the earliest first and latest last time, the first samples."""
+    by: dict[str, SignatureHit] = {}
+    for h in hits:
+        o = by.get(h.key)
+        if o is None:
+            by[h.key] = h
+            continue
+        firsts = [x for x in (o.first_epoch, h.first_epoch) if x is not None]
+        lasts = [x for x in (o.last_epoch, h.last_epoch) if x is not None]
+        by[h.key] = SignatureHit(h.key, h.kind, o.count + h.count, min(firsts, default=None),
+                                 max(lasts, default=None), (o.samples + h.samples)[:5],
+                                 tuple(sorted(set(o.ranks + h.ranks))))
+    return tuple(by.values())
+
+
 def split_log_signatures(text: str, at: float) -> tuple[tuple[SignatureHit, ...],
                                                          tuple[SignatureHit, ...]]:
     """(hits of lines at or after ``at`` or of unknown time, hits of older lines), noise left

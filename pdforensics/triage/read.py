@@ -15,7 +15,7 @@ from pdforensics.errors import ParseError
 from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
-from pdforensics.parsers.journal import SignatureHit, scan_log_signatures, written_by_sglang
+from pdforensics.parsers.journal import SignatureHit, merge_hits, scan_log_signatures, written_by_sglang
 from pdforensics.parsers.load_json import LoadDoc
 from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
@@ -312,7 +312,7 @@ def _read_kind(path: str, kind: str, text: str, size: int) -> Artifact:
     if kind == "stacks":
         dumps = parse_stack_text(text)
         art = Artifact(path, kind, None, dumps=dumps, log_text=text,
-                       log_hits=scan_log_signatures(text), taken_at=unwrap(text).taken_at,
+                       log_hits=_log_hits(text), taken_at=unwrap(text).taken_at,
                        size=size)
         if art.threads:
             return art
@@ -346,7 +346,17 @@ def _read_kind(path: str, kind: str, text: str, size: int) -> Artifact:
         if not isinstance(obj, dict):
             return Artifact(path, kind, unreadable_json(u.text), size=size)
         return Artifact(path, kind, server_info=obj, taken_at=u.taken_at, size=size)
-    return Artifact(path, "log", log_text=text, log_hits=scan_log_signatures(text), size=size)
+    return Artifact(path, "log", log_text=text, log_hits=_log_hits(text), size=size)
+
+
+def _log_hits(text: str) -> tuple[SignatureHit, ...]:
+    """The signatures of a log, read per writer when several services wrote it (the readings
+    the triage view and the evidence readers then take from the cache, not a second scan of
+    the whole text)."""
+    groups = split_by_writer(text)
+    if len(groups) == 1:
+        return scan_log_signatures(text)
+    return merge_hits(h for part in groups.values() for h in scan_log_signatures(part))
 
 
 def read_path(path: str) -> Artifact:

@@ -23,6 +23,7 @@ from pdforensics.parsers.frames import ProcessDump
 from pdforensics.parsers.http import HttpResponse
 from pdforensics.parsers.journal import (
     SignatureHit,
+    merge_hits,
     parse_log_timestamp,
     scan_log_signatures,
     written_by_sglang,
@@ -280,9 +281,9 @@ class _Builder:
             declared=False, tp_size=s.tp_size, dp_size=s.dp_size, unit=None,
             log_file=s.log_path, metrics_port=None, metrics=samples, fetches=dict(s.fetches),
             processes=processes, systemd=None, unit_file=None,
-            log_hits=_merge_hits(s.hits),
+            log_hits=merge_hits(s.hits),
             log_source="log_file" if s.hits or s.history or s.beneath else None,
-            log_entry=s.log_entry, log_history=_merge_hits(s.history),
+            log_entry=s.log_entry, log_history=merge_hits(s.history),
             window_start=self.since_epoch, window_from="--since" if self.since_epoch else None,
             beneath=_merge_beneath(s.beneath))
 
@@ -354,21 +355,6 @@ def _last_time(text: str) -> float | None:
         if t is not None:
             return t
     return None
-
-
-def _merge_hits(hits: Sequence[SignatureHit]) -> tuple[SignatureHit, ...]:
-    by: dict[str, SignatureHit] = {}
-    for h in hits:
-        o = by.get(h.key)
-        if o is None:
-            by[h.key] = h
-            continue
-        firsts = [x for x in (o.first_epoch, h.first_epoch) if x is not None]
-        lasts = [x for x in (o.last_epoch, h.last_epoch) if x is not None]
-        by[h.key] = SignatureHit(h.key, h.kind, o.count + h.count, min(firsts, default=None),
-                                 max(lasts, default=None), (o.samples + h.samples)[:5],
-                                 tuple(sorted(set(o.ranks + h.ranks))))
-    return tuple(by.values())
 
 
 def _merge_beneath(parts: Sequence[Beneath]) -> Beneath | None:

@@ -89,13 +89,20 @@ SPECS: tuple[SigSpec, ...] = (
     SigSpec("SCHEDULER_EXCEPTION", "cause", "a scheduler (or its peer process) crashed",
             r"^(Scheduler|DataParallelController|DetokenizerManager|TokenizerManager|"
             r"TpModelWorkerClient) hit an exception", ("srt/managers/",),
-            external=_short(r"Scheduler hit an exception", "scheduler hit an exception")),
+            external=(*_short(r"Scheduler hit an exception", "scheduler hit an exception"),
+                      (r"Exception in run_tp_server:", "exception in run_tp_server",
+                       "sglang 0.2-0.3 managers/controller/tp_worker.py run_tp_server (the same "
+                       "crash report of a TP rank, in older words)"))),
     SigSpec("KV_POOL_FULL", "cause",
             "the scheduler's KV cache pool filled: it retracted running requests (they wait in "
             "the retracted queue and are recomputed): overload, not a hang",
             external=((r"KV cache pool is full\. Retract requests", "kv cache pool is full",
                        "sglang scheduler.py update_running_batch (logger.warning of a "
-                       "concatenated message: its fixed words)"),)),
+                       "concatenated message: its fixed words)"),
+                      (r"Decode out of memory happened\. #retracted_reqs",
+                       "decode out of memory happened",
+                       "sglang 0.4 scheduler.py update_running_batch (logger.info: the same "
+                       "retraction in older words; the KV pool, not a GPU out-of-memory)"))),
     SigSpec("SUBPROCESS_CRASHED", "cause",
             "a child process of the server (a scheduler rank, the detokenizer) died; SGLang's "
             "launcher then sends itself SIGQUIT and tears the whole server down",
@@ -104,6 +111,13 @@ SPECS: tuple[SigSpec, ...] = (
     SigSpec("FROM_ANOTHER_RANK", "consequence",
             "a KV transfer failed on another rank: this rank has no failure of its own",
             r"from another rank", ("srt/disaggregation/",)),
+    SigSpec("OTHER_RANK_LOAD_FAILED", "consequence",
+            "this rank loaded its weights but other ranks did not finish loading (a failure, "
+            "often an OOM, or a slow node there): this rank has no failure of its own",
+            external=((r"could finish the model loading, but there are other ranks",
+                       "could finish the model loading",
+                       "sglang 0.5 model_runner load_model (raised after the load; its fixed "
+                       "words)"),)),
     SigSpec("HEALTH_CHECK_FAILED", "consequence", "a /health probe failed",
             r"^Health check failed\. Server couldn't get a response",
             ("srt/entrypoints/http_server.py",),

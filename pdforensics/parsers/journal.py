@@ -95,7 +95,8 @@ _MAX_SAMPLES = 5
 RUN_GAP_S = 600.0
 _SAMPLE_CHARS = 500
 
-_RANK_ONLY_RE = linear.compile(r"\[ ?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+#: (SGLang 0.2-0.3 printed the time of day alone before the ranks: "[23:17:08 TP4]")
+_RANK_ONLY_RE = linear.compile(r"\[ ?(?:\d\d:\d\d:\d\d )?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
 #: _RANK_ONLY_RE cannot match without one of these ("[ TP2]": a prefix whose time was left out)
 _RANK_KINDS = ("DP", "TP", "PP", "EP", "CP")
 

@@ -54,10 +54,17 @@ def looks_like_log(text: str, has_hits: bool) -> bool:
 _PROMPT = linear.compile(r"^(?:[\w.-]{1,64}@[\w.-]{1,64}:\S{0,300}[#$]|(?:\([\w.-]{1,40}\) ?)?\$) \S")
 
 
+#: the summary nccl-tests prints after its results table (its check of the data, its mean)
+_NCCL_TESTS_SUMMARY = linear.compile(r"^[#\s]*(?:Out of bounds values : \d|Avg bus bandwidth +: )",
+                                     linear.M)
+
+
 def command_output(text: str) -> bool:
-    """The text opens with a shell prompt and its command, and goes on for a few lines."""
+    """The text opens with a shell prompt and its command, and goes on for a few lines; or it
+    is a test program's output that ends in its summary (nccl-tests' results table)."""
     lines = [ln for ln in text[:100_000].split("\n", 50)[:50] if ln.strip()]
-    return len(lines) >= 4 and _PROMPT.match(lines[0]) is not None
+    return (len(lines) >= 4 and _PROMPT.match(lines[0]) is not None) or (
+        len(lines) >= 2 and _NCCL_TESTS_SUMMARY.search(text[:1_000_000]) is not None)
 
 
 def role_of(name: str) -> str | None:

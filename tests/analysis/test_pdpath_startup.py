@@ -94,3 +94,40 @@ def test_nccls_summary_is_the_consequence_of_its_warn_lines(tmp_path: Path) -> N
     # the wrapped second line is the same message: a cause, on the collective side
     assert by_line[4].label == "cause" and by_line[4].side == "collective"
     assert d.side == "collective"
+
+
+def test_nccl_tests_wrong_values_are_a_cause_and_a_clean_run_is_past_startup(
+        tmp_path: Path) -> None:
+    table = ("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+             "    33554432       8388608     float     sum      -1    19.56  1715.44  1.00      0\n")
+    failed = _diag(tmp_path, table + " Out of bounds values : 2 FAILED\n Avg bus bandwidth    : 128.9\n",
+                   "failed.log")
+    assert _labels(failed)["NCCL_TEST_WRONG_DATA"] == "cause"
+    assert (failed.side, failed.wedge) == ("collective", False)
+    ok = _diag(tmp_path, "host:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                         "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5\n"
+               + table + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.5\n", "ok.log")
+    assert _labels(ok)["NCCL_TEST_PASSED"] == "progress"
+    # the run went through: its bootstrap lines are no start-up under way
+    assert ok.stage == "not_applicable" and ok.wedge is False
+
+
+def test_an_older_sglangs_retraction_words_are_the_kv_pool_not_a_gpu_oom(tmp_path: Path) -> None:
+    d = _diag(tmp_path, "[2025-03-07 21:49:33 TP13] Decode out of memory happened. #retracted_reqs: 1, "
+                        "#new_token_ratio: 0.4481 -> 0.5881\n")
+    keys = _labels(d)
+    assert "KV_POOL_FULL" in keys and "OUT_OF_MEMORY" not in keys
+
+
+def test_an_unstamped_line_before_a_stamped_one_comes_first(tmp_path: Path) -> None:
+    # NCCL's own lines carry no time; the scheduler's traceback that follows them does
+    d = _diag(tmp_path,
+              "node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to "
+              "10.0.0.4<56849> returned 113(No route to host) errno 115(Operation now in progress)\n"
+              "node5:240:240 [6] NCCL INFO init.cc:1837 -> 2\n"
+              "[2025-02-24 14:09:34 TP14] Scheduler hit an exception: Traceback (most recent call last):\n"
+              '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1816, in run_scheduler_process\n'
+              "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+              '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 187, in __init__\n')
+    assert d.side == "collective" and d.stage == "startup"
+    assert "NCCL WARN" in d.clues[d.claims[0].clues[0]].text

@@ -6,7 +6,8 @@
   server, which has no PD path).
 - Startup: warm-up (or a collective's or the transfer engine's start-up) seen and the server
   never reported ready: the stage is ``startup`` and there is nothing on a side to look at.
-  A server that reported ready has finished starting, whatever follows.
+  A server that reported ready (or a test run that completed) has finished starting, whatever
+  follows.
 - Otherwise requests stop nowhere: ``not_applicable``, busy or idle (batch lines that keep
   coming are work moving). Only a stack sample's active forward, one instant with no time
   series to show it moving, places the reading at that role's forward stage.
@@ -43,8 +44,12 @@ def roles_of(clues: Sequence[Clue]) -> set[str]:
     return {r for r in from_batches if r in _PD} if "unified" not in from_batches else set()
 
 
+#: evidence that start-up finished: a server that reported ready, a test run that completed
+_PAST_STARTUP = frozenset({"SERVER_READY", "NCCL_TEST_PASSED"})
+
+
 def _startup(clues: Sequence[Clue]) -> bool:
-    ready = [c for c in clues if c.key == "SERVER_READY"]
+    ready = [c for c in clues if c.key in _PAST_STARTUP]
     warm = [c for c in clues if c.key in _STARTING]
     return not ready and bool(warm)
 

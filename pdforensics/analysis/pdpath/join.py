@@ -403,6 +403,28 @@ def _nccl_summaries(clues: list[Clue]) -> list[Clue]:
             and "for details" in c.text else c for c in clues]
 
 
+#: a rank's report that a peer failed (naming it where it can: read_collective.py's monitored
+#: barrier; SGLang's "could finish the model loading, but there are other ranks ...")
+PEER_BLAME = frozenset({"BARRIER_PEER_FAILED", "OTHER_RANK_LOAD_FAILED"})
+_BLAME_REACH = 40  # lines after the report that its rank's own failure is printed in
+
+
+def _blames_peer(clues: list[Clue]) -> list[Clue]:
+    """After a rank reports the peer it got an error from, that rank's own failure (the
+    traceback just after it in the same source) follows from the peer's: a consequence."""
+    reports = [c for c in clues if c.key in PEER_BLAME and c.line is not None]
+    if not reports:
+        return clues
+    out = []
+    for c in clues:
+        if c.label == "cause" and c.line is not None and any(
+                r.source == c.source and 0 < c.line - (r.line or 0) <= _BLAME_REACH for r in reports):
+            c = replace(c, label="consequence",
+                        why=f"{c.why}; the rank reported just before that a peer failed first")
+        out.append(c)
+    return out
+
+
 def _continuations(clues: list[Clue]) -> list[Clue]:
     """A message wrapped onto the next line ("... Multicast memory" / "  of size 2097152 : CUDA
     error 401 ..."): the indented line that goes on in lower case is the same message as the
@@ -422,5 +444,5 @@ def _continuations(clues: list[Clue]) -> list[Clue]:
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
     return _continuations(_reports(_bursts(_generic_after_known(_announcements(_records(
-        _envelopes(_broken_process(_same_line_consequence(_nccl_summaries(_diverged(
-            clues)))))))))))
+        _envelopes(_broken_process(_same_line_consequence(_nccl_summaries(_blames_peer(
+            _diverged(clues))))))))))))

@@ -80,6 +80,8 @@ KEY_PLACE: dict[str, Place] = {
                                  "the abort path (prepare_abort / KVSender.abort)"),
     "FROM_ANOTHER_RANK": Place(None, None, None, 2, _SRC + "failure_exception: this rank "
                                "recorded no failure of its own"),
+    "OTHER_RANK_LOAD_FAILED": Place("startup", None, False, 2, _SRC + "model_runner "
+                                    "load_model: this rank loaded; another did not finish"),
     "COLLECTIVE_RECV_TIMEOUT": Place(None, "collective", True, 2,
                                      "gloo: a peer never sent its part of a collective"),
     "MOONCAKE_METADATA_NOT_FOUND": Place("kv_send", "transfer_engine", False, 2,

@@ -102,9 +102,9 @@ def nccl_watchdog(src: Source) -> Iterator[Clue]:
 def nccl_debug(src: Source) -> Iterator[Clue]:
     """NCCL's WARN lines that name a failure (causes), the error chains and aborts that
     follow (consequences); healthy init lines as context."""
+    yield from _nccl_test_failures(src)  # (nccl-tests' own lines need no "NCCL " in the text)
     if "NCCL " not in src.text:
         return
-    yield from _nccl_test_failures(src)
     yield from _duplicate_gpus(src)
     lines = read_nccl_lines(src.text)
     phase = init_phase(lines)
@@ -167,7 +167,34 @@ _TEST_FAILURE = linear.compile(r"Test (?:NCCL|CUDA) failure \S{1,80}:\d{1,6} '([
 _TEST_MARKS = marks("Test NCCL failure", "Test CUDA failure")
 
 
+#: nccl-tests' check of the data every collective returned, printed after its table
+_OUT_OF_BOUNDS = linear.compile(r"Out of bounds values : (\d{1,12}) (OK|FAILED)")
+_RESULT_MARKS = marks("Out of bounds values : ")
+
+
+def _nccl_test_results(src: Source) -> Iterator[Clue]:
+    """nccl-tests' summary: values out of bounds are a collective that returned wrong data (a
+    cause on the collective side); "0 OK" is a run that went through (progress)."""
+    if not has_any(src.text, _RESULT_MARKS):
+        return
+    for no, line in lines_with(src.text, _RESULT_MARKS):
+        m = _OUT_OF_BOUNDS.search(line)
+        if m is None:
+            continue
+        if m.group(2) == "FAILED" or int(m.group(1)) > 0:
+            yield _clue(src, "NCCL_TEST_WRONG_DATA", "cause", line.strip(), no, wedge=False,
+                        strength=3, why="nccl-tests checks every result: these values came back "
+                                        "wrong, so the collective corrupts data (a bug or a "
+                                        "faulty link), not a hang")
+        else:
+            yield Clue(key="NCCL_TEST_PASSED", label="progress", text=line.strip()[:500],
+                       source=src.path, line=no, host=src.host, role=src.role, wedge=False,
+                       strength=2, why="nccl-tests ran its collectives to the end and found "
+                                       "every value right: the run completed")
+
+
 def _nccl_test_failures(src: Source) -> Iterator[Clue]:
+    yield from _nccl_test_results(src)
     if not has_any(src.text, _TEST_MARKS):
         return
     for no, line in lines_with(src.text, _TEST_MARKS):
@@ -264,7 +291,11 @@ _STORE_GONE = linear.compile(r"Failed to check the \"should dump\" flag on TCPSt
 _REMOTE = linear.compile(r"remote=([^\s,)]{1,120})|to host ([^\s:]{1,100}:\d{1,5})|"
                          r"trying to connect to \(([^,\s]{1,100}), (\d{1,5})\)")
 _TORCH_RANK = linear.compile(r"^\[rank(\d{1,5})\]:")
-_C10D_MARKS = marks("[c10d]", "TCPStore")
+_C10D_MARKS = marks("[c10d]", "TCPStore", "server socket has failed to listen")
+#: the store's server could not bind its port (torch's DistNetworkError: EADDRINUSE, ...):
+#: every client's failed connect to that port follows from it
+_LISTEN_FAILED = linear.compile(r"server socket has failed to listen on any local network "
+                                r"address\.? port: (\d{1,5})")
 #: the peer went away: what the store's host (or the rank that owned it) did is the cause
 _PEER_GONE = ("Connection reset by peer", "Broken pipe", "has shut down")
 
@@ -287,6 +318,15 @@ def c10d_store(src: Source) -> Iterator[Clue]:
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _C10D_MARKS):
         return
     seen: set[tuple[str | None, str | None, bool]] = set()
+    unbound: set[str] = set()  # ports the store's server failed to listen on
+    for no, line in lines_with(src.text, ("server socket has failed to listen",)):
+        if (lm := _LISTEN_FAILED.search(line)) is not None:
+            unbound.add(lm.group(1))
+            yield _clue(src, "C10D_STORE_LISTEN_FAILED", "cause", line.strip()[:500], no,
+                        suspect=f"port {lm.group(1)}", strength=3, stage="startup", wedge=False,
+                        why="torch c10d: the store's server could not listen on its port (in "
+                            "use by another process, or a port handed out twice): the ranks "
+                            "cannot meet")
     found = lines_with(src.text, ("[c10d]", "TCPStore"))
     # the store's address, where one line names it (the watchdog's check names none)
     store = next((a for _no, ln in found if (a := _store_address(ln)) is not None), None)
@@ -302,6 +342,13 @@ def c10d_store(src: Source) -> Iterator[Clue]:
             continue
         seen.add((rank, where, gone))
         connect = "connect" in line.lower() and not gone
+        if connect and any(f":{p}" in (where or "") or f":{p} " in line or f":{p}(" in line
+                           or line.rstrip().endswith(f":{p}") for p in unbound):
+            yield _clue(src, "C10D_STORE_FAILURE", "consequence", line.strip()[:500], no,
+                        rank=rank, suspect=where, strength=2, stage="startup", wedge=False,
+                        why="torch c10d: a client could not connect to the store whose server "
+                            "failed to listen on that port")
+            continue
         if gone:
             yield _clue(src, "C10D_STORE_GONE", "consequence", line.strip()[:500], no, rank=rank,
                         suspect=where, strength=2, stage=NOT_ESTABLISHED,
@@ -349,3 +396,32 @@ def gloo_setup(src: Source) -> Iterator[Clue]:
                         stage="startup", strength=2, wedge=False,
                         why="gloo connects every rank to every other when a process group is "
                             "created: a connection failed, so the group never formed")
+
+
+#: torch ProcessGroupGloo::monitoredBarrier: a rank that reached the barrier reports the peer it
+#: heard an error from; rank 0 reports the ranks that never arrived
+_BARRIER_PEER = linear.compile(r"Rank (\d{1,6}) successfully reached monitoredBarrier, but received "
+                               r"errors while waiting for send/recv from rank (\d{1,6})")
+_BARRIER_MISSING = linear.compile(r"Ranks? ([\d, ]{1,200}) failed to pass monitoredBarrier")
+_BARRIER_MARKS = marks("monitoredBarrier")
+
+
+@reader("monitored_barrier")
+def monitored_barrier(src: Source) -> Iterator[Clue]:
+    """A monitored barrier's report: the rank it names is the one to look at (the reporting
+    rank's own failure follows from it, join.py), ranks that never arrived are the cause."""
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _BARRIER_MARKS):
+        return
+    for no, line in lines_with(src.text, _BARRIER_MARKS):
+        if (m := _BARRIER_PEER.search(line)) is not None:
+            yield _clue(src, "BARRIER_PEER_FAILED", "consequence", line.strip(), no,
+                        rank=f"rank {m.group(1)}", suspect=f"rank {m.group(2)}", wedge=False,
+                        strength=2, why="torch's monitored barrier: this rank reached it but got "
+                                        f"an error from rank {m.group(2)}, whose log holds the "
+                                        "failure")
+        elif (m := _BARRIER_MISSING.search(line)) is not None:
+            ranks = ", ".join(r.strip() for r in m.group(1).split(",") if r.strip())
+            yield _clue(src, "BARRIER_RANKS_MISSING", "cause", line.strip(), no,
+                        suspect=f"rank {ranks}", strength=3,
+                        why="torch's monitored barrier: these ranks never arrived (stuck or gone "
+                            "before it)")

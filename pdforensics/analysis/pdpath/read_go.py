@@ -20,6 +20,8 @@ from pdforensics.parsers.linescan import first_line_with
 #: the runtime's last words: "panic: send on closed channel", "fatal error: concurrent map
 #: writes" (the goroutine it names next is the one that raised it)
 _PANIC = linear.compile(r"^(?:panic: |fatal error: )\S")
+#: a time stamp right after "fatal error: " is another writer's log line cut into it
+_STAMP_AFTER = linear.compile(r"^(?:panic|fatal error): \d{4}[/-]\d\d[/-]\d\d[ T]\d\d:\d\d")
 
 _GETCONN = "net/http.(*Transport).getConn"
 _ROUNDTRIP = ("net/http.(*persistConn).roundTrip", "net/http.(*Transport).roundTrip")
@@ -135,6 +137,14 @@ def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
     if found is None or _PANIC.match(found[1]) is None:
         return None
     no, line = found
+    if _STAMP_AFTER.match(line) is not None:
+        # another writer's line cut into the runtime's (both wrote to one stream at once):
+        # the runtime's message is the next line, as it goes on after the interruption
+        rest = src.text.split("\n", no + 1)
+        nxt = rest[no].strip() if len(rest) > no else ""
+        if nxt and len(nxt) <= 200 and not nxt.startswith("goroutine "):
+            line = f"fatal error: {nxt}" if line.startswith("fatal") else f"panic: {nxt}"
+            no += 1
     running = next((g for g in gs if g.state.startswith("running") and g.thread_id.isdigit()),
                    gs[0] if gs and gs[0].thread_id.isdigit() else None)
     side, stage = _gateway_place(running)

@@ -175,6 +175,11 @@ def _continued(every: list[str], no: int) -> str:
     return " ".join(out)
 
 
+#: a generic signature -> the specific ones that read its line better ("Decode out of memory
+#: happened. #retracted_reqs" is the KV pool retracting requests, not a GPU out-of-memory)
+_EXPLAINED_BY: dict[str, frozenset[str]] = {"OUT_OF_MEMORY": frozenset({"KV_POOL_FULL"})}
+
+
 @reader("sglang_signatures")
 def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
@@ -190,7 +195,10 @@ def signature_clues(src: Source) -> Iterator[Clue]:
             yield _batch_clue(src, hit, src.role)  # the periodic line: nothing else to read
             continue
         rids, rooms = ids(line)
+        keys = {sig.key for sig in hit.matched}
         for sig in hit.matched:
+            if keys & _EXPLAINED_BY.get(sig.key, frozenset()):
+                continue  # a generic word of a line a specific message reads
             if sig.key == "BATCH_STATS":
                 yield _batch_clue(src, hit, src.role)
                 continue
@@ -250,6 +258,13 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
      "sglang http_server: the warm-up request finished"),
     ("WARMUP", "progress", ("warmup",), "startup", False, 1,
      "sglang's warm-up request at start (a fake KV transfer in PD mode)"),
+    # model_runner's steps while the server starts (0.4-0.5.23: "Load weight begin. avail
+    # mem=...", "Memory pool end. ...", cuda_graph_setup's "Capture ... CUDA graph begin.")
+    # (and the progress bars of the weight load and the CUDA graph capture)
+    ("STARTUP_PHASE", "progress", ("load weight begin", "load weight end", "memory pool end",
+                                   "cuda graph begin", "init torch distributed begin",
+                                   "loading safetensors checkpoint shards", "capturing batches ("),
+     "startup", False, 1, "a step of sglang's model runner while the server starts"),
 )
 #: a stack frame line (py-spy's "    func (file.py:12)", a traceback's '  File "x.py", line')
 _STACK_FRAME = linear.compile(r'^\s+(?:[\w.<>-]{1,200} \([^()\n]{1,400}:\d{1,7}\)\s*$|File ")')

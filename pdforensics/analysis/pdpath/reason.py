@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pdforensics.analysis.pdpath.idle import idle_reading, roles_of
-from pdforensics.analysis.pdpath.join import demote_consequences
+from pdforensics.analysis.pdpath.join import PEER_BLAME, demote_consequences
 from pdforensics.analysis.pdpath.model import (
     NOT_ESTABLISHED,
     Claim,
@@ -37,8 +37,29 @@ _SGLANG_KEYS = frozenset({"SGLANG_SERVER", "SERVER_ROLE", "SERVER_INFO_ANSWERED"
 
 
 def _order(clues: Sequence[Clue]) -> list[int]:
-    """Indexes in evidence order: by time where known (stable: as read otherwise)."""
-    return sorted(range(len(clues)), key=lambda i: (clues[i].time is None, clues[i].time or 0, i))
+    """Indexes in evidence order: by time where known, and within one source by line (a line
+    with no time of its own happened after the stamped line before it, or, before the first
+    stamp, no later than the one after it); as read otherwise."""
+    eff = [c.time for c in clues]
+    first_of: dict[str, int] = {}
+    by_source: dict[str, list[int]] = {}
+    for i, c in enumerate(clues):
+        first_of.setdefault(c.source, i)
+        if c.line is not None:
+            by_source.setdefault(c.source, []).append(i)
+    for idx in by_source.values():
+        idx.sort(key=lambda i: clues[i].line or 0)
+        last: float | None = None
+        for i in idx:  # carried forward from the stamped line before
+            last = clues[i].time if clues[i].time is not None else last
+            eff[i] = last
+        after: float | None = None
+        for i in reversed(idx):  # before the first stamp: the one after it
+            after = clues[i].time if clues[i].time is not None else after
+            if eff[i] is None:
+                eff[i] = after
+    return sorted(range(len(clues)), key=lambda i: (
+        eff[i] is None, eff[i] or 0, first_of[clues[i].source], clues[i].line or 0, i))
 
 
 def is_sglang(clues: Sequence[Clue]) -> bool:
@@ -107,12 +128,20 @@ _SERVING = frozenset({"BATCH_STATS", "REQUEST_RECEIVED", "REQUEST_FINISHED", "ST
                       "BENCH_REQUESTS_DONE", "ROUTER_WORKER_REQUEST_FAILED"})
 
 
+#: SGLang's own start-up steps (read_sglang.py): a server that prints them is starting
+_SGLANG_STARTING = frozenset({"STARTUP_PHASE"})
+
+
 def _starting_up(c: Clue, clues: Sequence[Clue]) -> bool:
     """A failure whose own words, or those of the failure lines right after it in its file,
-    say the program was starting, in a file that shows no request served."""
+    say the program was starting, or that follows SGLang's start-up steps in its file, in a
+    file that shows no request served and no server ready."""
     if c.key.startswith(("STACK_", "PYTHON_FATAL")) or any(
-            x.source == c.source and x.key in _SERVING for x in clues):
+            x.source == c.source and x.key in (*_SERVING, "SERVER_READY") for x in clues):
         return False  # (a stack's frames are no log's words)
+    if any(x.source == c.source and x.key in _SGLANG_STARTING and x.line is not None
+           and (c.line is None or x.line < c.line) for x in clues):
+        return True  # (a conclusion drawn across lines has none: the file's steps place it)
     near = [x.text.lower() for x in clues if x.source == c.source and x.label in ("cause",
             "consequence") and (x is c or (x.line is not None and c.line is not None
                                            and 0 < x.line - c.line <= 6))]
@@ -201,6 +230,9 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
         c = clues[q]  # consequences only: the failure they report, its cause not here
         stage, side = c.stage or NOT_ESTABLISHED, _side_of(c, roles) or NOT_ESTABLISHED
         suspect = c.suspect
+        blame = next((x for x in clues if x.key in PEER_BLAME and x.suspect), None)
+        if blame is not None:  # a rank named the peer it got its error from: look there
+            suspect, side = blame.suspect, blame.side or side
         claims.append(Claim(f"only consequences: {c.key} ends a failure at {stage}; what "
                             "caused it is not in the evidence", (q,)))
         decide.append("the other side's log at the same time (rid / bootstrap room) would show "

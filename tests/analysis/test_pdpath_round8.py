@@ -1,0 +1,94 @@
+"""Readings added from the eighth blind set (6 December): SGLang's start-up steps and its
+older log prefix and crash words, a request sent through an HTTP proxy, torch's monitored
+barrier naming the faulty peer, a c10d store that could not listen, and a Go fatal error cut
+by another writer's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdforensics.parsers.journal import parse_rank
+from pdforensics.triage.run import triage_paths
+
+
+def _diag(tmp_path: Path, text: str, name: str = "run.log"):  # type: ignore[no-untyped-def]
+    p = tmp_path / name
+    p.write_text(text)
+    a = triage_paths([str(p)]).analysis
+    assert a is not None and a.diagnosis is not None
+    return a.diagnosis
+
+
+def test_a_crash_after_sglangs_start_up_steps_is_at_startup_and_names_its_rank(
+        tmp_path: Path) -> None:
+    d = _diag(tmp_path,
+              "[23:17:01 TP4] Memory pool end. avail mem=18.66 GB\n"
+              "[23:17:01 TP4] Capture cuda graph begin. This can take up to several minutes.\n"
+              "[23:17:08 TP4] Exception in run_tp_server:\n"
+              "Traceback (most recent call last):\n"
+              '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 147, '
+              "in __init__\n")
+    assert (d.stage, d.suspect) == ("startup", "TP4")
+    assert {c.key: c.label for c in d.clues}["SCHEDULER_EXCEPTION"] == "consequence"
+
+
+def test_sglangs_old_prefix_with_the_time_of_day_alone_gives_the_rank() -> None:
+    assert parse_rank("[23:17:08 TP4] Exception in run_tp_server:") == "TP4"
+    assert parse_rank("[23:17:08] no rank here") is None
+
+
+def test_a_proxied_request_that_failed_blames_the_proxy(tmp_path: Path) -> None:
+    d = _diag(tmp_path,
+              "[2025-08-13 11:01:02] INFO:     Uvicorn running on http://0.0.0.0:25600\n"
+              "[2025-08-13 11:01:03] Starting new HTTP connection (1): 172.16.37.200:3138\n"
+              '[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/'
+              'get_model_info HTTP/1.1" 403 3582\n')
+    assert (d.stage, d.side, d.suspect) == ("startup", "host", "172.16.37.200:3138")
+
+
+def test_a_direct_request_is_no_proxy(tmp_path: Path) -> None:
+    d = _diag(tmp_path, '[2025-08-13 11:01:03] http://127.0.0.1:30000 "GET /get_model_info '
+                        'HTTP/1.1" 503 12\n')
+    assert "PROXY_REQUEST_FAILED" not in {c.key for c in d.clues}
+
+
+def test_a_monitored_barrier_names_the_faulty_peer(tmp_path: Path) -> None:
+    d = _diag(tmp_path,
+              "[rank3]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank 3 successfully "
+              "reached monitoredBarrier, but received errors while waiting for send/recv from "
+              "rank 0. Please check rank 0 logs for faulty rank.\n"
+              "[2025-04-21 04:13:43 TP3] Scheduler hit an exception: Traceback (most recent call "
+              "last):\n"
+              '  File "/x/sglang/srt/managers/scheduler.py", line 2056, in run_scheduler_process\n'
+              "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)\n"
+              '  File "/x/sglang/srt/model_executor/model_runner.py", line 187, in __init__\n')
+    assert (d.side, d.suspect) == ("collective", "rank 0")
+    assert not [c for c in d.clues if c.label == "cause"]  # rank 3's failure follows rank 0's
+
+
+def test_a_store_that_could_not_listen_is_the_cause_of_the_refused_clients(
+        tmp_path: Path) -> None:
+    d = _diag(tmp_path,
+              "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+              "local network address. port: 33649, useIpv6: false, code: -98, name: EADDRINUSE, "
+              "message: address already in use\n"
+              "[W820 18:57:52.292435752 socket.cpp:764] [c10d] The client socket has failed to "
+              "connect to [localhost]:33649 (errno: 99 - Cannot assign requested address).\n")
+    labels = {c.key: c.label for c in d.clues}
+    assert labels["C10D_STORE_LISTEN_FAILED"] == "cause"
+    assert labels["C10D_STORE_FAILURE"] == "consequence"
+    assert (d.stage, d.side) == ("startup", "collective")
+
+
+def test_a_go_fatal_error_cut_by_another_writer_reads_the_next_line(tmp_path: Path) -> None:
+    d = _diag(tmp_path,
+              "fatal error: 2025/06/07 12:13:19.016192 [whisper.cpp] Starting server\n"
+              "concurrent map writes\n\n"
+              "goroutine 20311 [running]:\n"
+              "internal/runtime/maps.fatal({0x843bc9?, 0xb9a140?})\n"
+              "        /usr/lib/go/src/runtime/panic.go:1058 +0x18\n"
+              "main.monitorProcess({0xc00030a480, 0x1c}, 0xc00012a140, 0xc0005361f0)\n"
+              "        /home/p/large-model-proxy/main.go:1083 +0x465\n", "dump.txt")
+    panic = next(c for c in d.clues if c.key == "GO_PANIC")
+    assert panic.text == "fatal error: concurrent map writes"
+    assert d.suspect == "goroutine 20311"

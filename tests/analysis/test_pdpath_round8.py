@@ -8,20 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pdforensics.parsers.journal import parse_rank
-from pdforensics.triage.run import triage_paths
-
-
-def _diag(tmp_path: Path, text: str, name: str = "run.log"):  # type: ignore[no-untyped-def]
-    p = tmp_path / name
-    p.write_text(text)
-    a = triage_paths([str(p)]).analysis
-    assert a is not None and a.diagnosis is not None
-    return a.diagnosis
+from tests.support.diagnosis import diagnose_text
 
 
 def test_a_crash_after_sglangs_start_up_steps_is_at_startup_and_names_its_rank(
         tmp_path: Path) -> None:
-    d = _diag(tmp_path,
+    d = diagnose_text(tmp_path,
               "[23:17:01 TP4] Memory pool end. avail mem=18.66 GB\n"
               "[23:17:01 TP4] Capture cuda graph begin. This can take up to several minutes.\n"
               "[23:17:08 TP4] Exception in run_tp_server:\n"
@@ -38,7 +30,7 @@ def test_sglangs_old_prefix_with_the_time_of_day_alone_gives_the_rank() -> None:
 
 
 def test_a_proxied_request_that_failed_blames_the_proxy(tmp_path: Path) -> None:
-    d = _diag(tmp_path,
+    d = diagnose_text(tmp_path,
               "[2025-08-13 11:01:02] INFO:     Uvicorn running on http://0.0.0.0:25600\n"
               "[2025-08-13 11:01:03] Starting new HTTP connection (1): 172.16.37.200:3138\n"
               '[2025-08-13 11:01:03] http://172.16.37.200:3138 "GET http://0.0.0.0:25600/'
@@ -47,13 +39,13 @@ def test_a_proxied_request_that_failed_blames_the_proxy(tmp_path: Path) -> None:
 
 
 def test_a_direct_request_is_no_proxy(tmp_path: Path) -> None:
-    d = _diag(tmp_path, '[2025-08-13 11:01:03] http://127.0.0.1:30000 "GET /get_model_info '
+    d = diagnose_text(tmp_path, '[2025-08-13 11:01:03] http://127.0.0.1:30000 "GET /get_model_info '
                         'HTTP/1.1" 503 12\n')
     assert "PROXY_REQUEST_FAILED" not in {c.key for c in d.clues}
 
 
 def test_a_monitored_barrier_names_the_faulty_peer(tmp_path: Path) -> None:
-    d = _diag(tmp_path,
+    d = diagnose_text(tmp_path,
               "[rank3]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank 3 successfully "
               "reached monitoredBarrier, but received errors while waiting for send/recv from "
               "rank 0. Please check rank 0 logs for faulty rank.\n"
@@ -68,7 +60,7 @@ def test_a_monitored_barrier_names_the_faulty_peer(tmp_path: Path) -> None:
 
 def test_a_store_that_could_not_listen_is_the_cause_of_the_refused_clients(
         tmp_path: Path) -> None:
-    d = _diag(tmp_path,
+    d = diagnose_text(tmp_path,
               "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
               "local network address. port: 33649, useIpv6: false, code: -98, name: EADDRINUSE, "
               "message: address already in use\n"
@@ -81,7 +73,7 @@ def test_a_store_that_could_not_listen_is_the_cause_of_the_refused_clients(
 
 
 def test_a_go_fatal_error_cut_by_another_writer_reads_the_next_line(tmp_path: Path) -> None:
-    d = _diag(tmp_path,
+    d = diagnose_text(tmp_path,
               "fatal error: 2025/06/07 12:13:19.016192 [whisper.cpp] Starting server\n"
               "concurrent map writes\n\n"
               "goroutine 20311 [running]:\n"

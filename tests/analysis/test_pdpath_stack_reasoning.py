@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdforensics.parsers.pastes import frame_list, frames_as_pyspy, unwrap_paste
-from pdforensics.triage.run import triage_paths
+from tests.support.diagnosis import diagnose_text
 
 _OVERLAP = """\
 {header}Process 4242: sglang::scheduler_TP0
@@ -34,17 +34,9 @@ Thread 4250 (active): "Thread-3 (forward_thread_func)"
 """
 
 
-def _diag(tmp_path: Path, name: str, text: str):  # type: ignore[no-untyped-def]
-    p = tmp_path / name
-    p.write_text(text)
-    a = triage_paths([str(p)]).analysis
-    assert a is not None and a.diagnosis is not None
-    return a.diagnosis
-
-
 def test_overlap_main_thread_waits_for_the_forward_thread_which_is_the_suspect(
         tmp_path: Path) -> None:
-    d = _diag(tmp_path, "stack.txt", _OVERLAP.format(header=""))
+    d = diagnose_text(tmp_path, _OVERLAP.format(header=""), "stack.txt")
     assert d.stage == "decode_forward"  # the batch whose result it waits for is a decode batch
     assert d.suspect == "Thread-3 (forward_thread_func)"
     by_key = {c.key: c for c in d.clues}
@@ -58,7 +50,7 @@ def test_overlap_main_thread_waits_for_the_forward_thread_which_is_the_suspect(
 
 def test_the_watchdogs_dump_makes_the_held_batch_a_wedge(tmp_path: Path) -> None:
     text = "[2025-03-10 16:29:01 TP0] Pyspy dump for PID 4242:\n" + _OVERLAP.format(header="")
-    d = _diag(tmp_path, "server.log", text)
+    d = diagnose_text(tmp_path, text, "server.log")
     assert d.wedge is True and d.stage == "decode_forward"
 
 
@@ -71,7 +63,7 @@ def test_ranks_in_different_collectives_the_one_alone_is_the_odd_one_out(tmp_pat
             "broadcast (torch/distributed/distributed_c10d.py:2974)\n"
             "  broadcast_pyobj (utils/common.py:1437)\n"
             "  recv_requests (scheduler.py:1187)\n")
-    d = _diag(tmp_path, "ranks.txt", text)
+    d = diagnose_text(tmp_path, text, "ranks.txt")
     causes = [c for c in d.clues if c.label == "cause"]
     assert [c.rank for c in causes] == ["TP2"] and d.suspect == "TP2"
     assert "_sync_counts (hiradix_cache.py:196)" in causes[0].text
@@ -87,7 +79,7 @@ def test_ranks_in_one_collective_name_no_suspect(tmp_path: Path) -> None:
             "broadcast (torch/distributed/distributed_c10d.py:2974)\n"
             "  broadcast_pyobj (utils/common.py:1437)\n"
             "  recv_requests (scheduler.py:1187)\n")
-    d = _diag(tmp_path, "ranks.txt", text)
+    d = diagnose_text(tmp_path, text, "ranks.txt")
     assert d.suspect is None and not [c for c in d.clues if c.label == "cause"]
 
 
@@ -99,7 +91,7 @@ def test_a_forward_in_a_stream_sync_waits_for_the_gpu(tmp_path: Path) -> None:
             "...\n"
             "run_batch (scheduler.py:3594)\n"
             "event_loop_overlap (scheduler.py:1763)\n")
-    d = _diag(tmp_path, "stack.txt", text)
+    d = diagnose_text(tmp_path, text, "stack.txt")
     c = next(c for c in d.clues if c.key == "STACK_FORWARD_WAITS_GPU")
     assert c.label == "consequence" and "cuStreamSynchronize" in c.text
 
@@ -115,7 +107,7 @@ def test_an_abort_while_a_thread_formats_an_exception_names_that_thread(tmp_path
             '  File "/x/sglang/srt/managers/tp_worker_overlap_thread.py", line 114 in '
             "forward_thread_func\n"
             '  File "/usr/lib/python3.10/threading.py", line 953 in run\n')
-    d = _diag(tmp_path, "fault.log", text)
+    d = diagnose_text(tmp_path, text, "fault.log")
     fatal = next(c for c in d.clues if c.key == "PYTHON_FATAL")
     assert fatal.label == "consequence"
     assert d.suspect == "Thread 0x00007ee43d7fe640 (forward_thread_func)"

@@ -52,6 +52,8 @@ _GO_MARKS = marks("goroutine ", ".go:", ".s:", " @ 0x")
 _PYSTACK_MARKS = marks("Traceback for thread ")
 _FAULT_MARKS = marks("(most recent call first):")
 _PYSPY_MARKS = marks("Process ", "Thread ")
+_PYBT_MARKS = marks("Traceback (most recent call first):")
+_PYBT = linear.compile(r"^(?:\(gdb\) )?Traceback \(most recent call first\):\s*$", linear.M)
 _TRACEBACK_MARKS = marks("Traceback (most recent call last):", 'File "', "~ Stack of ")
 
 
@@ -80,6 +82,8 @@ def sniff_format(text: str) -> str | None:
         return "goroutines"
     if has_any(text, _PYSTACK_MARKS) and _PYSTACK.search(text):
         return "pystack"
+    if has_any(text, _PYBT_MARKS) and _PYBT.search(text):
+        return "traceback"  # gdb's py-bt: a traceback, innermost first (not faulthandler's)
     if has_any(text, _FAULT_MARKS) and _FAULT.search(text):
         return "faulthandler"
     if (has_any(text, _PYSPY_MARKS) and _PYSPY.search(text)) or (

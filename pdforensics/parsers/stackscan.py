@@ -46,7 +46,8 @@ _EXCEPTION = linear.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exi
 #: every pattern that can open a dump, in one (a line that matches none of them, and is no
 #: indented py-spy frame, opens nothing: one search instead of fourteen per log line)
 _MAYBE_START = linear.compile(linear.union([
-    ps.HEAD, fh.HEAD, fh.STACK, fh.START, fh.FRAME, tb.HEAD, tb.STACK_OF, tb.FRAME, _PY_HEAD,
+    ps.HEAD, fh.HEAD, fh.STACK, fh.START, fh.FRAME, tb.HEAD, tb.HEAD_FIRST, tb.STACK_OF, tb.FRAME,
+    _PY_HEAD,
     _GO_HEAD, _GO_PROFILE, _GO_GROUP, _GO_FILE, _GO_FUNC]))
 
 
@@ -91,6 +92,8 @@ def _start(lines: Sequence[LogLine], i: int) -> str | None:
         return None
     if ps.HEAD.match(t):
         return "pystack"
+    if tb.HEAD_FIRST.search(t):  # gdb's py-bt, before faulthandler's "(most recent call first)"
+        return "traceback"
     if fh.HEAD.match(t) or fh.STACK.match(t) or fh.START.match(t) or fh.FRAME.match(t):
         return "faulthandler"  # a faulthandler frame ("line N in f", no comma): a paste mid-thread
     if tb.HEAD.search(t) or tb.STACK_OF.match(t) or tb.FRAME.match(t):
@@ -115,8 +118,10 @@ def _continues(block: _Block, text: str) -> bool:
         return (not text.strip() or text[:1] in (" ", "\t") or fh.HEAD.match(text) is not None
                 or fh.STACK.match(text) is not None)
     if k == "traceback":
-        if tb.HEAD.search(text) or tb.STACK_OF.match(text):
+        if tb.HEAD.search(text) or tb.HEAD_FIRST.search(text) or tb.STACK_OF.match(text):
             return False  # the next traceback opens its own block
+        if tb.BUILTIN.match(text) is not None:
+            return True  # py-bt's C call between frames
         after_frame = bool(block.lines) and tb.FRAME.match(block.lines[-1]) is not None
         # a frame's source line follows it, indented or not (a paste that lost its indents)
         return (not text.strip() or tb.FRAME.match(text) is not None

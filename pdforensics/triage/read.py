@@ -21,6 +21,7 @@ from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
 from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix
+from pdforensics.parsers.tracebacks import is_py_bt
 from pdforensics.triage import lower
 from pdforensics.triage.logs import command_output, looks_like_log, split_by_writer
 from pdforensics.triage.scrapes import Scrape, looks_like_metrics, read_scrapes
@@ -99,7 +100,8 @@ class Artifact:
         if b is not None and b.transfer:
             found.append("transfer_engine")
         if (any(d.kind in ("gdb", "cuda-gdb") for d in self.dumps)
-                or (b is not None and (b.cuda or b.debugger_no_stack is not None))):
+                or (b is not None and (b.cuda or b.debugger_no_stack is not None))
+                or (self.threads and is_py_bt(self.log_text[:200_000]))):  # gdb's py-bt
             found.append("gdb")
         if self.fr_dump is not None or (b is not None and b.fr_trace):
             found.append("flight_recorder")

@@ -84,3 +84,50 @@ def test_a_go_fatal_error_cut_by_another_writer_reads_the_next_line(tmp_path: Pa
     panic = next(c for c in d.clues if c.key == "GO_PANIC")
     assert panic.text == "fatal error: concurrent map writes"
     assert d.suspect == "goroutine 20311"
+
+
+def test_gdbs_py_bt_is_read_innermost_first_and_its_collective_wait_found(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "(gdb) py-bt\nTraceback (most recent call first):\n"
+                      "  <built-in method allreduce of PyCapsule object at remote 0x7fb3b12c3f90>\n"
+                      '  File "/x/torch/distributed/distributed_c10d.py", line 1209, in all_reduce\n'
+                      "    work = group.allreduce([tensor], opts)\n"
+                      '  File "/x/deepspeed/runtime/zero/stage2.py", line 1326, in allreduce_bucket\n'
+                      "    dist.all_reduce(tensor_to_allreduce, group=self.dp_process_group)\n",
+                      "pybt.txt")
+    wait = next(c for c in d.clues if c.key == "STACK_WAITS_IN_COLLECTIVE")
+    assert "<built-in allreduce>" in wait.text and "allreduce_bucket" in wait.text
+    assert d.side == "collective" and d.wedge is None  # one sample: held or passing, untold
+
+
+def test_any_thread_waiting_in_a_collective_is_read(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "Current thread 0x00007ff3363ff700 (most recent call first):\n"
+                      '  File "torch/testing/_internal/common_distributed.py", line 373 in _event_listener\n'
+                      '  File "threading.py", line 870 in run\n\n'
+                      "Thread 0x00007ff406132180 (most recent call first):\n"
+                      '  File "torch/distributed/distributed_c10d.py", line 2477 in barrier\n'
+                      '  File "torch/testing/_internal/distributed/rpc/rpc_test.py", line 838 in test_reinit\n',
+                      "fault.txt")
+    assert d.side == "collective" and "barrier" in next(
+        c.text for c in d.clues if c.key == "STACK_WAITS_IN_COLLECTIVE")
+
+
+def test_a_build_lock_wait_is_the_hosts(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "Process 46930: python -u main.py --deepspeed\nPython v3.11.2 (/usr/bin/python3.11)\n\n"
+                      'Thread 46930 (idle): "MainThread"\n'
+                      "    wait (torch/utils/file_baton.py:42)\n"
+                      "    _jit_compile (torch/utils/cpp_extension.py:1522)\n"
+                      "    load (torch/utils/cpp_extension.py:1284)\n", "dump.txt")
+    assert (d.side, d.suspect) == ("host", "MainThread")
+
+
+def test_the_model_runners_mode_places_a_unified_servers_forward(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "[2026-09-02 19:17:34 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                      '  File "/x/sglang/srt/managers/scheduler.py", line 3696, in run_batch\n'
+                      "    batch_result = self.model_worker.forward_batch_generation(...)\n"
+                      '  File "/x/sglang/srt/model_executor/runner/eager_runner.py", line 213, in execute\n'
+                      "    return self._execute_extend(forward_batch, pp_proxy_tensors)\n")
+    assert d.stage == "prefill_forward"

@@ -169,6 +169,10 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("handle_inflight_transfer_failure", "kv_send"),
     ("DecodePreallocQueue", "decode_prealloc"), ("DecodeTransferQueue", "decode_transfer_wait"),
     ("KVSender.send", "kv_send"), ("transfer_worker", "kv_send"), ("send_kvcache", "kv_send"),
+    # the model runner's mode: extend is a prefill (chunk), decode a decode step, whatever
+    # the server's role (0.4-0.5.23 model_runner.forward_extend / forward_decode, eager_runner)
+    ("forward_extend", "prefill_forward"), ("_execute_extend", "prefill_forward"),
+    ("forward_decode", "decode_forward"), ("_execute_decode", "decode_forward"),
     ("forward_batch_generation", "forward"), ("run_batch", "forward"),
     ("ModelRunner.forward", "forward"),
 )
@@ -179,6 +183,8 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     # the scheduler and its model worker being built: the server is starting
     ("= Scheduler(", "startup"), ("TpModelWorker(", "startup"), ("TpWorkerClass(", "startup"),
     ("= ModelRunner(", "startup"),
+    ("forward_extend(", "prefill_forward"), ("_execute_extend(", "prefill_forward"),
+    ("forward_decode(", "decode_forward"), ("_execute_decode(", "decode_forward"),
     # a KV transfer backend created or its memory registered: before any request
     ("createBackend(", "startup"), ("registerMem(", "startup"), ("register_memory(", "startup"),
     ("register_kv_caches(", "startup"),

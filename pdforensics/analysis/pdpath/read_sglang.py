@@ -46,9 +46,12 @@ _NOT_LOGS = ("metrics", "server_info", "load", "goroutines")
 
 def ids(line: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """The rids and bootstrap rooms a line names."""
-    rids = tuple(dict.fromkeys(m.group(1) for m in _RID.finditer(line[:4000])
-                               if m.group(1) not in ("None", "none")))
-    numbers = (int(m.group(1) or m.group(2)) for m in _ROOM.finditer(line[:4000]))
+    head = line[:4000]
+    rids = tuple(dict.fromkeys(m.group(1) for m in _RID.finditer(head)
+                               if m.group(1) not in ("None", "none"))) if "rid=" in head else ()
+    if "bootstrap_room=" not in head and "timed out" not in head:
+        return rids, ()  # (neither pattern can match: most lines, read without a search)
+    numbers = (int(m.group(1) or m.group(2)) for m in _ROOM.finditer(head))
     rooms = tuple(dict.fromkeys(n for n in numbers if -_MAX_ROOM < n < _MAX_ROOM))
     return rids, rooms
 

@@ -240,9 +240,8 @@ def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
 
 
 def _collective_wait(src: Source, d: ProcessDump, n: int, main: ThreadStack) -> Clue:
-    """Another program's main thread (the dump shows little else) waits in a collective: its
-    rank waits for its peers, the collective is the side to look at, the peer that did not
-    join is not in this stack."""
+    """A thread of another program waits in a collective: its rank waits for its peers, the
+    collective is the side to look at, the peer that did not join is not in this stack."""
     where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
     return Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
                 text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
@@ -271,10 +270,26 @@ def stack_clues(src: Source) -> Iterator[Clue]:
         if said or _is_sglang(d):
             continue
         main = _main(d)
-        if main is not None and len(d.threads) <= 2 and _in_collective(main):
-            yield _collective_wait(src, d, n, main)
+        waiting = [t for t in d.threads if _in_collective(t)]
+        if waiting:  # the main thread's wait first, else the first thread's that waits
+            yield _collective_wait(src, d, n, main if main in waiting else waiting[0])
+        elif main is not None and main.frames and "file_baton" in main.frames[0].file:
+            yield _build_lock_wait(src, d, n, main)
         elif (focus := _focus_clue(src, d, n)) is not None:
             yield focus
+
+
+def _build_lock_wait(src: Source, d: ProcessDump, n: int, t: ThreadStack) -> Clue:
+    """torch's FileBaton: the thread waits for the lock file of a C++/CUDA extension build
+    that another process holds, or left behind when it died (torch/utils/file_baton.py)."""
+    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    name = t.name or f"Thread {t.thread_id}"
+    return Clue(key="STACK_WAITS_BUILD_LOCK", label="cause", side="host",
+                text=f"{where}: {name} waits in {t.frames[0]}", source=src.path, host=src.host,
+                suspect=name, strength=1,
+                why="torch's FileBaton waits, polling, until the build lock file in the "
+                    "extensions directory is gone: another process is building, or died and "
+                    "left the lock behind (remove the stale 'lock' file)")
 
 
 @reader("pyspy_failure")

@@ -74,6 +74,16 @@ _MOMENTARY = frozenset({"STACK_FORWARD_IN_COLLECTIVE", "STACK_WAITS_IN_COLLECTIV
                         "STACK_FORWARD_WAITS_GPU"})
 
 
+#: an LLM serving engine's code, as a stack's paths or a log's words name it: a failure in it
+#: is on a request path, even where the evidence does not say which stage
+_ENGINES = ("sglang", "vllm", "tensorrt_llm", "lmdeploy")
+
+
+def _serving(c: Clue) -> bool:
+    low = c.text.lower()
+    return any(e in low for e in _ENGINES)
+
+
 def _moving(clues: Sequence[Clue], role: str | None) -> bool:
     """Evidence over time that the role's work moves (a counter rose, a busy batch line)."""
     return any(c.label == "progress" and c.strength >= 2 and c.role == role for c in clues)
@@ -228,7 +238,8 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
     suspect: str | None = None
     if p is None and (q := _primary(clues, "consequence")) is not None:
         c = clues[q]  # consequences only: the failure they report, its cause not here
-        stage, side = c.stage or NOT_ESTABLISHED, _side_of(c, roles) or NOT_ESTABLISHED
+        stage = c.stage or (NOT_ESTABLISHED if sglang or _serving(c) else "not_applicable")
+        side = _side_of(c, roles) or NOT_ESTABLISHED
         suspect = c.suspect
         blame = next((x for x in clues if x.key in PEER_BLAME and x.suspect), None)
         if blame is not None:  # a rank named the peer it got its error from: look there

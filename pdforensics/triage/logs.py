@@ -96,10 +96,13 @@ def split_by_writer(text: str) -> dict[str, str]:
     writer; a log without any prefix is one group named "" (the text itself). The lines that
     name a writer are found by one scan of the text; the others are taken as runs.
     """
+    numbers = line_numbers(text, _WRITER_LINE)
+    if not numbers:  # no line names a writer: one group, the text itself (nothing split)
+        return {"": text}
     lines = text.split("\n")
     groups: dict[str, list[str]] = {}
     current, start = "", 0
-    for no in line_numbers(text, _WRITER_LINE):
+    for no in numbers:
         name = _writer(lines[no - 1])
         if name is None:
             continue

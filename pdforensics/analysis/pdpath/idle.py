@@ -30,8 +30,8 @@ def batch_roles(clues: Sequence[Clue]) -> dict[str, str]:
     kinds: dict[str, set[str]] = {}
     for c in clues:
         if c.key == "BATCH_STATS":
-            kinds.setdefault(c.source, set()).add(
-                "decode" if "decode batch" in c.text.lower() else "prefill")
+            kinds.setdefault(c.source, set()).add(  # ("ecode batch": Decode or decode)
+                "decode" if "ecode batch" in c.text or "DECODE BATCH" in c.text else "prefill")
     return {src: (k.pop() if len(k) == 1 else "unified") for src, k in kinds.items()}
 
 

@@ -26,7 +26,7 @@ _FAILED = ("failed to start", "initialization failed", "failed to initiali", "in
 _WAITING = "waiting for"
 _TO_START = "to start"
 #: the marks searched for: each phrase as printed at a line's start and inside one
-_MARKS = marks(*_FAILED, *(w[0].upper() + w[1:] for w in _FAILED), "Waiting for")
+_MARKS = marks(*_FAILED, *(w[0].upper() + w[1:] for w in _FAILED), " to start")
 _MAX_TEXT = 500
 _MAX_LINES = 20  # a few are enough to place the failure
 _WAITS_TO_HANG = 3  # this many waits for a part to start, with nothing after them: a hang

@@ -43,11 +43,15 @@ def _order(clues: Sequence[Clue]) -> list[int]:
     eff = [c.time for c in clues]
     first_of: dict[str, int] = {}
     by_source: dict[str, list[int]] = {}
+    untimed: set[str] = set()  # sources with a line of no time of its own
     for i, c in enumerate(clues):
         first_of.setdefault(c.source, i)
         if c.line is not None:
             by_source.setdefault(c.source, []).append(i)
-    for idx in by_source.values():
+            if c.time is None:
+                untimed.add(c.source)
+    for source in untimed:
+        idx = by_source[source]
         idx.sort(key=lambda i: clues[i].line or 0)
         last: float | None = None
         for i in idx:  # carried forward from the stamped line before

@@ -131,3 +131,17 @@ def test_the_model_runners_mode_places_a_unified_servers_forward(tmp_path: Path)
                       '  File "/x/sglang/srt/model_executor/runner/eager_runner.py", line 213, in execute\n'
                       "    return self._execute_extend(forward_batch, pp_proxy_tensors)\n")
     assert d.stage == "prefill_forward"
+
+
+def test_a_servers_5xx_answers_to_generation_requests_are_consequences(tmp_path: Path) -> None:
+    line = ('[2026-01-29 06:53:43] INFO:     11.251.218.253:{port} - "POST /v1/chat/completions '
+            'HTTP/1.1" {status}\n')
+    d = diagnose_text(tmp_path, line.format(port=45400, status="500 Internal Server Error")
+                      + line.format(port=52558, status="200 OK"))
+    c = next(c for c in d.clues if c.key == "SERVER_HTTP_5XX")
+    assert c.label == "consequence" and d.wedge is False
+    assert d.stage == "not_established"  # a request failed on the path; where, not shown
+    # a probe's 503 while the server starts is its answer, not a failed request
+    probe = diagnose_text(tmp_path, '[2026-01-29 06:53:43] INFO:     127.0.0.1:1 - "GET /health '
+                                    'HTTP/1.1" 503 Service Unavailable\n', "probe.log")
+    assert "SERVER_HTTP_5XX" not in {c.key for c in probe.clues}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
@@ -156,3 +156,39 @@ def router_refusals(src: Source) -> Iterator[Clue]:
                        source=src.path, line=no, time=when, side="client", host=src.host,
                        wedge=False, strength=1,
                        why="a client got an error status: what failed behind it is its cause")
+
+
+#: an HTTP server's access line (uvicorn's, SGLang's HTTP server): the request line and the
+#: status it answered ('"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
+_ACCESS_5XX = linear.compile(r'"([A-Z]{3,7}) (/[^\s"]{0,300}) HTTP/\d(?:\.\d)?" (5\d\d)\b')
+_ACCESS_MARKS = marks('" 500', '" 502', '" 503', '" 504')
+_PROBES = ("/health", "/metrics", "/get_model_info", "/model_info", "/get_server_info")
+_ACCESS_MAX = 5  # first lines per status and path: the rest only counted
+#: the endpoints that generate (SGLang's own and its OpenAI-compatible ones)
+_GENERATION = ("/generate", "/v1/chat/completions", "/v1/completions")
+
+
+@reader("access_errors")
+def access_errors(src: Source) -> Iterator[Clue]:
+    """A server's access lines that answered 5xx to requests (probes left out: a probe's 503
+    while the server starts is its answer, not a failure): the server failed those requests,
+    what it hit is in its own log."""
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _ACCESS_MARKS):
+        return
+    seen: dict[tuple[str, str], int] = {}
+    for no, raw in lines_with(src.text, _ACCESS_MARKS):
+        m = _ACCESS_5XX.search(raw[:2000])
+        if m is None or m.group(2).startswith(_PROBES):
+            continue
+        key = (m.group(3), m.group(2))
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > _ACCESS_MAX:
+            continue
+        # a generation request failed somewhere on the request path: which stage, its log says
+        on_path = m.group(2).startswith(_GENERATION)
+        yield Clue(key="SERVER_HTTP_5XX", label="consequence", text=raw.strip()[:500],
+                   source=src.path, line=no, time=parse_log_timestamp(raw), role=src.role,
+                   host=src.host, wedge=False, strength=1,
+                   stage=NOT_ESTABLISHED if on_path else None,
+                   why=f"the server answered {m.group(3)} to {m.group(1)} {m.group(2)}: the "
+                       "request failed there; the error it hit is its cause")

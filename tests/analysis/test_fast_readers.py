@@ -6,6 +6,7 @@ on generated texts made of the lines each reader looks for."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage, role_of_line, sglang_role
 from pdforensics.analysis.pdpath.read_python import (
+    _CHAIN_WHY,
+    _CHAINED,
     _MAX_TEXT,
     _NEAR,
     _cut_at_end,
@@ -82,11 +85,14 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
-        yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
+        chained = _CHAINED.search(run_head) is not None  # (a later exception of a chain)
+        yield Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
+                   text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
                    side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
                    rids=rids, rooms=rooms, wedge=False, strength=3,
-                   why="the exception a traceback ends with: what the failing code raised")
+                   why="the exception a traceback ends with: what the failing code raised"
+                   + (_CHAIN_WHY if chained else ""))
         funcs, code, last_frame = [], [], -_NEAR - 1
     # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
     if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
@@ -94,7 +100,9 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
         if after and _FRAME.match(after) is None and _CARET.match(after) is None:
             innermost = (innermost[0], f"{innermost[1]}: {after}")
-        yield _cut_at_end(src, innermost, funcs, code)
+        cut = _cut_at_end(src, innermost, funcs, code)
+        yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
+            if _CHAINED.search(run_head) is not None else cut
 
 
 def old_context_clues(src: Source) -> Iterator[Clue]:

@@ -145,3 +145,19 @@ def test_a_servers_5xx_answers_to_generation_requests_are_consequences(tmp_path:
     probe = diagnose_text(tmp_path, '[2026-01-29 06:53:43] INFO:     127.0.0.1:1 - "GET /health '
                                     'HTTP/1.1" 503 Service Unavailable\n', "probe.log")
     assert "SERVER_HTTP_5XX" not in {c.key for c in probe.clues}
+
+
+def test_a_chained_exception_follows_from_the_one_printed_above_it(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "Traceback (most recent call last):\n"
+                      '  File "/x/urllib3/connection.py", line 198, in _new_conn\n'
+                      "    sock = connection.create_connection(\n"
+                      "ConnectionRefusedError: [Errno 111] Connection refused\n\n"
+                      "The above exception was the direct cause of the following exception:\n\n"
+                      "Traceback (most recent call last):\n"
+                      '  File "/x/urllib3/connectionpool.py", line 787, in urlopen\n'
+                      "    response = self._make_request(\n"
+                      "urllib3.exceptions.NewConnectionError: Failed to establish a new connection\n")
+    labels = {c.text.split(":")[0]: c.label for c in d.clues if c.key == "PYTHON_EXCEPTION"}
+    assert labels == {"ConnectionRefusedError": "cause",
+                      "urllib3.exceptions.NewConnectionError": "consequence"}

@@ -5,9 +5,10 @@ its frames run through (analysis/pdpath/place.py FRAME_STAGES)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.model import Clue, Side, Stage
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage, side_of_words
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
@@ -78,7 +79,9 @@ def exception_clues(src: Source) -> Iterator[Clue]:
                     if innermost[0] < len(every) else ""
                 if after and _FRAME.match(after) is None and _CARET.match(after) is None:
                     innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
-                yield _cut_at_end(src, innermost, funcs, code)  # the text ends mid-traceback
+                cut = _cut_at_end(src, innermost, funcs, code)  # the text ends mid-traceback
+                yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
+                    if _CHAINED.search(run_head) is not None else cut
             return
         if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
             while k < len(anchors) and anchors[k] < no:
@@ -116,13 +119,30 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if m.group(2) is None:  # a bare "AssertionError": the failing code says what failed
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
-        rids, rooms = ids(exc)
-        yield Clue(key="PYTHON_EXCEPTION", label="cause", text=exc[:_MAX_TEXT], source=src.path,
-                   line=no, time=when, stage=frames_stage(funcs, code, role),
-                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
-                   rids=rids, rooms=rooms, wedge=False, strength=3,
-                   why="the exception a traceback ends with: what the failing code raised")
+        yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
+                         _CHAINED.search(run_head) is not None)
         funcs, code, last_frame = [], [], -_NEAR - 1
+
+
+def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,
+               role: str | None, raw: str, chained: bool) -> Clue:
+    """The exception line a traceback ends with: a cause, or the consequence of the one a
+    chain printed above it."""
+    rids, rooms = ids(exc)
+    return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
+                text=exc[:_MAX_TEXT], source=src.path, line=no, time=when, stage=stage,
+                side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
+                rids=rids, rooms=rooms, wedge=False, strength=3,
+                why="the exception a traceback ends with: what the failing code raised"
+                + (_CHAIN_WHY if chained else ""))
+
+
+#: Python's line between two tracebacks of one chain: the later exception follows from the
+#: earlier one (raised from it, or while handling it)
+_CHAINED = linear.compile(r"The above exception was the direct cause|During handling of the above "
+                          r"exception")
+_CHAIN_WHY = ("; raised because of, or while handling, the exception printed above it (Python's "
+              "chain): that one is the cause")
 
 
 def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],

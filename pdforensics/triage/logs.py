@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
 from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.textcache import by_text
 
 _COMPOSE = linear.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
 # journald short-iso / short: "<time> <host> <identifier>[pid]: "
@@ -89,7 +93,8 @@ def _writer(line: str) -> str | None:
     return m.group(1) if m is not None else None
 
 
-def split_by_writer(text: str) -> dict[str, str]:
+@by_text
+def split_by_writer(text: str) -> Mapping[str, str]:
     """Lines grouped by the compose service or journald identifier that wrote them.
 
     Lines without such a prefix (continuations, tracebacks) follow the previous line's
@@ -98,7 +103,7 @@ def split_by_writer(text: str) -> dict[str, str]:
     """
     numbers = line_numbers(text, _WRITER_LINE)
     if not numbers:  # no line names a writer: one group, the text itself (nothing split)
-        return {"": text}
+        return MappingProxyType({"": text})
     lines = text.split("\n")
     groups: dict[str, list[str]] = {}
     current, start = "", 0
@@ -111,5 +116,6 @@ def split_by_writer(text: str) -> dict[str, str]:
         current, start = name, no - 1
     groups.setdefault(current, []).extend(lines[start:])
     if len(groups) == 1:  # one writer: the text itself (its readings are kept by it)
-        return {current: text}
-    return {k: "\n".join(v) for k, v in groups.items()}
+        return MappingProxyType({current: text})
+    # (read-only: the same groups are handed to every reader that asks, by_text)
+    return MappingProxyType({k: "\n".join(v) for k, v in groups.items()})

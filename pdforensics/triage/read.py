@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -423,7 +424,7 @@ def read_paths(path: str) -> list[Artifact]:
     return out or [Artifact(path, None, "the archive holds no file triage reads")]
 
 
-def log_groups(art: Artifact) -> dict[str, str]:
+def log_groups(art: Artifact) -> Mapping[str, str]:
     """The log's lines per writer (compose service / journald identifier)."""
     return split_by_writer(art.log_text) if art.log_text else {}
 

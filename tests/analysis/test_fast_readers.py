@@ -184,3 +184,14 @@ def test_on_every_file_of_tests_data() -> None:
         assert _clues(context_clues, text) == _clues(old_context_clues, text), path
         n += 1
     assert n > 500
+
+
+def test_a_stamped_prefix_alone_before_a_traceback_is_no_failing_code() -> None:
+    # hypothesis found it: the fast path took the line before a frame with its log prefix on
+    text = ("[2026-01-29 13:12:37 TP0] \n"
+            '  File "/sglang/srt/managers/scheduler.py", line 12, in event_loop_normal\n'
+            "ValueError")
+    for t in (text, "filler\n" * 9400 + text):
+        got = _clues(exception_clues, t)
+        assert got == _clues(old_exception_clues, t)
+        assert [c.text for c in got] == ["ValueError"]

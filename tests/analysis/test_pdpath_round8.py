@@ -161,3 +161,11 @@ def test_a_chained_exception_follows_from_the_one_printed_above_it(tmp_path: Pat
     labels = {c.text.split(":")[0]: c.label for c in d.clues if c.key == "PYTHON_EXCEPTION"}
     assert labels == {"ConnectionRefusedError": "cause",
                       "urllib3.exceptions.NewConnectionError": "consequence"}
+
+
+def test_a_port_is_named_whole() -> None:
+    from pdforensics.analysis.pdpath.read_collective import _names_port
+
+    assert _names_port("failed to connect to [localhost]:33649 (errno: 99)", "33649")
+    assert _names_port("to host 10.0.0.1:33649", "33649")
+    assert not _names_port("failed to connect to [localhost]:336491 (errno: 99)", "33649")

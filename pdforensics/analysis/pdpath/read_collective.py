@@ -290,7 +290,7 @@ _C10D = linear.compile(r"\[c10d\][^\n]{0,400}?(?:timed out|Connection refused|Co
 _STORE_GONE = linear.compile(r"Failed to check the \"should dump\" flag on TCPStore")
 _REMOTE = linear.compile(r"remote=([^\s,)]{1,120})|to host ([^\s:]{1,100}:\d{1,5})|"
                          r"trying to connect to \(([^,\s]{1,100}), (\d{1,5})\)")
-_TORCH_RANK = linear.compile(r"^\[rank(\d{1,5})\]:")
+_TORCH_RANK = linear.compile(r"^\[rank(\d{1,5})\]")  # "[rank3]:[E..." or "[rank8] Warning"
 _C10D_MARKS = marks("[c10d]", "TCPStore", "server socket has failed to listen")
 #: the store's server could not bind its port (torch's DistNetworkError: EADDRINUSE, ...):
 #: every client's failed connect to that port follows from it
@@ -307,6 +307,17 @@ def _store_address(line: str) -> str | None:
     if m.group(4):
         return f"{m.group(3)}:{m.group(4)}"
     return m.group(1) or m.group(2)
+
+
+def _names_port(line: str, port: str) -> bool:
+    """The line names ``:port`` (a whole port number, not the start of a longer one)."""
+    at = line.find(f":{port}")
+    while at >= 0:
+        end = at + len(port) + 1
+        if end == len(line) or not line[end].isdigit():
+            return True
+        at = line.find(f":{port}", at + 1)
+    return False
 
 
 @reader("c10d_store")
@@ -342,8 +353,7 @@ def c10d_store(src: Source) -> Iterator[Clue]:
             continue
         seen.add((rank, where, gone))
         connect = "connect" in line.lower() and not gone
-        if connect and any(f":{p}" in (where or "") or f":{p} " in line or f":{p}(" in line
-                           or line.rstrip().endswith(f":{p}") for p in unbound):
+        if connect and any(_names_port(line, p) for p in unbound):
             yield _clue(src, "C10D_STORE_FAILURE", "consequence", line.strip()[:500], no,
                         rank=rank, suspect=where, strength=2, stage="startup", wedge=False,
                         why="torch c10d: a client could not connect to the store whose server "
@@ -368,7 +378,6 @@ def c10d_store(src: Source) -> Iterator[Clue]:
 _GLOO_MESH = "connectFullMesh failed"
 _GLOO_LOOPBACK = "Using the loopback"
 _GLOO_MARKS = marks(_GLOO_MESH, _GLOO_LOOPBACK)
-_RANK_OPENS = linear.compile(r"^\[rank(\d{1,5})\]")
 
 
 @reader("gloo_setup")
@@ -381,7 +390,7 @@ def gloo_setup(src: Source) -> Iterator[Clue]:
     found = lines_with(src.text, _GLOO_MARKS)
     mesh_failed = any(_GLOO_MESH in ln for _no, ln in found)
     for no, line in found:
-        r = _RANK_OPENS.match(line)
+        r = _TORCH_RANK.match(line)
         rank = f"rank{r.group(1)}" if r else parse_rank(line)
         if _GLOO_LOOPBACK in line and "resolve" in line.lower():
             yield _clue(src, "GLOO_LOOPBACK_FALLBACK", "cause" if mesh_failed else "noise",

@@ -90,7 +90,8 @@ def exception_clues(src: Source) -> Iterator[Clue]:
                 return
             if anchors[k] > no:  # the lines skipped are far ones: the last sets `recent`
                 no = anchors[k]
-                recent = [every[no - 2].rstrip("\r").strip()]
+                # (as the walk reads it: without the line's log prefixes)
+                recent = [strip_prefixes(every[no - 2].rstrip("\r")).text.strip()]
         raw = every[no - 1].rstrip("\r")
         line = strip_prefixes(raw).text  # (a logger's, compose's, Ray's prefix on each line)
         if _CARET.match(line):  # a traceback's caret line: its tail even without a frame line

@@ -32,6 +32,11 @@ _SGLANG_FILES = ("scheduler.py", "detokenizer_manager.py", "tokenizer_manager.py
                  "http_server.py", "sglang/")
 
 
+def _where(d: ProcessDump, n: int) -> str:
+    """How a clue names the dumped process: its command and pid, else the dump's number."""
+    return f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+
+
 def _funcs(t: ThreadStack) -> list[str]:
     return [f.function for f in t.frames]
 
@@ -64,7 +69,7 @@ def _in_collective(t: ThreadStack) -> bool:
 
 def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
     role = _role(d, src)
-    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    where = _where(d, n)
     if _is_sglang(d):
         yield Clue(key="SGLANG_SERVER", label="noise", text=f"{where}: an SGLang process",
                    source=src.path, role=role, host=src.host, rank=d.rank,
@@ -226,7 +231,7 @@ def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
     focus = active[0] if len(active) == 1 else (alone[0] if alone else None)
     if focus is None or not focus.frames:
         return None
-    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    where = _where(d, n)
     named = focus.thread_id not in ("?", "")
     funcs = _funcs(focus)
     return Clue(key="STACK_ONE_THREAD_RUNS", label="cause", source=src.path, host=src.host,
@@ -242,7 +247,7 @@ def _focus_clue(src: Source, d: ProcessDump, n: int) -> Clue | None:
 def _collective_wait(src: Source, d: ProcessDump, n: int, main: ThreadStack) -> Clue:
     """A thread of another program waits in a collective: its rank waits for its peers, the
     collective is the side to look at, the peer that did not join is not in this stack."""
-    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    where = _where(d, n)
     return Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
                 text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
                      f"{_caller(main)}",
@@ -282,7 +287,7 @@ def stack_clues(src: Source) -> Iterator[Clue]:
 def _build_lock_wait(src: Source, d: ProcessDump, n: int, t: ThreadStack) -> Clue:
     """torch's FileBaton: the thread waits for the lock file of a C++/CUDA extension build
     that another process holds, or left behind when it died (torch/utils/file_baton.py)."""
-    where = f"{d.command or 'process'} pid {d.pid}" if d.pid is not None else (d.command or f"dump {n}")
+    where = _where(d, n)
     name = t.name or f"Thread {t.thread_id}"
     return Clue(key="STACK_WAITS_BUILD_LOCK", label="cause", side="host",
                 text=f"{where}: {name} waits in {t.frames[0]}", source=src.path, host=src.host,

@@ -57,8 +57,7 @@ def startup_clues(src: Source) -> Iterator[Clue]:
                    host=src.host, stage="startup", wedge=False, strength=1,
                    why="the program says it failed while starting; what failed is the error "
                        "printed with it")
-    last = _last_line(src.text)
-    if len(waits) >= _WAITS_TO_HANG and waits[-1][0] >= last and n == 0:
+    if len(waits) >= _WAITS_TO_HANG and n == 0 and waits[-1][0] >= _last_line(src.text):
         no, line = waits[-1]
         yield Clue(key="STARTUP_WAITING", label="consequence", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
@@ -68,6 +67,8 @@ def startup_clues(src: Source) -> Iterator[Clue]:
 
 
 def _last_line(text: str) -> int:
-    """The number of the last non-empty line."""
-    body = text.rstrip()
-    return body.count("\n") + 1 if body else 0
+    """The number of the last non-empty line (the text is not copied to find it)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    return text.count("\n", 0, end) + 1 if end else 0

@@ -92,7 +92,10 @@ SPECS: tuple[SigSpec, ...] = (
             external=(*_short(r"Scheduler hit an exception", "scheduler hit an exception"),
                       (r"Exception in run_tp_server:", "exception in run_tp_server",
                        "sglang 0.2-0.3 managers/controller/tp_worker.py run_tp_server (the same "
-                       "crash report of a TP rank, in older words)"))),
+                       "crash report of a TP rank, in older words)"),
+                      (r"Exception in ModelTpServer:", "exception in modeltpserver",
+                       "sglang 0.2 managers/controller/tp_worker.py ModelTpServer.exposed_step "
+                       "(a forward step's exception, logged before it is raised)"))),
     SigSpec("KV_POOL_FULL", "cause",
             "the scheduler's KV cache pool filled: it retracted running requests (they wait in "
             "the retracted queue and are recomputed): overload, not a hang",
@@ -154,8 +157,9 @@ SPECS: tuple[SigSpec, ...] = (
             external=((r"Traceback \(most recent call last\)", "traceback (most recent call last)",
                        "Python"),)),
     SigSpec("CUDA_ERROR", "cause", "a CUDA runtime error",
-            external=((r"(?-i:CUDA error|Cuda error)", "cuda error",
-                       "CUDA (vLLM's and SGLang's custom all-reduce print \"Cuda error\")"),)),
+            external=((r"(?-i:CUDA error|Cuda error|CUDA Error)", "cuda error",
+                       "CUDA (vLLM's and SGLang's custom all-reduce print \"Cuda error\", "
+                       "FlashInfer \"CUDA Error:\")"),)),
     SigSpec("NCCL_ERROR", "cause", "a NCCL collective error",
             external=((r"NCCL (?:error|WARN)|ncclSystemError|ncclInternalError|"
                        r"ncclUnhandledCudaError|ncclRemoteError", "nccl", "NCCL"),)),

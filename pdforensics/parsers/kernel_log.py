@@ -33,6 +33,7 @@ AER = "aer"
 OOM_KILL = "oom_kill"
 OOM_REAPED = "oom_reaped"  # the kernel freed the killed process's memory (after OOM_KILL)
 OOM_UNIT_FAILED = "oom_unit_failed"  # systemd marked the unit failed for the kill (after OOM_KILL)
+OOM_INVOKED = "oom_invoked"  # "X invoked oom-killer": an allocation found no memory left
 GSP = "gsp"
 SMI_UNREACHABLE = "smi_unreachable"
 
@@ -54,6 +55,8 @@ _RAY_OOM = "killed due to memory pressure (OOM)"
 _RAY_NODE = linear.compile(r"\bIP: ([0-9a-fA-F.:]{3,45}[0-9a-fA-F])")
 _GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
 _SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
+#: the process whose allocation found no memory left (the trigger, not the victim)
+_INVOKED = linear.compile(r"(?:^|[\s\]])(\S{1,64}) invoked oom-killer: ")
 _REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \((.{1,64}?)\)(?:, |\s*$)")
 _CAUSED_BY = linear.compile(r"caused by previous Xid (\d{1,4})")
 _RECOVERY = linear.compile(r"recovery action changed from \S{1,10} \(([^)]{1,40})\) to \S{1,10} "
@@ -80,8 +83,10 @@ class KernelEvent:
     @property
     def suspect(self) -> str | None:
         """What to look at, in the words the log uses (``PCI:0000:a1:00``, ``GPU6``, a pid)."""
-        if self.kind in (OOM_KILL, OOM_REAPED, OOM_UNIT_FAILED):
-            return str(self.pid) if self.pid is not None else self.process
+        if self.kind in (OOM_KILL, OOM_REAPED, OOM_UNIT_FAILED, OOM_INVOKED):
+            if self.pid is not None:
+                return f"{self.pid} ({self.process})" if self.process else str(self.pid)
+            return self.process
         if self.device is None or self.kind == AER:
             return None
         return self.device if self.device.startswith("GPU") else f"PCI:{self.device}"
@@ -160,6 +165,9 @@ def _other(no: int, line: str) -> KernelEvent | None:
     if (m := _OOM.search(line)) is not None:
         return KernelEvent(no, OOM_KILL, line.strip(), pid=int(m.group(1)),
                            process=_comm(line, m.start(2)), epoch=epoch, uptime_s=up)
+    if (m := _INVOKED.search(line)) is not None:
+        return KernelEvent(no, OOM_INVOKED, line.strip(), process=m.group(1), epoch=epoch,
+                           uptime_s=up)
     if (m := _REAPED.search(line)) is not None:
         return KernelEvent(no, OOM_REAPED, line.strip(), pid=int(m.group(1)),
                            process=m.group(2), epoch=epoch, uptime_s=up)

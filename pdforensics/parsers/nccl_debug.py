@@ -6,7 +6,7 @@ causes: an InfiniBand work completion with an error (``NET/IB : Got completion f
 with error 4`` / ``status=12 ... vendor err 129``), a verbs call that failed (``Call to
 ibv_create_qp failed``: connection set-up, so the collective never started), a collective
 mismatch. The ``file.cc:N -> 6 [Proxy Thread]`` lines that follow carry the error code up
-the stack to a thread: one chain, one consequence (its last line). ``Abort COMPLETE`` is a
+the stack to a thread: one chain, read as its last line, each of its steps a consequence. ``Abort COMPLETE`` is a
 communicator torn down after an error. INFO lines of a healthy start (rings, trees,
 channels, ``Init COMPLETE``) are context only. Never raises on arbitrary text.
 """
@@ -41,6 +41,11 @@ ERROR_CHAIN = "error_chain"  # the end of a "file:line -> code [Thread]" chain
 ABORT = "comm_abort"
 PEER_CLOSED = "peer_closed"
 INIT = "init"  # healthy start-up lines (context)
+HARMLESS = "harmless"  # a WARN NCCL prints on a healthy machine (no InfiniBand: sockets used)
+
+#: WARN messages of a machine without InfiniBand: NCCL falls back to its socket transport
+_HARMLESS_WARNS = ("Failed to open libibverbs", "NET/IB : No device found",
+                   "Could not find: libnccl-net")
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class NcclLine:
     code: int | None = None  # ncclResult of an error chain (2 system, 3 internal, 5, 6 remote)
     call: str | None = None  # the verbs call that failed
     peer: str | None = None  # the peer an IB completion error names
+    steps: tuple[tuple[int, str], ...] = ()  # an error chain's lines (number, text), in order
     setup: bool = False  # the failure is in connection set-up (stage: start-up)
 
 
@@ -71,6 +77,8 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
             extra["call"] = m.group(1)
             extra["setup"] = "yes" if m.group(1).startswith(_SETUP_CALLS) else ""
             return IBV_CALL, extra
+        if msg.startswith(_HARMLESS_WARNS):
+            return HARMLESS, extra
         if "ismatch" in msg:
             return MISMATCH, extra
         if "closed by remote peer" in msg or "reset by peer" in msg or "Connection closed" in msg:
@@ -105,8 +113,9 @@ def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
         cm = _CHAIN.match(body.strip())
         if cm is not None and level == "INFO":
             code = int(cm.group(2))
+            before = chains[key].steps if key in chains else ()
             chains[key] = NcclLine(no, line, ERROR_CHAIN, host, int(pid), int(dev), level,
-                                   msg.strip(), code=code)
+                                   msg.strip(), code=code, steps=(*before, (no, line)))
             if cm.group(3):  # the chain reached a thread: it ends here
                 out.append(chains.pop(key))
             continue

@@ -7,7 +7,9 @@ is decode waiting for KV (``decode_transfer_wait``); memory registration and tra
 installation happen at start-up. A read that hits ``End of file`` / ``Connection reset`` is
 the peer going away (a consequence of the failure on the other side), and a flushed work
 request follows the error that moved its queue pair to the error state (a consequence when
-that error is in the same text). Never raises on arbitrary text.
+that error is in the same text). NIXL's agent reporting a failure after one of its backends
+reported it, and a call timing out after an RDMA queue pair could not be set up, follow from
+those. Never raises on arbitrary text.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 from pdforensics import linear
 from pdforensics.parsers.linescan import has_any, lines_with, marks
 
-# glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year)
-_GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d\d\.\d{1,9}) {1,10}(\d{1,10}) "
+# glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year; absl
+# before its logging is set up: E0000 00:00:1762238119.118504 with the epoch as seconds)
+_GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d{2,10}\.\d{1,9}) {1,10}(\d{1,10}) "
                    r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _BARE_GLOG = linear.compile(r"^\s{0,8}(?:([IEWF]) )?([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _UCX = linear.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
@@ -32,6 +35,11 @@ _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 #: Mooncake's RDMA context when ibv_reg_mr fails ("Failed to register memory 0x7fa3ce000000:
 #: Input/output error [5]"), printed without glog's prefix
 _REG_FAILED = linear.compile(r"^\s*Failed to register memory 0x[0-9a-fA-F]{1,16}: (.{1,120})$")
+#: an RDMA queue pair that could not be created or brought up (Mooncake's RPC "ibverbs init qp
+#: failed", DLSlime's "Failed to create QP", verbs' "Failed to modify QP to RTR")
+_QP_FAILED = linear.compile(r"(?i:init qp failed|failed to create qp|failed to modify qp\b[^:\n]{0,40})")
+#: what a connection whose queue pair never came up reports next: a call timing out or aborted
+_AFTER_QP = ("timed out", "Timed out", "aborted", "Operation aborted", "Connection refused")
 _RETRIES = linear.compile(r"after \d+ retries|retry \d+/\d+|retries exhausted")
 #: a transfer engine warning within this many lines before an error says why it failed
 #: (Mooncake: "No suitable GID found on mlx5_bond_1", then "Failed to open device")
@@ -45,19 +53,30 @@ def device_of(text: str) -> str | None:
     m = _DEVICE.search(text)
     return m.group(1) if m else None
 
+
+def only_device(text: str) -> str | None:
+    """The one RDMA device a text names (Mooncake's "RDMA device: mlx5_0, LID: ..." at start),
+    None when it names none or several."""
+    found = {m.group(1) for m in _DEVICE.finditer(text[:2_000_000])}
+    return found.pop() if len(found) == 1 else None
+
 #: a text that can hold a transfer error holds one of these
-_TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal", "Failed to register memory")
+_TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal", "Failed to register memory",
+                    "init qp failed", "Failed to create QP")
 #: a line that can be a transfer error holds one of these (most lines of a log hold none)
-_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal", "Failed to register memory")
+_LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal", "Failed to register memory",
+               "init qp failed", "Failed to create QP")
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
              "multi_transport", "endpoint_store", "cxl_transport", "ascend_transport",
              "hccl_transport", "efa_transport", "rpc_communicator",
              "nixl_agent", "ucx_utils", "ucx_backend", "ucx_enums", "client_service",
-             "real_client", "transfer_task", "store_py", "master_client", "client.")
+             "real_client", "transfer_task", "store_py", "master_client", "client.",
+             "gpunetio_backend", "libfabric_backend", "gds_backend", "mooncake_backend",
+             "posix_backend", "obj_backend")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
-_STARTUP = ("register memory", "registerLocalMemory", "register_local_memory", "mount segment",
+_STARTUP = ("register memory", "registerLocalMemory", "registerMem", "register_local_memory", "mount segment",
             "install transport", "installTransport",
             "Failed to open device", "ibv_reg_mr", "ibv_open_device", "no RDMA device",
             "Failed to init", "Failed to initialize", "createBackend")
@@ -72,8 +91,9 @@ class TransferError:
 
     lineno: int
     text: str  # the line as found
-    engine: str  # mooncake | ucx | nixl
-    kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash | error
+    engine: str  # mooncake | ucx | nixl | rdma (a queue pair, in another program's words)
+    kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash |
+    # qp_setup | error
     stage: str | None  # kv_send | startup | None (decode: the caller maps to decode_transfer_wait)
     label: str  # cause | consequence
     detail: str  # errno text, the work completion status, the signal
@@ -138,6 +158,9 @@ def _line(no: int, line: str) -> TransferError | None:
     if r is not None:  # the RDMA memory registration itself (ibv_reg_mr), printed bare
         return TransferError(no, line.strip(), "mooncake", "register", "startup", "cause",
                              r.group(1).strip()[:80])
+    q = _QP_FAILED.search(line)
+    if q is not None:  # an RDMA queue pair that could not be set up, in any program's words
+        return TransferError(no, line.strip(), "rdma", "qp_setup", None, "cause", q.group(0))
     n = _NIXL.search(line)
     if n is not None:  # a code alone does not say when (start-up, a transfer): the stage is open
         return TransferError(no, line.strip(), "nixl", "error", None, "cause", n.group(0))
@@ -163,11 +186,15 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         out.append(e)
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail
                        and e.label == "cause"), None)
+    qp = next((e.lineno for e in out if e.kind == "qp_setup"), None)
+    backend = next((e.lineno for e in out if "_backend." in e.text and e.label == "cause"), None)
     return tuple(
         TransferError(e.lineno, e.text, e.engine, e.kind, e.stage, "consequence", e.detail,
                       e.peer, e.level)
-        if "Flushed" in e.detail and first_real is not None and first_real < e.lineno else e
-        for e in out)
+        if ("Flushed" in e.detail and first_real is not None and first_real < e.lineno)
+        or (qp is not None and qp < e.lineno and any(w in e.text for w in _AFTER_QP))
+        or (backend is not None and backend < e.lineno and "nixl_agent." in e.text)
+        else e for e in out)
 
 
 def transfer_context(text: str) -> str | None:

@@ -26,7 +26,9 @@ from pdforensics.analysis.pdpath.read_python import (
 from pdforensics.analysis.pdpath.read_sglang import (
     _CONTEXT,
     _KILLED,
+    _NOT_CONTEXT,
     _NOT_LOGS,
+    _SHELL_CRASH,
     _STACK_FRAME,
     _sglang_mark,
     context_clues,
@@ -132,7 +134,8 @@ def old_context_clues(src: Source) -> Iterator[Clue]:
                        source=src.path, line=no, time=when, host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
         hit = [c for c in wanted if any(lit in ll for lit in c[2])
-               ] if _STACK_FRAME.match(line) is None else []
+               ] if _STACK_FRAME.match(line) is None and not any(
+                   w in ll for w in _NOT_CONTEXT) else []
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
@@ -144,6 +147,11 @@ def old_context_clues(src: Source) -> Iterator[Clue]:
                        source=src.path, line=no, time=when, host=src.host, wedge=False,
                        strength=2, why="the shell reports the process was killed (SIGKILL): "
                                        "what ended it, not why it hung")
+        elif _SHELL_CRASH.match(line) is not None:
+            yield Clue(key="PROCESS_SIGNALLED", label="consequence", text=line.strip(),
+                       source=src.path, line=no, time=when, host=src.host, wedge=False,
+                       strength=2, why="the shell reports the signal that ended the process: "
+                                       "how it ended, not why")
     if last is not None:
         yield Clue(key="LOG_END", label="noise", text=f"the log's last time stamp (line {last[0]})",
                    source=src.path, line=last[0], time=last[1], role=src.role, host=src.host,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdforensics.errors import ParseError
-from pdforensics.parsers.kernel_log import GSP, OOM_KILL, OOM_REAPED, XID, parse_kernel_log
+from pdforensics.parsers.kernel_log import GSP, OOM_INVOKED, OOM_KILL, OOM_REAPED, XID, parse_kernel_log
 from pdforensics.parsers.pyspy import parse_pyspy_text
 from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix
 from pdforensics.parsers.transfer_engine import device_of, read_transfer_errors
@@ -65,7 +65,8 @@ def test_torch_c10_lines_and_their_cpp_stacks_are_a_log(rel: str) -> None:
 def test_the_oom_reaper_and_the_kill_are_two_events_of_one_pid() -> None:
     log = parse_kernel_log((FIELD / "kernel/ert7797-oom-killer-perl-repro.log").read_text())
     kinds = [(e.kind, e.suspect) for e in log.events]
-    assert kinds == [(OOM_KILL, "1440763"), (OOM_REAPED, "1440763")]
+    assert kinds == [(OOM_INVOKED, "pool"), (OOM_KILL, "1440763 (perl)"),
+                     (OOM_REAPED, "1440763 (perl)")]
 
 
 def test_gsp_timeout_lines_close_together_are_one_event_before_the_xid() -> None:

@@ -64,7 +64,7 @@ def test_an_elided_pci_address_is_no_device() -> None:
 
 def test_the_oom_killers_victim_not_its_allocator() -> None:
     (kill,) = [e for e in _events("qaconv-19-oom-python-then-invoker-trace") if e.kind == OOM_KILL]
-    assert (kill.kind, kill.pid, kill.process, kill.suspect) == (OOM_KILL, 698405, "python", "698405")
+    assert (kill.kind, kill.pid, kill.process, kill.suspect) == (OOM_KILL, 698405, "python", "698405 (python)")
     (wrapped,) = [e for e in _events("tranx-41-oom-kill-python3-wrapped") if e.kind == OOM_KILL]
     assert (wrapped.pid, wrapped.process) == (25315, "python3")
     names = [e.process for e in _events("docker-1001-oom-python3-syslog-repeated")

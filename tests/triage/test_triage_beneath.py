@@ -28,13 +28,23 @@ def _cases() -> list[tuple[Path, str]]:
 
 
 CASES = _cases()
+#: artifacts whose sidecar kind is a known gap (known_gaps.json): strict xfails, as in the
+#: corpus tests
+_KIND_GAPS = {k for k, v in json.loads((FIELD / "known_gaps.json").read_text()).items()
+              if "kind" in v}
+
+
+def _param(path: Path, kind: str) -> object:
+    gap = f"{path.parent.name}/{path.name}" in _KIND_GAPS
+    return pytest.param(path, kind, id=f"{path.parent.name}/{path.stem}",
+                        marks=[pytest.mark.xfail(strict=True, reason="known gap")] if gap else [])
 
 
 def test_the_families_are_there() -> None:
-    assert len(CASES) == 146 and {p.parent.name for p, _ in CASES} == set(FAMILIES)
+    assert len(CASES) == 161 and {p.parent.name for p, _ in CASES} == set(FAMILIES)
 
 
-@pytest.mark.parametrize("path,kind", CASES, ids=[f"{p.parent.name}/{p.stem}" for p, _ in CASES])
+@pytest.mark.parametrize("path,kind", [_param(p, k) for p, k in CASES])
 def test_each_artifact_is_read_as_its_kind(path: Path, kind: str) -> None:
     art = read_path(str(path))
     assert art.usable, art.error

@@ -33,6 +33,20 @@ _THREAD_ENVELOPE = "THREAD_EXCEPTION"  # Python's "Exception in thread Thread-5 
 _NEAR_LINES = 200  # an exception line this close to an envelope belongs to its traceback
 
 
+#: noise a reader recognised on a line (a known harmless warning): a generic cause of the
+#: same line (a signature's "NCCL WARN") is that noise too
+_HARMLESS = frozenset({"NCCL_HARMLESS_WARN"})
+
+
+def _same_line_harmless(clues: list[Clue]) -> list[Clue]:
+    lines: dict[tuple[str, int | None], Clue] = {
+        (c.source, c.line): c for c in clues if c.key in _HARMLESS and c.line is not None}
+    if not lines:
+        return clues
+    return [replace(c, label="noise", why=f"{c.why}; {lines[(c.source, c.line)].why}")
+            if c.label == "cause" and (c.source, c.line) in lines else c for c in clues]
+
+
 def _same_line_consequence(clues: list[Clue]) -> list[Clue]:
     marks: dict[tuple[str, int | None], Clue] = {(c.source, c.line): c for c in clues
              if c.label == "consequence" and c.strength >= 2 and c.line is not None}
@@ -155,12 +169,14 @@ def _generic_after_known(clues: list[Clue]) -> list[Clue]:
     if not known:
         return clues
     out = list(clues)
-    first: dict[str, Clue] = {}  # source -> its first generic error line
+    first: dict[str, int] = {}  # source -> the index of its first generic error line
     for i, c in enumerate(out):
         if c.key != "LOG_ERROR" or c.label != "cause" or c.line is None:
             continue
-        if first.setdefault(c.source, c) is not c and _repeats(c, first[c.source]):
-            continue  # the first one said again (another process)
+        j = first.setdefault(c.source, i)
+        if j != i and _repeats(c, clues[j]):  # the first one said again (another process):
+            out[i] = replace(c, label=out[j].label, why=out[j].why)  # read as the first is
+            continue
         found = known.get((c.source,), [])
         k = bisect.bisect_left(found, (c.line, -1)) - 1  # the last known failure before it
         if k < 0:
@@ -444,5 +460,5 @@ def _continuations(clues: list[Clue]) -> list[Clue]:
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
     return _continuations(_reports(_bursts(_generic_after_known(_announcements(_records(
-        _envelopes(_broken_process(_same_line_consequence(_nccl_summaries(_blames_peer(
-            _diverged(clues))))))))))))
+        _envelopes(_broken_process(_same_line_consequence(_same_line_harmless(_nccl_summaries(_blames_peer(
+            _diverged(clues)))))))))))))

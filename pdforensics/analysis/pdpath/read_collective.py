@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Stage
+from pdforensics.analysis.pdpath.read_host_faults import host_fault
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.errors import ParseError
 from pdforensics.parsers.cuda_gdb import looks_like_cuda_gdb, parse_cuda_kernels
@@ -34,6 +35,7 @@ from pdforensics.parsers.linescan import has_any, lines_with, marks
 from pdforensics.parsers.nccl_debug import (
     ABORT,
     ERROR_CHAIN,
+    HARMLESS,
     IBV_CALL,
     INIT,
     PEER_CLOSED,
@@ -47,8 +49,9 @@ _WHY_WD = "torch ProcessGroupNCCL watchdog"
 
 
 def _clue(src: Source, key: str, label: str, text: str, line: int | None = None, **kw: object) -> Clue:
+    kw.setdefault("side", "collective")
     return Clue(key=key, label=label, text=text[:500], source=src.path, line=line,  # type: ignore[arg-type]
-                host=src.host, role=src.role, side="collective", **kw)  # type: ignore[arg-type]
+                host=src.host, role=src.role, **kw)  # type: ignore[arg-type]
 
 
 @reader("nccl_watchdog")
@@ -119,14 +122,23 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
     for n in lines:
         if n.kind == INIT:
             continue
+        if n.kind == HARMLESS:
+            yield _clue(src, "NCCL_HARMLESS_WARN", "noise", n.text, n.lineno, strength=1,
+                        why="a warning NCCL prints on a machine without InfiniBand before it "
+                            "uses its socket transport: not a failure")
+            continue
         if n.kind in (ERROR_CHAIN, ABORT, PEER_CLOSED):
-            yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", n.text, n.lineno,
-                        strength=1, why="NCCL passing an error up, or tearing a communicator down")
+            for no, text in n.steps or ((n.lineno, n.text),):  # every step of a chain
+                yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", text, no, strength=1,
+                            why="NCCL passing an error up, or tearing a communicator down")
             continue
         stage: Stage | None = "startup" if n.kind == IBV_CALL and n.setup else None
+        fault = host_fault(n.text)  # the host under NCCL: /dev/shm, the NVSwitch fabric
         yield _clue(src, f"NCCL_{n.kind.upper()}", "cause", n.text, n.lineno, stage=stage,
-                    wedge=False, strength=3 if n.kind != "warn" else 2,
-                    why="NCCL's own warning names the failure" + (
+                    wedge=False, strength=3 if n.kind != "warn" or fault else 2,
+                    side="host" if fault else "collective",
+                    suspect=fault[0] if fault else None,
+                    why=fault[1] if fault else "NCCL's own warning names the failure" + (
                         " (a verbs call of connection set-up)" if stage else ""))
 
 

@@ -21,6 +21,7 @@ from pdforensics.parsers.kernel_log import (
     AER,
     GPU_LOST,
     GSP,
+    OOM_INVOKED,
     OOM_KILL,
     OOM_REAPED,
     OOM_UNIT_FAILED,
@@ -36,7 +37,7 @@ from pdforensics.parsers.native_stacks import (
     parse_ucx_backtrace,
 )
 from pdforensics.parsers.pyspy_top import looks_like_pyspy_top, parse_pyspy_top
-from pdforensics.parsers.transfer_engine import device_of, transfer_context
+from pdforensics.parsers.transfer_engine import device_of, only_device, transfer_context
 from pdforensics.parsers.xid_table import classify
 
 _FOLLOWS = frozenset({45, 154})
@@ -94,6 +95,12 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        suspect=e.suspect, wedge=False, strength=1,
                        why="the kernel freed the memory of the process its OOM killer killed",
                        **base)  # type: ignore[arg-type]
+        elif e.kind == OOM_INVOKED:
+            yield Clue(key="OOM_INVOKED", label="consequence", text=e.text[:500], side="host",
+                       wedge=False, strength=1,
+                       why="this process asked for memory when none was left and so set the OOM "
+                           "killer off: the host's memory was exhausted (it is the trigger, not "
+                           "necessarily what used the memory)", **base)  # type: ignore[arg-type]
         elif e.kind == OOM_UNIT_FAILED:
             yield Clue(key="OOM_UNIT_FAILED", label="consequence", text=e.text[:500], side="host",
                        suspect=e.suspect, wedge=False, strength=1,
@@ -117,6 +124,7 @@ def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
     from pdforensics.parsers.beneath import Beneath
 
     assert isinstance(b, Beneath)
+    device = only_device(src.text) if b.transfer else None
     for e in b.transfer:
         stage: Stage | None = e.stage  # type: ignore[assignment]
         if stage == "kv_send" and src.role == "decode":
@@ -124,7 +132,7 @@ def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
         yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
                    text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
                    stage=stage, side="transfer_engine", wedge=False,
-                   suspect=device_of(e.text) if e.label == "cause" else None,
+                   suspect=(device_of(e.text) or device) if e.label == "cause" else None,
                    strength=3 if e.label == "cause" else 1,
                    why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))
 

@@ -269,16 +269,22 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
                                    "loading safetensors checkpoint shards", "capturing batches ("),
      "startup", False, 1, "a step of sglang's model runner while the server starts"),
 )
+#: lines whose context words are another program's: nccl-tests' header ("warmup iters: 5")
+_NOT_CONTEXT = ("warmup iters",)
 #: a stack frame line (py-spy's "    func (file.py:12)", a traceback's '  File "x.py", line')
 _STACK_FRAME = linear.compile(r'^\s+(?:[\w.<>-]{1,200} \([^()\n]{1,400}:\d{1,7}\)\s*$|File ")')
 _KILLED = linear.compile(r"^\s*(?:\S+:\s*)?Killed\s*$")
+#: the shell's report of a process a signal ended ("Segmentation fault (core dumped)")
+_SHELL_CRASH = linear.compile(r"^\s*(?:\S+:\s*)?(?:Segmentation fault|Aborted|Bus error|Illegal "
+                              r"instruction|Floating point exception)(?: \(core dumped\))?\s*$")
 def _sglang_mark(low_line: str) -> bool:
     return any(m in low_line for m in SGLANG_MARKS)
 
 
 #: what a line must hold (lower case) for context_clues to read anything in it but the first
 #: SGLang mark (found on its own: an access log names /generate on every line)
-_CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggregation")
+_CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggregation",
+                  "segmentation fault", "(core dumped)")
 
 
 def _stamp(line: str) -> float | None:
@@ -317,7 +323,8 @@ def context_clues(src: Source) -> Iterator[Clue]:
                        source=src.path, line=no, time=time_at(no - 1), host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
         hit = [c for c in _CONTEXT if any(lit in ll for lit in c[2])
-               ] if _STACK_FRAME.match(line) is None else []  # a frame names, it does not say
+               ] if _STACK_FRAME.match(line) is None and not any(
+                   w in ll for w in _NOT_CONTEXT) else []  # a frame names, it does not say
         if hit:
             for key, label, _lit, stage, wedge, strength, why in hit[:1]:
                 yield Clue(key=key, label=label, text=line[:_MAX_TEXT], source=src.path,
@@ -329,6 +336,11 @@ def context_clues(src: Source) -> Iterator[Clue]:
                        source=src.path, line=no, time=time_at(no - 1), host=src.host,
                        wedge=False, strength=2, why="the shell reports the process was killed "
                                                     "(SIGKILL): what ended it, not why it hung")
+        elif _SHELL_CRASH.match(line) is not None:
+            yield Clue(key="PROCESS_SIGNALLED", label="consequence", text=line.strip(),
+                       source=src.path, line=no, time=time_at(no - 1), host=src.host,
+                       wedge=False, strength=2, why="the shell reports the signal that ended the "
+                                                    "process: how it ended, not why")
     last = next(((i + 1, t) for i in range(len(all_lines) - 1, -1, -1)
                  if (t := _stamp(all_lines[i].rstrip("\r"))) is not None), None)
     if last is not None:

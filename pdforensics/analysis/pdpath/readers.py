@@ -6,6 +6,7 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_errors,
     read_go,
     read_host,
+    read_host_faults,
     read_proxy,
     read_python,
     read_router,

@@ -217,8 +217,9 @@ def _rivals(clues: Sequence[Clue], p: int, side: Side | None, roles: set[str]) -
     a clue of it names: "Decode transfer failed ... timed out in KVPoll.WaitingForInput" is one
     line that points at prefill, whatever the role of the server printing it)."""
     c = clues[p]
-    named: dict[tuple[str, int | None], Side] = {
-        (x.source, x.line): x.side for x in clues if x.side is not None and x.line is not None}
+    named: dict[tuple[str, int | None], Side] = {  # the strongest clue of a line names its side
+        (x.source, x.line): x.side for x in sorted(clues, key=lambda x: x.strength)
+        if x.side is not None and x.line is not None}
     return [i for i, x in enumerate(clues) if i != p and x.label == "cause"
             and x.strength == c.strength
             and (s := named.get((x.source, x.line)) or _side_of(x, roles)) is not None

@@ -1,4 +1,5 @@
-"""Strip log-line prefixes (docker compose, kubectl, journald, Ray, timestamps, SGLang) line by line.
+"""Strip log-line prefixes (docker compose, kubectl, journald, Ray, timestamps, SGLang, a
+Cloud Logging severity and time) line by line.
 
 A stack dump pasted from a log carries whatever each log layer put in front of every line.
 ``unwrap_log`` removes those layers so the stack parsers see the lines as the dumping tool
@@ -39,6 +40,11 @@ _QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|TRACE|SUCCESS)"
 # vLLM's logger: "ERROR 05-01 15:00:23 [nixl_connector.py:1263] " (level, month-day time, file:line)
 _VLLM = linear.compile(r"^" + _LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]{1,80}:\d+\] ")
+# a severity, then an RFC 3339 time: Google Cloud Logging's lines as the console or
+# `gcloud logging read` copy them ("ERROR 2026-06-15T14:10:59.392125190Z ")
+_SEVERITY_ISO = linear.compile(
+    r"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY) "
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? ")
 # after a leading time: pipe-separated loggers (FastChat "| ERROR | stderr | ", loguru
 # "| ERROR    | module:func:12 - ") and Python's "- name - LEVEL - " format
 _PIPES = linear.compile(r"^\| ?" + _LEVEL + r" *\| (?:[^|]{1,80} \| |[\w.<>]{1,80}:[\w.<>]{1,80}:\d+ - )?")
@@ -85,8 +91,9 @@ def _layer(line: str) -> tuple[linear.Match[str] | None, str]:
             return (m, "stream") if m is not None else (_ISO.match(line), "other")
         if line[3:4] == " ":
             return _JOURNAL.match(line), "stream"
-        if first in "DIWECTS" and line[1:2].isupper():  # (a level word: all capitals)
-            return _VLLM.match(line), "other"
+        if first in "DIWECTSNA" and line[1:2].isupper():  # (a level word: all capitals)
+            m = _VLLM.match(line) if first in "DIWECTS" else None
+            return (m, "other") if m is not None else (_SEVERITY_ISO.match(line), "other")
         return None, ""
     if first == "|":
         return _PIPES.match(line), "other"

@@ -76,12 +76,21 @@ def strip_compose_prefix(line: str) -> str:
     return line[m.end():] if m else line
 
 
+#: the severity words Google Cloud Logging prints before a line's time
+_SEVERITIES = frozenset({"DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "WARN", "ERROR",
+                         "CRITICAL", "ALERT", "EMERGENCY"})
+
+
 def parse_log_timestamp(line: str) -> float | None:
     """Epoch of a log line's leading time (SGLang prefix, journal short-iso, ISO, dmesg -T)."""
     first = line[:1]
     if first.isascii() and first.isalnum():  # a compose prefix opens so (an ISO time too)
         line = strip_compose_prefix(line)
         first = line[:1]
+        if first.isupper() and (sp := line.find(" ", 4, 10)) > 0 and line[sp + 1:sp + 2].isdigit() \
+                and line[:sp] in _SEVERITIES:  # Cloud Logging: "ERROR 2026-06-15T14:10:59Z"
+            line = line[sp + 1:]
+            first = line[:1]
     head = line[:80]
     if first.isascii() and first.isdigit():
         m = _ISO_RE.match(head)

@@ -175,6 +175,11 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("forward_decode", "decode_forward"), ("_execute_decode", "decode_forward"),
     ("forward_batch_generation", "forward"), ("run_batch", "forward"),
     ("ModelRunner.forward", "forward"),
+    # the way back: the detokenizer turning token ids into text, the tokenizer manager
+    # handing each output to its request (0.4-0.5.23 detokenizer_manager, tokenizer_manager)
+    ("_decode_batch_token_id_output", "stream_back"), ("handle_batch_token_id_out", "stream_back"),
+    ("_grouped_batch_decode", "stream_back"), ("run_detokenizer_process", "stream_back"),
+    ("_handle_batch_output", "stream_back"),
 )
 #: code a traceback shows on the failing line that says which stage it is in
 CODE_STAGES: tuple[tuple[str, Stage], ...] = (
@@ -183,6 +188,8 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     # the scheduler and its model worker being built: the server is starting
     ("= Scheduler(", "startup"), ("TpModelWorker(", "startup"), ("TpWorkerClass(", "startup"),
     ("= ModelRunner(", "startup"),
+    # the CUDA graphs captured while the model runner starts (cuda_graph_runner.__init__)
+    ("self.capture()", "startup"), ("capture_one_batch_size(", "startup"),
     ("forward_extend(", "prefill_forward"), ("_execute_extend(", "prefill_forward"),
     ("forward_decode(", "decode_forward"), ("_execute_decode(", "decode_forward"),
     # a KV transfer backend created or its memory registered: before any request

@@ -188,6 +188,30 @@ def thread_exception_clues(src: Source) -> Iterator[Clue]:
                        "follows); the thread is gone, whatever it served waits or fails")
 
 
+#: the line Python prints between two tracebacks of one chain, as printed
+_CHAIN_LINES = ("The above exception was the direct cause of the following exception:",
+                "During handling of the above exception, another exception occurred:")
+_CHAIN_MARKS = marks(*_CHAIN_LINES)
+
+
+@reader("python_chain_lines")
+def chain_line_clues(src: Source) -> Iterator[Clue]:
+    """Python's line between two tracebacks of one chain: it says the exception below followed
+    from the one above (a consequence, as the later traceback is)."""
+    if not has_any(src.text, _CHAIN_MARKS):
+        return
+    for no, line in lines_with(src.text, _CHAIN_LINES)[:_MAX_CHAIN_LINES]:
+        text = strip_prefixes(line.rstrip("\r")).text.strip()
+        if text in _CHAIN_LINES:
+            yield Clue(key="PYTHON_CHAINED", label="consequence", text=text, source=src.path,
+                       line=no, time=_stamp(line), role=src.role, host=src.host, strength=1,
+                       why="Python: the exception below was raised because of, or while "
+                           "handling, the one above it")
+
+
+_MAX_CHAIN_LINES = 20
+
+
 @reader("native_signal")
 def native_signal_clues(src: Source) -> Iterator[Clue]:
     """A C++ failure signal handler's report (absl, glog): the process took a fatal signal."""

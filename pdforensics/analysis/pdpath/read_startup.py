@@ -22,7 +22,8 @@ from pdforensics.parsers.logtime import parse_log_timestamp
 
 #: words of a start-up that failed (as lower case finds them)
 _FAILED = ("failed to start", "initialization failed", "failed to initiali", "init failed",
-           "startup failed", "error loading")
+           "startup failed", "error loading",
+           "capture cuda graph failed")  # sglang cuda_graph_runner.__init__, at start-up
 _WAITING = "waiting for"
 _TO_START = "to start"
 #: the marks searched for: each phrase as printed at a line's start and inside one

@@ -62,10 +62,10 @@ def only_device(text: str) -> str | None:
 
 #: a text that can hold a transfer error holds one of these
 _TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal", "Failed to register memory",
-                    "init qp failed", "Failed to create QP")
+                    "init qp failed", "Failed to create QP", "Failed to modify QP")
 #: a line that can be a transfer error holds one of these (most lines of a log hold none)
 _LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal", "Failed to register memory",
-               "init qp failed", "Failed to create QP")
+               "init qp failed", "Failed to create QP", "Failed to modify QP")
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.reason import diagnose
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.parsers.logtime import parse_log_timestamp
 from tests.support.diagnosis import diagnose_text
@@ -90,3 +92,20 @@ def test_the_detokenizers_crash_is_on_the_way_back(tmp_path: Path) -> None:
                       "'all_special_ids'\n")
     assert d.stage == "stream_back"
     assert any("all_special_ids" in c.text for c in d.labelled("cause"))
+
+
+def test_a_thread_caught_waiting_in_a_collective_is_held_unless_its_role_moves(
+        tmp_path: Path) -> None:
+    """One dump of a rank waiting in a collective (no other evidence): held when the dump was
+    taken, a wedge. Beside a counter of its role rising, the wait is a moment of a working
+    forward: no wedge."""
+    d = diagnose_text(tmp_path,
+                      'Thread 0x00007ff406132180 (most recent call first):\n'
+                      '  File "torch/distributed/distributed_c10d.py", line 2050 in all_reduce\n'
+                      '  File "vllm/distributed/communication_op.py", line 30 in tensor_model_'
+                      'parallel_all_reduce\n', "fault.txt")
+    assert d.wedge is True
+    wait = next(c for c in d.clues if c.key == "STACK_WAITS_IN_COLLECTIVE")
+    moving = Clue("COUNTER_ROSE", "progress", "sglang:generation_tokens_total rose 6 -> 10 in 4 s",
+                  "metrics", role=wait.role, strength=2)
+    assert diagnose([wait, moving]).wedge is not True

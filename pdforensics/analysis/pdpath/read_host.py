@@ -120,18 +120,24 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
 
 
+_PERFTEST = ("ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_send_lat", "ib_write_lat",
+             "ib_read_lat", "ib_atomic_bw", "ib_atomic_lat")
+
+
 def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
     from pdforensics.parsers.beneath import Beneath
 
     assert isinstance(b, Beneath)
     device = only_device(src.text) if b.transfer else None
+    # perftest (ib_send_bw, ib_write_bw, ...) tests the host's RDMA network, no transfer engine
+    side = "host" if any(p in src.text for p in _PERFTEST) else "transfer_engine"
     for e in b.transfer:
         stage: Stage | None = e.stage  # type: ignore[assignment]
         if stage == "kv_send" and src.role == "decode":
             stage = "decode_transfer_wait"
         yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
                    text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
-                   stage=stage, side="transfer_engine", wedge=False,
+                   stage=stage, side=side, wedge=False,  # type: ignore[arg-type]
                    suspect=(device_of(e.text) or device) if e.label == "cause" else None,
                    strength=3 if e.label == "cause" else 1,
                    why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))

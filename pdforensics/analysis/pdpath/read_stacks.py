@@ -67,6 +67,13 @@ def _in_collective(t: ThreadStack) -> bool:
     return False
 
 
+def _waits(held: bool | None) -> bool | None:
+    """A thread waiting (in a collective, for the GPU) is held when the dump was taken: a
+    wedge, unless the dump says otherwise (the reasoning drops the vote where its role shows
+    progress: reason._MOMENTARY)."""
+    return True if held is None else held
+
+
 def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
     role = _role(d, src)
     where = _where(d, n)
@@ -94,7 +101,7 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    text=f"{where}: {main.name or main.thread_id} waits in {funcs[0]} inside "
                         "a forward", source=src.path, host=src.host, rank=d.rank, strength=1,
                    why="the forward's collective returns only when every rank of the group "
-                       "joins it: this rank waits for its peers", wedge=held)
+                       "joins it: this rank waits for its peers", wedge=_waits(held))
     elif _is_sglang(d) and _in_collective(main):
         # outside a forward: the request broadcast at the top of the scheduler's loop, a
         # pipeline stage's send to the next one; the rank that does not join is elsewhere
@@ -102,7 +109,7 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    stage=frames_stage(funcs, [], role), role=role,
                    text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
                         f"{_caller(main)}",
-                   source=src.path, host=src.host, rank=d.rank, strength=1, wedge=held,
+                   source=src.path, host=src.host, rank=d.rank, strength=1, wedge=_waits(held),
                    why="a collective returns only when every rank of its group joins it: this "
                        "rank waits for a peer that is somewhere else")
     elif in_forward and not main.state.startswith("active") and _waits_for_gpu(main):
@@ -112,7 +119,7 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    text=f"{where}: {main.name or main.thread_id} waits in "
                         f"{next(f for f in main.frames[:_SYNC_DEPTH] if _is_sync(f.function))} "
                         "inside a forward", source=src.path, host=src.host, rank=d.rank,
-                   strength=1, wedge=held,
+                   strength=1, wedge=_waits(held),
                    why="a synchronize returns when the GPU work queued before it completes: "
                        "the forward waits for the GPU")
     elif in_forward and (main.state.startswith("active") or main.state == "idle"):
@@ -251,9 +258,10 @@ def _collective_wait(src: Source, d: ProcessDump, n: int, main: ThreadStack) -> 
     return Clue(key="STACK_WAITS_IN_COLLECTIVE", label="consequence", side="collective",
                 text=f"{where}: {main.name or main.thread_id} waits in {main.frames[0]}"
                      f"{_caller(main)}",
-                source=src.path, host=src.host, rank=d.rank, strength=1,
+                source=src.path, host=src.host, rank=d.rank, strength=1, wedge=True,
                 why="a collective returns only when every rank of its group joins it: this "
-                    "rank waits for a peer; one dump cannot tell a hang from a slow peer")
+                    "rank waits for a peer, held when the dump was taken (a second dump tells a "
+                    "hang from a slow peer)")
 
 
 #: functions of a program starting up (warm-up, compilation, model load)
@@ -291,7 +299,7 @@ def _build_lock_wait(src: Source, d: ProcessDump, n: int, t: ThreadStack) -> Clu
     name = t.name or f"Thread {t.thread_id}"
     return Clue(key="STACK_WAITS_BUILD_LOCK", label="cause", side="host",
                 text=f"{where}: {name} waits in {t.frames[0]}", source=src.path, host=src.host,
-                suspect=name, strength=1,
+                suspect=name, strength=1, wedge=True,
                 why="torch's FileBaton waits, polling, until the build lock file in the "
                     "extensions directory is gone: another process is building, or died and "
                     "left the lock behind (remove the stale 'lock' file)")

@@ -200,7 +200,9 @@ def _wedge(clues: Sequence[Clue], p: int | None, quiet_read: bool = False) -> bo
     (an idle dump, a healthy scrape, a finished benchmark): nothing in it is held."""
     if p is not None and clues[p].wedge is not None:
         return clues[p].wedge
-    votes = {c.wedge for c in clues if c.label in ("cause", "consequence") and c.wedge is not None}
+    # a wait seen in one stack sample holds only where its role shows no progress
+    votes = {c.wedge for c in clues if c.label in ("cause", "consequence") and c.wedge is not None
+             and not (c.key in _MOMENTARY and _moving(clues, c.role))}
     if len(votes) == 1:
         return votes.pop()
     if not votes and (any(c.label == "progress" for c in clues)

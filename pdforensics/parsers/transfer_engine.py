@@ -93,7 +93,7 @@ class TransferError:
     text: str  # the line as found
     engine: str  # mooncake | ucx | nixl | rdma (a queue pair, in another program's words)
     kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash |
-    # qp_setup | error
+    # qp_setup | version | error
     stage: str | None  # kv_send | startup | None (decode: the caller maps to decode_transfer_wait)
     label: str  # cause | consequence
     detail: str  # errno text, the work completion status, the signal
@@ -143,6 +143,11 @@ def _line(no: int, line: str) -> TransferError | None:
         return TransferError(no, line.strip(), "mooncake", kind, stage, "cause", detail,
                              level=b.group(1) or "E")
     u = _UCX.search(line)
+    if u is not None and u.group(3) == "WARN" and "version is incompatible" in u.group(4):
+        # UCX loaded at a version other than the one its user was built for ("UCP version is
+        # incompatible, required: 1.18, actual: 1.12"): a failure waiting to happen
+        return TransferError(no, line.strip(), "ucx", "version", None, "cause",
+                             u.group(4).strip()[:80])
     if u is not None and u.group(3) != "WARN":
         msg = u.group(4)
         flushed = "Flushed" in msg

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from pdforensics import linear
+from pdforensics.parsers.eval_summary import EVAL_SUMMARY
 from pdforensics.parsers.journal import parse_log_timestamp
 from pdforensics.parsers.linescan import line_numbers
 from pdforensics.parsers.textcache import by_text
@@ -65,10 +66,13 @@ _NCCL_TESTS_SUMMARY = linear.compile(r"^[#\s]*(?:Out of bounds values : \d|Avg b
 
 def command_output(text: str) -> bool:
     """The text opens with a shell prompt and its command, and goes on for a few lines; or it
-    is a test program's output that ends in its summary (nccl-tests' results table)."""
+    is a test program's output that ends in its summary (nccl-tests' results table, SGLang's
+    accuracy benchmark)."""
     lines = [ln for ln in text[:100_000].split("\n", 50)[:50] if ln.strip()]
+    head = text[:1_000_000]
     return (len(lines) >= 4 and _PROMPT.match(lines[0]) is not None) or (
-        len(lines) >= 2 and _NCCL_TESTS_SUMMARY.search(text[:1_000_000]) is not None)
+        len(lines) >= 2 and (_NCCL_TESTS_SUMMARY.search(head) is not None
+                             or EVAL_SUMMARY.search(head) is not None))
 
 
 def role_of(name: str) -> str | None:

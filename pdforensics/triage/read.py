@@ -274,9 +274,10 @@ def _read_text(path: str, text: str, size: int) -> Artifact:
         if (kind == "stacks" and not _THREAD_LINE.search(text)
                 and _pyspy_error(unwrap(text).text) is not None):
             return _read(path, "pyspy_error", text, size)  # py-spy said why it has no dump
-        if kind == "stacks" and looks_like_log(text, written_by_sglang(text)):
+        if kind == "stacks" and (looks_like_log(text, written_by_sglang(text))
+                                 or "Fatal Python error: " in text[:100_000]):
             # a log whose dump could not be read (a second logger's prefix on every frame
-            # line): its lines are still evidence
+            # line), a crash header with a C stack and no thread: its lines are still evidence
             return _read(path, "log", text, size)
         return Artifact(path, kind, str(exc), size=size)
 

@@ -165,7 +165,10 @@ def test_a_fatal_error_of_its_own_stays_the_cause() -> None:
 def test_a_crash_handlers_native_stack_names_the_transfer_engine() -> None:
     d = _d("faulthandler/sglang23489-nixl-ucx-progress-thread-segfault.txt")
     assert (d.stage, d.side) == ("kv_send", "transfer_engine")
-    assert d.suspect == "Thread 0x0000e6b496d046a0"  # the first thread printed: none is current
+    # the C stack of the crash handler is the faulting thread's (NIXL's UCX progress thread),
+    # not the Python thread faulthandler printed first
+    assert d.suspect == "nixlUcxSharedThread::run()"
+    assert [c.key for c in d.causes] == ["NATIVE_CRASH"]
 
 
 def test_systemd_and_ray_oom_kills_are_the_hosts() -> None:

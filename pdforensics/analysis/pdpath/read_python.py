@@ -243,8 +243,8 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
             continue
         if (c := _CURRENT.match(s)) is not None:
             thread = c.group(1) if c.group(1) != "Stack" else None  # (no thread id printed)
-            yield _fatal(src, fatal, thread, _frames_after(every, k + 1), _native_after(every, k),
-                         _after_terminate(every, fatal[0]))
+            yield from _fatal(src, fatal, thread, _frames_after(every, k + 1),
+                              _native_after(every, k), _after_terminate(every, fatal[0]))
             fatal = None
         elif first is None and (t := _THREAD.match(s)) is not None:
             first = (t.group(1), k + 1)
@@ -255,9 +255,10 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
         yield _aborted_after_exception(src, fatal, *handling)
         return
     # no current thread marked: the first one printed crashed
-    thread, at = first if first is not None else (None, len(every))
-    yield _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
-                 _native_after(every, at), _after_terminate(every, fatal[0]))
+    # (no thread printed at all: a crash handler's C stack may follow the fatal line itself)
+    thread, at = first if first is not None else (None, fatal[0])
+    yield from _fatal(src, fatal, thread, _frames_after(every, at) if first else [],
+                      _native_after(every, at), _after_terminate(every, fatal[0]))
 
 
 #: frames of code that formats or prints an exception it caught (traceback module, SGLang's
@@ -302,13 +303,14 @@ _THREAD = linear.compile(r"^(Thread 0x[0-9a-fA-F]{1,16}) \(most recent call firs
 _NATIVE = linear.compile(r'^\s*File "<unknown>", line 0,? in (.{1,300})$')
 
 
-def _native_after(every: list[tuple[int, str]], k: int) -> list[str]:
-    """The native frames (innermost first) of a C stack printed within 40 lines after ``k``."""
-    out: list[str] = []
-    for _no, line in every[k:k + 40]:
+def _native_after(every: list[tuple[int, str]], k: int) -> list[tuple[int, str]]:
+    """(line number, function) of the native frames (innermost first) of a C stack printed
+    within 40 lines after ``k``."""
+    out: list[tuple[int, str]] = []
+    for no, line in every[k:k + 40]:
         m = _NATIVE.match(line)
         if m is not None:
-            out.append(m.group(1).strip())
+            out.append((no, m.group(1).strip()))
         elif out and line.strip():
             break
     return out
@@ -374,7 +376,8 @@ def _after_terminate(every: list[tuple[int, str]], no: int) -> bool:
 
 
 def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
-           frames: list[tuple[str, str]], native: list[str], after_terminate: bool) -> Clue:
+           frames: list[tuple[str, str]], native: list[tuple[int, str]], after_terminate: bool
+           ) -> Iterator[Clue]:
     """The crash, placed by the crashing thread's innermost frames; its text names the
     innermost frame (where it crashed). A native stack printed with it (a crash handler's)
     that runs the transfer engine's or NCCL's code names that side."""
@@ -382,15 +385,61 @@ def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
     role = frames_role(funcs) or src.role
     side: Side | None = "collective" if any(w in fn for fn in funcs[:3]
                                             for w in _COLLECTIVE_FUNCS) else None
-    side = side_of_words(" ".join(native or ())) or side  # whose code the crash ran
+    side = side_of_words(" ".join(fn for _no, fn in native)) or side  # whose code it ran
     where = f" (crashed at: {frames[0][0]})" if frames else ""
+    crash = _native_crash(src, fatal, native, side, role, funcs)
+    if crash is not None:  # the C stack says where it crashed: the fatal error follows from it
+        yield crash
+        yield Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],
+                   source=src.path, line=fatal[0], role=role, host=src.host, side=crash.side,
+                   stage=crash.stage, wedge=False, strength=2,
+                   why="the interpreter died of the fault its C stack shows")
+        return
     if "Aborted" in fatal[1] and after_terminate:
-        return Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],
-                    source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
-                    stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=1,
-                    why="the abort std::terminate raised for the C++ exception just before")
-    return Clue(key="PYTHON_FATAL", label="cause", text=(fatal[1] + where)[:_MAX_TEXT],
-                source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
-                stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=3,
-                why="faulthandler: the interpreter crashed; the current thread is the one that "
-                    "crashed, its innermost frame where")
+        yield Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],
+                   source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
+                   stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=1,
+                   why="the abort std::terminate raised for the C++ exception just before")
+        return
+    yield Clue(key="PYTHON_FATAL", label="cause", text=(fatal[1] + where)[:_MAX_TEXT],
+               source=src.path, line=fatal[0], role=role, host=src.host, suspect=thread,
+               stage=frames_stage(funcs, [], role), side=side, wedge=False, strength=3,
+               why="faulthandler: the interpreter crashed; the current thread is the one that "
+                   "crashed, its innermost frame where")
+
+
+#: frames of the signal's own delivery and of crash handlers, above the frame that faulted
+_SIGNAL_FRAMES = ("pthread_kill", "gsignal", "raise", "abort", "__restore_rt", "killpg",
+                  "__GI_raise", "__GI_abort", "__pthread_kill", "_sigtramp", "FatalSignalHandler")
+#: where a thread's native stack ends (its start routine is the frame before)
+_THREAD_START = ("__clone", "clone3", "start_thread", "0xffffffffffffffff")
+_CRASH_FRAMES = 4  # frames from the faulting one shown as the cause
+
+
+def _native_crash(src: Source, fatal: tuple[int, str], native: list[tuple[int, str]],
+                  side: Side | None, role: str | None, funcs: list[str]) -> Clue | None:
+    """The faulting frames of a crash handler's C stack (``File "<unknown>", line 0, in X``,
+    innermost first) past the signal's delivery frames: the cause, on the side whose code
+    they run; the thread's start routine (the frame before ``__clone``, else the outermost one
+    printed) the suspect."""
+    if not native or not _SIGNAL_NAMES.search(fatal[1]):
+        return None
+    at = next((i for i, (_no, fn) in enumerate(native)
+               if not any(w in fn for w in _SIGNAL_FRAMES) and not fn.startswith("0x")), None)
+    if at is None:
+        return None
+    body = [fn for _no, fn in native[at:] if not fn.startswith(_THREAD_START)]
+    entry = body[-1] if len(body) > 1 else None  # the outermost frame the stack shows
+    text = " | ".join(f'File "<unknown>", line 0, in {fn}' for fn in body[:_CRASH_FRAMES])
+    stage: Stage | None = frames_stage(funcs, [], role)
+    if stage is None and side == "transfer_engine":  # the transfer engine's one job on the path
+        stage = "decode_transfer_wait" if role == "decode" else "kv_send"
+    return Clue(key="NATIVE_CRASH", label="cause", text=text[:_MAX_TEXT], source=src.path,
+                line=native[at][0], role=role, host=src.host, side=side, stage=stage, suspect=entry,
+                wedge=False, strength=3,
+                why=f"the C stack of the crash: it faulted in {body[0]}"
+                    + (f", in the thread running {entry}" if entry else ""))
+
+
+_SIGNAL_NAMES = linear.compile(r"Segmentation fault|Bus error|Aborted|Floating point exception|"
+                               r"Illegal instruction")

@@ -24,6 +24,7 @@ from pdforensics.analysis.pdpath.place import (
 )
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.analysis.pdpath.traceback_lines import CARET, EXC_LINE, FRAME
+from pdforensics.parsers.eval_summary import EVAL_DONE, EVAL_SUMMARY
 from pdforensics.parsers.journal import (
     SGLANG_MARKS,
     SignatureLine,
@@ -371,6 +372,28 @@ def request_clues(src: Source) -> Iterator[Clue]:
 
 _BENCH_MARKS = marks("Serving Benchmark Result")
 _BENCH_OK = linear.compile(r"^Successful requests:\s+(\d{1,9})\s*$")
+
+
+_EVAL_MARKS = marks("Accuracy: ")
+
+
+@reader("bench_accuracy")
+def eval_result(src: Source) -> Iterator[Clue]:
+    """SGLang's accuracy benchmarks (benchmark/gsm8k ... bench_sglang.py): a summary printed
+    is a run that finished, every question answered (its accuracy is the model's, not a
+    failure the log shows)."""
+    if not has_any(src.text, _EVAL_MARKS) or EVAL_SUMMARY.search(src.text[:1_000_000]) is None:
+        return
+    for no, line in lines_with(src.text, ("Accuracy: ",))[:_MAX_EVALS]:
+        m = EVAL_DONE.match(line.strip())
+        if m is not None:
+            yield Clue(key="BENCH_EVAL_DONE", label="progress", text=line.strip(),
+                       source=src.path, line=no, host=src.host, wedge=False, strength=2,
+                       why="an SGLang accuracy benchmark printed its summary: the run finished, "
+                           "the server answered every question")
+
+
+_MAX_EVALS = 10
 
 
 @reader("bench_serving")

@@ -1,0 +1,79 @@
+"""Readings added from the thirteenth blind set (6 December): a crash handler's C stack after
+"Fatal Python error" (the faulting frames the cause, the thread the suspect, the fatal error
+its consequence), SGLang's accuracy benchmark summary, UCX loaded at the wrong version, and
+perftest's queue pair failure. Texts are cut from the real artifacts (tests/data/field/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdforensics.parsers.transfer_engine import read_transfer_errors
+from pdforensics.triage.read import read_path
+from tests.support.diagnosis import diagnose_text
+
+_C_STACK = ("Fatal Python error: Segmentation fault\n\n"
+            '  File "<unknown>", line 0, in pthread_kill\n'
+            '  File "<unknown>", line 0, in gsignal\n'
+            '  File "<unknown>", line 0, in cuEventQuery\n'
+            '  File "<unknown>", line 0, in uct_cuda_base_iface_event_fd_arm\n'
+            '  File "<unknown>", line 0, in ucp_worker_arm\n'
+            '  File "<unknown>", line 0, in nixlUcxWorker::arm() const\n'
+            '  File "<unknown>", line 0, in nixlUcxSharedThread::run()\n'
+            '  File "<unknown>", line 0, in __clone\n')
+
+
+def test_a_c_stack_after_the_fatal_error_names_where_it_faulted(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _C_STACK, "crash.txt")
+    assert (d.stage, d.side, d.suspect) == ("kv_send", "transfer_engine",
+                                            "nixlUcxSharedThread::run()")
+    cause = next(c for c in d.labelled("cause") if c.key == "NATIVE_CRASH")
+    assert cause.text.startswith('File "<unknown>", line 0, in cuEventQuery')  # past the signal
+    assert any(c.key == "PYTHON_FATAL" for c in d.labelled("consequence"))
+
+
+def test_the_crash_text_is_read_although_no_python_thread_is_in_it(tmp_path: Path) -> None:
+    p = tmp_path / "crash.txt"
+    p.write_text(_C_STACK)
+    art = read_path(str(p))
+    assert art.error is None and art.kind == "log"
+
+
+def test_without_a_c_stack_the_fatal_error_stays_the_cause(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, "Fatal Python error: Segmentation fault\n\n"
+                                "Current thread 0x00007f00 (most recent call first):\n"
+                                '  File "/x/model.py", line 12 in forward\n', "crash.txt")
+    assert [c.key for c in d.labelled("cause")] == ["PYTHON_FATAL"]
+
+
+def test_an_accuracy_benchmarks_summary_is_a_finished_run(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "$ python few_shot_gsm8k.py --port 8000\n"
+                      "100%|████████████████████████████| 200/200\n"
+                      "Accuracy: 0.780\nInvalid: 0.000\nLatency: 8.718 s\n"
+                      "Output throughput: 1927.685 token/s\n", "bench.log")
+    assert d.wedge is False and not d.labelled("cause")
+    assert any(c.key == "BENCH_EVAL_DONE" for c in d.clues)
+
+
+def test_an_accuracy_line_alone_is_no_benchmark(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, "[2026-01-01 10:00:00] Accuracy: 0.5 of the draft model\n"
+                                "[2026-01-01 10:00:01] Decode batch, #running-req: 1\n")
+    assert not any(c.key == "BENCH_EVAL_DONE" for c in d.clues)
+
+
+def test_ucx_at_the_wrong_version_is_a_transfer_engine_cause() -> None:
+    errs = read_transfer_errors(
+        "[1745994234.385141] [host:711260:0]     ucp_context.c:1774 UCX  WARN  UCP version is "
+        "incompatible, required: 1.18, actual: 1.12 (release 1)\n"
+        "[1745994234.385141] [host:711260:0]     ucp_context.c:1774 UCX  WARN  something else\n")
+    assert [(e.kind, e.label) for e in errs] == [("version", "cause")]
+
+
+def test_perftests_queue_pair_failure_is_the_hosts_network(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "$ ib_send_bw -d mlx5_0 -x 3 10.0.0.2\n"
+                      " Send BW Test\n Device         : mlx5_0\n"
+                      " Number of qps   : 1\n"
+                      "Failed to modify QP 1399 to RTR\n"
+                      " Unable to Connect the HCA's through the link\n")
+    assert (d.side, d.suspect) == ("host", "mlx5_0")

@@ -10,6 +10,9 @@ events beneath SGLang.
   Error``): a PCIe AER event on a port or device;
 - ``Out of memory: Killed process 123 (python3)`` (also in a memory cgroup): the OOM killer's
   victim; ``X invoked oom-killer`` names the allocator, not the victim;
+- an RDMA NIC's driver failing on its device (``mlx5_core 0000:03:00.0: handle_hca_cap
+  failed``, then ``probe of 0000:03:00.0 failed``): the first failure of a device is what
+  failed, the later ones its consequences;
 - GSP RPC timeouts and RPC history dumps (``NVRM: GPU6 RPC event history``): the GPU's
   system processor stopped answering;
 - ``Unable to determine the device handle for GPU0000:03:00.0`` (nvidia-smi, often pasted
@@ -34,6 +37,7 @@ OOM_KILL = "oom_kill"
 OOM_REAPED = "oom_reaped"  # the kernel freed the killed process's memory (after OOM_KILL)
 OOM_UNIT_FAILED = "oom_unit_failed"  # systemd marked the unit failed for the kill (after OOM_KILL)
 OOM_INVOKED = "oom_invoked"  # "X invoked oom-killer": an allocation found no memory left
+DRIVER_FAILED = "driver_failed"  # a NIC driver failing on its device ("mlx5_core ...: ... failed")
 GSP = "gsp"
 SMI_UNREACHABLE = "smi_unreachable"
 
@@ -87,6 +91,8 @@ class KernelEvent:
             if self.pid is not None:
                 return f"{self.pid} ({self.process})" if self.process else str(self.pid)
             return self.process
+        if self.kind == DRIVER_FAILED:
+            return self.device
         if self.device is None or self.kind == AER:
             return None
         return self.device if self.device.startswith("GPU") else f"PCI:{self.device}"
@@ -160,6 +166,9 @@ def _xid(no: int, line: str) -> KernelEvent | None:
 
 def _other(no: int, line: str) -> KernelEvent | None:
     epoch, up = _times(line)
+    if "failed" in line and (m := _DRIVER_FAILED.search(line)) is not None:
+        return KernelEvent(no, DRIVER_FAILED, line.strip(), m.group(2) or m.group(3),
+                           process=m.group(1), epoch=epoch, uptime_s=up)
     if "fallen off the bus" in line or "RmInitAdapter failed" in line:
         return KernelEvent(no, GPU_LOST, line.strip(), _pci(line), epoch=epoch, uptime_s=up)
     if (m := _OOM.search(line)) is not None:
@@ -246,7 +255,14 @@ def parse_kernel_log(text: str) -> KernelLog:
 #: a line that can be an event holds one of these (the rest of a log is never looked at)
 _LINE_MARKS = linear.compile(
     rb"NVRM|PCIe Bus Error|[Oo]ut of memory|oom_reaper|OOM killer|oom-kill|memory pressure \(OOM\)"
-    rb"|fallen off the bus|RmInitAdapter|Unable to determine the device handle")
+    rb"|fallen off the bus|RmInitAdapter|Unable to determine the device handle"
+    rb"|mlx5_core|mlx4_core|bnxt_en|bnxt_re|irdma|mlx5_ib")
+#: an RDMA NIC's driver reporting a failure on its device, with the device's PCI address
+#: ("mlx5_core 0000:03:00.0: handle_hca_cap failed", "mlx5_core: probe of 0000:03:00.0 failed")
+_DRIVER_FAILED = linear.compile(
+    r"\b(mlx5_core|mlx4_core|bnxt_en|bnxt_re|irdma|mlx5_ib)(?: ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:"
+    r"[0-9a-fA-F]{2}\.\d))?:? (?:[^\n]{0,200}?probe of ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}"
+    r"\.\d) failed|[^\n]{0,200}?\bfailed\b)")
 _AER_LINES = 40  # an AER report's detail lines follow its severity line within this many
 
 
@@ -262,4 +278,5 @@ def looks_like_kernel_log(text: str) -> bool:
 
 _KERNEL_MARKS = marks("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
                       "killed by the OOM killer", "result 'oom-kill'", _RAY_OOM,
-                      "invoked oom-killer", "pcieport ", "oom_reaper: ")
+                      "invoked oom-killer", "pcieport ", "oom_reaper: ", "mlx5_core",
+                      "mlx4_core", "bnxt_en", "bnxt_re", "irdma", "mlx5_ib")

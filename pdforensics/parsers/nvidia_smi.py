@@ -397,3 +397,17 @@ def parse_xid_lines(text: str) -> tuple[XidEvent, ...]:
             line=line,
         ))
     return tuple(out)
+
+
+#: nvidia-smi's default table: a GPU's row ("|   1  Tesla V100-PCIE...  On   | 00008ED0:00:00.0 Off |")
+#: and `nvidia-smi -L`'s listing ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5135...)")
+_TABLE_ROW = linear.compile(r"^\|\s{1,6}\d{1,3}\s{1,4}\S.{0,60}\|\s{0,4}[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+                            r"[0-9A-Fa-f]{2}\.\d ", linear.M)
+_LISTED = linear.compile(r"^GPU \d{1,3}: [^\n]{1,120}\(UUID: GPU-[0-9a-fA-F-]{8,48}\)", linear.M)
+
+
+def looks_like_nvidia_smi(text: str) -> bool:
+    """The text is nvidia-smi's own output (its table, or the -L listing) as pasted."""
+    head = text[:200_000]
+    return (("+---" in head or "NVIDIA-SMI" in head) and _TABLE_ROW.search(head) is not None) \
+        or _LISTED.search(head) is not None

@@ -38,6 +38,17 @@ _REG_FAILED = linear.compile(r"^\s*Failed to register memory 0x[0-9a-fA-F]{1,16}
 #: an RDMA queue pair that could not be created or brought up (Mooncake's RPC "ibverbs init qp
 #: failed", DLSlime's "Failed to create QP", verbs' "Failed to modify QP to RTR")
 _QP_FAILED = linear.compile(r"(?i:init qp failed|failed to create qp|failed to modify qp\b[^:\n]{0,40})")
+#: libibverbs' words for a failed work completion (ibv_wc_status_str), as SPDK, UCX and others
+#: log them ("status: (10): remote access error")
+_WC_STATUS = linear.compile(r"(?i:\b(remote access error|remote operation error|remote invalid "
+                            r"request error|local protection error|local length error|transport "
+                            r"retry counter exceeded|RNR retry counter exceeded|work request "
+                            r"flushed error|bad response error|local QP operation error))")
+_WC_MARKS = ("access error", "operation error", "request error", "protection error",
+             "length error", "counter exceeded", "flushed error", "response error")
+#: infiniband-diags' failure to read a device ("ibpanic: [1323906] main: stat of IB device
+#: 'mlx5_8' failed: No such file or directory")
+_IB_STAT = linear.compile(r"stat of IB device '([\w.-]{1,40})' failed: (.{1,120})")
 #: what a connection whose queue pair never came up reports next: a call timing out or aborted
 _AFTER_QP = ("timed out", "Timed out", "aborted", "Operation aborted", "Connection refused")
 _RETRIES = linear.compile(r"after \d+ retries|retry \d+/\d+|retries exhausted")
@@ -62,10 +73,12 @@ def only_device(text: str) -> str | None:
 
 #: a text that can hold a transfer error holds one of these
 _TEXT_MARKS = marks(".cpp:", "UCX", "NIXL_ERR_", "Caught signal", "Failed to register memory",
-                    "init qp failed", "Failed to create QP", "Failed to modify QP")
+                    "init qp failed", "Failed to create QP", "Failed to modify QP",
+                    "stat of IB device", *_WC_MARKS)
 #: a line that can be a transfer error holds one of these (most lines of a log hold none)
 _LINE_MARKS = (".cpp:", ".cc:", ".c:", "NIXL_ERR_", "Caught signal", "Failed to register memory",
-               "init qp failed", "Failed to create QP", "Failed to modify QP")
+               "init qp failed", "Failed to create QP", "Failed to modify QP",
+               "stat of IB device", *_WC_MARKS)
 #: Mooncake source files whose error lines are the transfer engine's (not its store's I/O)
 _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context", "worker_pool",
              "transfer_engine", "transfer_metadata", "nvlink_transport", "nvmeof_transport",
@@ -93,7 +106,7 @@ class TransferError:
     text: str  # the line as found
     engine: str  # mooncake | ucx | nixl | rdma (a queue pair, in another program's words)
     kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash |
-    # qp_setup | version | error
+    # qp_setup | version | device | error
     stage: str | None  # kv_send | startup | None (decode: the caller maps to decode_transfer_wait)
     label: str  # cause | consequence
     detail: str  # errno text, the work completion status, the signal
@@ -163,6 +176,14 @@ def _line(no: int, line: str) -> TransferError | None:
     if r is not None:  # the RDMA memory registration itself (ibv_reg_mr), printed bare
         return TransferError(no, line.strip(), "mooncake", "register", "startup", "cause",
                              r.group(1).strip()[:80])
+    wc = _WC_STATUS.search(line)
+    if wc is not None:  # a verbs work completion's status, in any program's log
+        return TransferError(no, line.strip(), "rdma", "rdma_completion", None, "cause",
+                             wc.group(1))
+    st = _IB_STAT.search(line)
+    if st is not None:  # infiniband-diags (ibstat, ibv_devinfo) cannot open the device
+        return TransferError(no, line.strip(), "rdma", "device", None, "cause",
+                             f"{st.group(1)}: {st.group(2).strip()[:60]}")
     q = _QP_FAILED.search(line)
     if q is not None:  # an RDMA queue pair that could not be set up, in any program's words
         return TransferError(no, line.strip(), "rdma", "qp_setup", None, "cause", q.group(0))

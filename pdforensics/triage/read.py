@@ -18,6 +18,7 @@ from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
 from pdforensics.parsers.journal import SignatureHit, merge_hits, scan_log_signatures, written_by_sglang
 from pdforensics.parsers.load_json import LoadDoc
+from pdforensics.parsers.nvidia_smi import looks_like_nvidia_smi
 from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
@@ -235,7 +236,7 @@ def detect_kind(text: str) -> str | None:
     if looks_like_metrics(text):
         return "metrics"
     if looks_like_log(text, written_by_sglang(text) or lower.beneath_of(text) is not None) \
-            or command_output(text):
+            or command_output(text) or looks_like_nvidia_smi(text):
         return "log"
     return None
 

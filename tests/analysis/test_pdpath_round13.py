@@ -1,7 +1,7 @@
 """Readings added from the thirteenth blind set (6 December): a crash handler's C stack after
 "Fatal Python error" (the faulting frames the cause, the thread the suspect, the fatal error
-its consequence), SGLang's accuracy benchmark summary, UCX loaded at the wrong version, and
-perftest's queue pair failure. Texts are cut from the real artifacts (tests/data/field/)."""
+its consequence), SGLang's accuracy benchmark summary, UCX loaded at the wrong version, a
+queue pair failure met by perftest. Texts are cut from the real artifacts (tests/data/field/)."""
 
 from __future__ import annotations
 
@@ -69,11 +69,57 @@ def test_ucx_at_the_wrong_version_is_a_transfer_engine_cause() -> None:
     assert [(e.kind, e.label) for e in errs] == [("version", "cause")]
 
 
-def test_perftests_queue_pair_failure_is_the_hosts_network(tmp_path: Path) -> None:
+def test_perftests_queue_pair_failure_is_read_on_the_rdma_side(tmp_path: Path) -> None:
+    """RDMA is the transfer engine's side in the reading's vocabulary, whichever program (here
+    perftest's ib_send_bw) met the failure; the one device the text names is the suspect."""
     d = diagnose_text(tmp_path,
                       "$ ib_send_bw -d mlx5_0 -x 3 10.0.0.2\n"
                       " Send BW Test\n Device         : mlx5_0\n"
                       " Number of qps   : 1\n"
                       "Failed to modify QP 1399 to RTR\n"
                       " Unable to Connect the HCA's through the link\n")
-    assert (d.side, d.suspect) == ("host", "mlx5_0")
+    assert (d.side, d.suspect) == ("transfer_engine", "mlx5_0")
+
+
+# the fourteenth blind set (6 December): what sits beneath the KV transfer
+
+
+def test_a_nic_drivers_first_failure_on_its_device_is_the_cause(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "[   12.925245] mlx5_core 0000:03:00.0: enabling device (0000 -> 0002)\n"
+                      "[   13.672173] mlx5_core 0000:03:00.0: handle_hca_cap failed\n"
+                      "[   14.059052] mlx5_core 0000:03:00.0: mlx5_load_one failed with error "
+                      "code -22\n"
+                      "[   14.059582] mlx5_core: probe of 0000:03:00.0 failed with error -22\n",
+                      "dmesg.log")
+    assert (d.side, d.suspect) == ("host", "0000:03:00.0")
+    assert [c.text[-24:] for c in d.labelled("cause")] == ["00.0: handle_hca_cap failed"[-24:]]
+    assert len([c for c in d.labelled("consequence") if c.key == "NIC_DRIVER_FAILED"]) == 2
+
+
+def test_a_verbs_completion_status_and_an_unreadable_device_are_rdma_causes() -> None:
+    errs = read_transfer_errors(
+        "[2020-08-11 06:53:47.169719] rdma.c:3858:nvmf_rdma_log_wc_status: *ERROR*: Error on CQ "
+        "0x1fec4e0, (qp state 3 ibv_state 6) request 0x1396, type DATA, status: (10): remote "
+        "access error\n"
+        "ibpanic: [1323906] main: stat of IB device 'mlx5_8' failed: No such file or directory\n")
+    assert [(e.kind, e.label, e.detail) for e in errs] == [
+        ("rdma_completion", "cause", "remote access error"),
+        ("device", "cause", "mlx5_8: No such file or directory")]
+
+
+def test_nvidia_smis_table_and_listing_are_read(tmp_path: Path) -> None:
+    table = ("+-------------------------------+----------------------+----------------------+\n"
+             "|   1  Tesla V100-PCIE...  On   | 00008ED0:00:00.0 Off |                    0 |\n"
+             "| N/A   29C    P0   ERR! / 250W |    593MiB / 16160MiB |      0%      Default |\n"
+             "+-------------------------------+----------------------+----------------------+\n")
+    listing = ("nvidia-smi -L\n"
+               "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-513536b6-7d19-9063-b049-1e69664bb298)\n"
+               "GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-d8594bd4-0fc3-8595-e355-7c98138f3b95)\n")
+    for name, text in (("smi.txt", table), ("smi-l.txt", listing)):
+        p = tmp_path / name
+        p.write_text(text)
+        art = read_path(str(p))
+        assert art.error is None and art.kind == "log", name
+        d = diagnose_text(tmp_path, text, name)
+        assert not d.labelled("cause") and d.wedge is not True  # a listing is no failure

@@ -47,9 +47,17 @@ def _controls() -> list[str]:
     return out
 
 
+#: controls no reader can read yet (known_gaps.json "read"): nothing is analysed, so nothing
+#: can alarm either
+_UNREAD = {k for k, v in json.loads((FIELD / "known_gaps.json").read_text()).items() if "read" in v}
+
+
 @pytest.mark.parametrize("path", _controls(), ids=lambda p: Path(p).stem)
 def test_controls_get_no_critical_finding_and_no_wedge(path: str) -> None:
     a = triage_paths([path]).analysis
+    if f"{Path(path).parent.name}/{Path(path).name}" in _UNREAD:
+        assert a is None  # a known gap: when it is read, this test reads its verdict
+        return
     assert a is not None and a.verdict != "WEDGED"
     assert not [f.key for f in a.findings if f.severity == "critical"]
 

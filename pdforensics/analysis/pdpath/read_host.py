@@ -19,6 +19,7 @@ from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.beneath import read_beneath
 from pdforensics.parsers.kernel_log import (
     AER,
+    DRIVER_FAILED,
     GPU_LOST,
     GSP,
     OOM_INVOKED,
@@ -68,6 +69,7 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
     seen: set[str | None] = set()
     lost = {e.device for e in events if e.kind == GPU_LOST or (e.kind == XID and e.xid == 79)}
     fatal_aer = False
+    failed_devices: set[str | None] = set()
     for i, e in enumerate(events):
         base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
         if e.kind == XID and e.xid is not None:
@@ -95,6 +97,15 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        suspect=e.suspect, wedge=False, strength=1,
                        why="the kernel freed the memory of the process its OOM killer killed",
                        **base)  # type: ignore[arg-type]
+        elif e.kind == DRIVER_FAILED:
+            first = e.device not in failed_devices
+            failed_devices.add(e.device)
+            yield Clue(key="NIC_DRIVER_FAILED", label="cause" if first else "consequence",
+                       text=e.text[:500], side="host", suspect=e.suspect, wedge=False,
+                       strength=3 if first else 1,
+                       why=f"the {e.process} driver failed on its device" + (
+                           "" if first else ": after its first failure, what followed from it"),
+                       **base)  # type: ignore[arg-type]
         elif e.kind == OOM_INVOKED:
             yield Clue(key="OOM_INVOKED", label="consequence", text=e.text[:500], side="host",
                        wedge=False, strength=1,
@@ -120,24 +131,18 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
 
 
-_PERFTEST = ("ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_send_lat", "ib_write_lat",
-             "ib_read_lat", "ib_atomic_bw", "ib_atomic_lat")
-
-
 def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
     from pdforensics.parsers.beneath import Beneath
 
     assert isinstance(b, Beneath)
     device = only_device(src.text) if b.transfer else None
-    # perftest (ib_send_bw, ib_write_bw, ...) tests the host's RDMA network, no transfer engine
-    side = "host" if any(p in src.text for p in _PERFTEST) else "transfer_engine"
     for e in b.transfer:
         stage: Stage | None = e.stage  # type: ignore[assignment]
         if stage == "kv_send" and src.role == "decode":
             stage = "decode_transfer_wait"
         yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
                    text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
-                   stage=stage, side=side, wedge=False,  # type: ignore[arg-type]
+                   stage=stage, side="transfer_engine", wedge=False,
                    suspect=(device_of(e.text) or device) if e.label == "cause" else None,
                    strength=3 if e.label == "cause" else 1,
                    why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))

@@ -123,3 +123,17 @@ def test_nvidia_smis_table_and_listing_are_read(tmp_path: Path) -> None:
         assert art.error is None and art.kind == "log", name
         d = diagnose_text(tmp_path, text, name)
         assert not d.labelled("cause") and d.wedge is not True  # a listing is no failure
+
+
+def test_after_stdterminate_the_exceptions_message_not_the_c_stack_is_the_cause(
+        tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+                      "  what():  [enforce fail at gloo/transport/tcp/pair.cc:446] op.preamble."
+                      "length <= op.nbytes. 8 vs 4\n"
+                      "Fatal Python error: Aborted\n\n"
+                      '  File "<unknown>", line 0, in abort\n'
+                      '  File "<unknown>", line 0, in __gnu_cxx::__verbose_terminate_handler()\n'
+                      '  File "<unknown>", line 0, in std::terminate()\n', "crash.txt")
+    assert not [c for c in d.clues if c.key == "NATIVE_CRASH"]
+    assert any("enforce fail" in c.text for c in d.labelled("cause"))

@@ -21,6 +21,8 @@ from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import has_any, lines_with, marks
 
+_NOT_READY_WHY = ("CUDA error 802, the system is not ready: on an NVSwitch machine "
+                  "nvidia-fabricmanager is not running or does not match the driver")
 #: (words any of which names the fault, the suspect, why): failures whose cause is the host
 _HOST_FAULTS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("/dev/shm",), "/dev/shm",
@@ -29,9 +31,7 @@ _HOST_FAULTS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("NVLS", "Fabric Manager", "NVSwitch", "transport/nvls.cc"), None,
      "NVLink SHARP (NVLS) set-up failed: NCCL blames the host's NVSwitch fabric (nvidia-"
      "fabricmanager not running or not matching the driver); NCCL_NVLS_ENABLE=0 avoids NVLS"),
-    (("cudaErrorSystemNotReady", "system not yet initialized"), None,
-     "CUDA error 802, the system is not ready: on an NVSwitch machine nvidia-fabricmanager is "
-     "not running or does not match the driver"),
+    (("cudaErrorSystemNotReady", "system not yet initialized"), None, _NOT_READY_WHY),
 )
 
 
@@ -102,7 +102,6 @@ def cuda_not_ready(src: Source) -> Iterator[Clue]:
     if not has_any(src.text, _NOT_READY):
         return
     found = lines_with(src.text, _NOT_READY)
-    _suspect, why = host_fault("cudaErrorSystemNotReady")  # type: ignore[misc]
     first, text = found[0]
     taken = {first}
     follow = next((ln for no, ln in found if no == first + 1 and ln.strip().startswith("->")), None)
@@ -112,7 +111,7 @@ def cuda_not_ready(src: Source) -> Iterator[Clue]:
     base = {"source": src.path, "host": src.host, "role": src.role, "side": "host",
             "wedge": False}
     yield Clue(key="CUDA_NOT_READY", label="cause", text=text.strip()[:500], line=first,
-               strength=3, why=why, **base)  # type: ignore[arg-type]
+               strength=3, why=_NOT_READY_WHY, **base)  # type: ignore[arg-type]
     for no, line in found:
         if no not in taken:
             yield Clue(key="CUDA_NOT_READY_AGAIN", label="consequence", text=line.strip()[:500],

@@ -387,7 +387,8 @@ def _fatal(src: Source, fatal: tuple[int, str], thread: str | None,
                                             for w in _COLLECTIVE_FUNCS) else None
     side = side_of_words(" ".join(fn for _no, fn in native)) or side  # whose code it ran
     where = f" (crashed at: {frames[0][0]})" if frames else ""
-    crash = _native_crash(src, fatal, native, side, role, funcs)
+    # (after std::terminate, the C++ exception's message says what failed, not the C stack)
+    crash = None if after_terminate else _native_crash(src, fatal, native, side, role, funcs)
     if crash is not None:  # the C stack says where it crashed: the fatal error follows from it
         yield crash
         yield Clue(key="PYTHON_FATAL", label="consequence", text=(fatal[1] + where)[:_MAX_TEXT],

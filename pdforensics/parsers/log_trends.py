@@ -68,6 +68,8 @@ def counts_busy(fields: Iterable[tuple[str, str]]) -> bool:
 
 
 _DIGITS = frozenset("0123456789")
+_DIGIT_CHARS = "0123456789"
+_DIGIT_SPAN = 24  # a count's digits are read from a slice this long (longer runs go on by hand)
 #: how far before ``-req: `` a field's ``#`` may be (the longest field name SGLang prints,
 #: ``#unbootstrapped-req``, starts 15 characters before)
 _NAME_SPAN = 40
@@ -78,12 +80,15 @@ def req_fields(line: str) -> list[tuple[str, str]]:
     without ``#`` or ``-req`` inside (every field SGLang prints), what the pattern
     ``name: (\\d+)`` finds, by str.find (no match object per field)."""
     found = []
-    size = len(line)
     at = line.find("-req: ")
     while at >= 0:
-        start = end = at + 6
-        while end < size and line[end] in _DIGITS:
-            end += 1
+        start = at + 6
+        head = line[start:start + _DIGIT_SPAN]
+        end = start + len(head) - len(head.lstrip(_DIGIT_CHARS))  # the run of digits, in C
+        if end - start == _DIGIT_SPAN:  # (a longer run than the slice: count on)
+            size = len(line)
+            while end < size and line[end] in _DIGITS:
+                end += 1
         if end > start:
             # a field name has no '#' after its first: the nearest one before starts it
             hash_ = line.rfind("#", max(0, at - _NAME_SPAN), at)

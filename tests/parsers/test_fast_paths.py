@@ -65,6 +65,16 @@ def test_batch_line_counts_as_the_field_pattern(parts: list[str]) -> None:
     assert got.busy == _old_busy(line)
 
 
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=0, max_value=60))
+def test_a_count_of_any_length_is_read_whole(digits: int, after: int) -> None:
+    """A count longer than the slice req_fields reads its digits from is read on to its end."""
+    line = (f"Decode batch, #running-req: {'7' * digits}{'x' * after}, #queue-req: 3, "
+            f"#transfer-req: {'1' * digits}")
+    got = batch_line(None, None, line)
+    assert (got.role, got.counts) == _old_counts(line[:500])
+    assert got.busy == _old_busy(line)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=40))
 def test_rank_by_prefix_as_the_two_searches(parts: list[str]) -> None:

@@ -137,3 +137,26 @@ def test_after_stdterminate_the_exceptions_message_not_the_c_stack_is_the_cause(
                       '  File "<unknown>", line 0, in std::terminate()\n', "crash.txt")
     assert not [c for c in d.clues if c.key == "NATIVE_CRASH"]
     assert any("enforce fail" in c.text for c in d.labelled("cause"))
+
+
+def test_a_gdb_backtrace_of_a_cpp_throw_names_the_caller_of_the_throwing_library(
+        tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path,
+                      "(gdb) bt\n"
+                      "#0  0x00007f6e1ffc7944 in _Unwind_GetRegionStart () from /lib/x86_64-linux-"
+                      "gnu/libgcc_s.so.1\n"
+                      "#1  0x00007f6e199c9a49 in __gxx_personality_v0 () from /lib/x86_64-linux-"
+                      "gnu/libstdc++.so.6\n"
+                      "#2  0x00007f678c7d7448 in asio::detail::do_throw_error (err=..., location="
+                      '0x7f678c9ba7d7 "connect") at /usr/local/include/asio/detail/impl/'
+                      "throw_error.ipp:63\n"
+                      "#3  0x00007f678c7d128b in asio::detail::throw_error (location=0x7f678c9ba7d7"
+                      ' "connect", err=...) at /usr/local/include/asio/detail/throw_error.hpp:50\n'
+                      "#4  mooncake::TcpTransport::startTransfer (this=<optimized out>, slice=0x7f47"
+                      "49e95f60) at /src/mooncake-transfer-engine/src/transport/tcp_transport/"
+                      "tcp_transport.cpp:474\n", "bt.txt")
+    assert (d.side, d.suspect, d.wedge) == ("transfer_engine",
+                                            "mooncake::TcpTransport::startTransfer", False)
+    cause = next(c for c in d.labelled("cause") if c.key == "NATIVE_THROW")
+    assert "do_throw_error" in cause.text and "startTransfer (this=" in cause.text
+    assert [c.key for c in d.labelled("consequence")] == ["NATIVE_THROW_UNWIND"]

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator
 
 from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.beneath import read_beneath
 from pdforensics.parsers.kernel_log import (
@@ -212,6 +213,10 @@ def native_stacks(src: Source) -> Iterator[Clue]:
     for d in dumps:
         for t in d.threads:
             fns = [f.function for f in t.frames]
+            thrown = list(_throw_clues(src, t.thread_id, fns))
+            if thrown:
+                yield from thrown
+                continue
             kind = _leaf_kind(fns, _code_after(src.text, t.frames[0].line if t.frames else None))
             label = {"collective": "cause", "peer": "cause", "lock": "consequence"}.get(kind, "noise")
             yield Clue(key=f"NATIVE_THREAD_{kind.upper()}", label=label,  # type: ignore[arg-type]
@@ -227,6 +232,47 @@ def native_stacks(src: Source) -> Iterator[Clue]:
                             "lock": "waits on a lock another thread of the process holds",
                             "idle": "a server loop waiting for its next request"}.get(
                                 kind, "no wait that matters"))
+
+
+#: the functions a C++ exception is thrown and unwound through
+_THROWS = ("__cxa_throw", "do_throw_error", "throw_exception", "__throw_", "_Unwind_RaiseException")
+#: library namespaces between a throw and the code that called into the library
+_LIBRARY = ("std::", "asio::", "boost::", "__gnu_cxx::", "fmt::", "__cxx")
+
+
+def _throw_clues(src: Source, thread: str, fns: list[str]) -> Iterator[Clue]:
+    """A thread throwing a C++ exception (a throw helper among its innermost frames): the
+    throw and the first frame of the code that called into the throwing library are the cause
+    (that frame's function the suspect, the side its words name); a fault inside the unwinding
+    before it is its consequence."""
+    at = next((i for i, fn in enumerate(fns[:12]) if any(w in fn for w in _THROWS)), None)
+    if at is None:
+        return
+    caller = next((fn for fn in fns[at + 1:at + 12] if "::" in fn and not fn.startswith(_LIBRARY)),
+                  None)
+    raw = _gdb_lines(src.text, (fns[at], *(fns[:1] if at else ()), *((caller,) if caller else ())))
+    base = {"source": src.path, "host": src.host, "role": src.role, "wedge": False}
+    yield Clue(key="NATIVE_THROW", label="cause", strength=2,
+               text=" | ".join(raw[fn] for fn in (fns[at], caller) if fn in raw)[:500]
+               or f"{thread}: {fns[at]}", suspect=caller,
+               side=side_of_words(f"{fns[at]} {caller or ''}"),
+               why=f"the thread throws a C++ exception in {fns[at]}"
+                   + (f", called from {caller}" if caller else ""), **base)  # type: ignore[arg-type]
+    if at and fns[0] in raw:
+        yield Clue(key="NATIVE_THROW_UNWIND", label="consequence", strength=1, text=raw[fns[0]],
+                   why="the thread faulted while unwinding that exception", **base)  # type: ignore[arg-type]
+
+
+def _gdb_lines(text: str, fns: tuple[str, ...]) -> dict[str, str]:
+    """The first gdb frame line ("#3  0x... in f (...)") naming each function, stripped."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        s = line.strip()
+        if s.startswith("#"):
+            for fn in fns:
+                if fn not in out and f" {fn} (" in s:
+                    out[fn] = s
+    return out
 
 
 def _code_after(text: str, line: int | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pdforensics import linear
+from pdforensics.parsers.logtime import SEVERITIES
 from pdforensics.parsers.ray_prefix import DEDUP as RAY_DEDUP
 from pdforensics.parsers.ray_prefix import PREFIX as RAY_PREFIX
 
@@ -43,7 +44,7 @@ _VLLM = linear.compile(r"^" + _LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[
 # a severity, then an RFC 3339 time: Google Cloud Logging's lines as the console or
 # `gcloud logging read` copy them ("ERROR 2026-06-15T14:10:59.392125190Z ")
 _SEVERITY_ISO = linear.compile(
-    r"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|ALERT|EMERGENCY) "
+    r"^(?:" + "|".join(sorted(SEVERITIES)) + r") "
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? ")
 # after a leading time: pipe-separated loggers (FastChat "| ERROR | stderr | ", loguru
 # "| ERROR    | module:func:12 - ") and Python's "- name - LEVEL - " format

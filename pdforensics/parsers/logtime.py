@@ -77,7 +77,7 @@ def strip_compose_prefix(line: str) -> str:
 
 
 #: the severity words Google Cloud Logging prints before a line's time
-_SEVERITIES = frozenset({"DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "WARN", "ERROR",
+SEVERITIES = frozenset({"DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "WARN", "ERROR",
                          "CRITICAL", "ALERT", "EMERGENCY"})
 
 
@@ -88,7 +88,7 @@ def parse_log_timestamp(line: str) -> float | None:
         line = strip_compose_prefix(line)
         first = line[:1]
         if first.isupper() and (sp := line.find(" ", 4, 10)) > 0 and line[sp + 1:sp + 2].isdigit() \
-                and line[:sp] in _SEVERITIES:  # Cloud Logging: "ERROR 2026-06-15T14:10:59Z"
+                and line[:sp] in SEVERITIES:  # Cloud Logging: "ERROR 2026-06-15T14:10:59Z"
             line = line[sp + 1:]
             first = line[:1]
     head = line[:80]

@@ -160,3 +160,19 @@ def test_a_gdb_backtrace_of_a_cpp_throw_names_the_caller_of_the_throwing_library
     cause = next(c for c in d.labelled("cause") if c.key == "NATIVE_THROW")
     assert "do_throw_error" in cause.text and "startTransfer (this=" in cause.text
     assert [c.key for c in d.labelled("consequence")] == ["NATIVE_THROW_UNWIND"]
+
+
+def test_many_throwing_threads_are_each_read_and_only_the_first_few_quoted(
+        tmp_path: Path) -> None:
+    """A dump an attacker made of thousands of throwing threads costs one split of its text:
+    the first few throws quote their gdb lines, the rest are named by function."""
+    blocks = "".join(
+        f'Thread {n} (Thread 0x7f{n:04x} (LWP {1000 + n}) "w{n}"):\n'
+        f"#0  0x00007f6e in __cxa_throw () from /lib/libstdc++.so.6\n"
+        f"#1  0x00007f6f in app::Worker{n}::run (this=0x1) at w.cpp:{n}\n"
+        for n in range(1, 41))
+    d = diagnose_text(tmp_path, blocks, "bt.txt")
+    throws = [c for c in d.clues if c.key == "NATIVE_THROW"]
+    assert len(throws) == 40
+    quoted = [c for c in throws if c.text.startswith("#")]
+    assert len(quoted) == 8 and "app::Worker1::run (this=0x1)" in quoted[0].text

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.model import Clue, Label
 
 _ENVELOPE = "SCHEDULER_EXCEPTION"
 _THREAD_ENVELOPE = "THREAD_EXCEPTION"  # Python's "Exception in thread Thread-5 (target):"
@@ -38,26 +38,25 @@ _NEAR_LINES = 200  # an exception line this close to an envelope belongs to its 
 _HARMLESS = frozenset({"NCCL_HARMLESS_WARN"})
 
 
-def _same_line_harmless(clues: list[Clue]) -> list[Clue]:
-    lines: dict[tuple[str, int | None], Clue] = {
-        (c.source, c.line): c for c in clues if c.key in _HARMLESS and c.line is not None}
-    if not lines:
+def _relabel_same_line(clues: list[Clue], marked: Callable[[Clue], bool], label: Label
+                       ) -> list[Clue]:
+    """The causes on a line that a ``marked`` clue reads otherwise, relabelled ``label``."""
+    marks: dict[tuple[str, int | None], Clue] = {
+        (c.source, c.line): c for c in clues if c.line is not None and marked(c)}
+    if not marks:
         return clues
-    return [replace(c, label="noise", why=f"{c.why}; {lines[(c.source, c.line)].why}")
-            if c.label == "cause" and (c.source, c.line) in lines else c for c in clues]
+    return [replace(c, label=label, why=f"{c.why}; the line says {m.key}: {m.why}")
+            if c.label == "cause" and (m := marks.get((c.source, c.line))) is not None else c
+            for c in clues]
+
+
+def _same_line_harmless(clues: list[Clue]) -> list[Clue]:
+    return _relabel_same_line(clues, lambda c: c.key in _HARMLESS, "noise")
 
 
 def _same_line_consequence(clues: list[Clue]) -> list[Clue]:
-    marks: dict[tuple[str, int | None], Clue] = {(c.source, c.line): c for c in clues
-             if c.label == "consequence" and c.strength >= 2 and c.line is not None}
-    out = []
-    for c in clues:
-        m = marks.get((c.source, c.line))
-        if c.label == "cause" and m is not None:
-            c = replace(c, label="consequence", why=f"{c.why}; the line says {m.key}: "
-                                                     f"{m.why}")
-        out.append(c)
-    return out
+    return _relabel_same_line(
+        clues, lambda c: c.label == "consequence" and c.strength >= 2, "consequence")
 
 
 def _envelopes(clues: list[Clue]) -> list[Clue]:

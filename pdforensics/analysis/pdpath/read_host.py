@@ -210,12 +210,19 @@ def native_stacks(src: Source) -> Iterator[Clue]:
             dumps = list(parse_gdb(src.text))
         elif looks_like_ucx_backtrace(src.text):
             dumps = list(parse_ucx_backtrace(src.text))
+    frame_lines: list[str] | None = None  # gdb's "#N ..." lines, split once when a thread throws
+    throws = 0
     for d in dumps:
         for t in d.threads:
             fns = [f.function for f in t.frames]
-            thrown = list(_throw_clues(src, t.thread_id, fns))
-            if thrown:
-                yield from thrown
+            at = next((i for i, fn in enumerate(fns[:12]) if any(w in fn for w in _THROWS)), None)
+            if at is not None:
+                if frame_lines is None:
+                    frame_lines = [s for s in (ln.strip() for ln in src.text.split("\n"))
+                                   if s.startswith("#")]
+                throws += 1  # (past a few throwing threads, their frames are named, not quoted)
+                yield from _throw_clues(src, t.thread_id, fns, at,
+                                        frame_lines if throws <= _QUOTED_THROWS else [])
                 continue
             kind = _leaf_kind(fns, _code_after(src.text, t.frames[0].line if t.frames else None))
             label = {"collective": "cause", "peer": "cause", "lock": "consequence"}.get(kind, "noise")
@@ -240,17 +247,19 @@ _THROWS = ("__cxa_throw", "do_throw_error", "throw_exception", "__throw_", "_Unw
 _LIBRARY = ("std::", "asio::", "boost::", "__gnu_cxx::", "fmt::", "__cxx")
 
 
-def _throw_clues(src: Source, thread: str, fns: list[str]) -> Iterator[Clue]:
-    """A thread throwing a C++ exception (a throw helper among its innermost frames): the
-    throw and the first frame of the code that called into the throwing library are the cause
-    (that frame's function the suspect, the side its words name); a fault inside the unwinding
-    before it is its consequence."""
-    at = next((i for i, fn in enumerate(fns[:12]) if any(w in fn for w in _THROWS)), None)
-    if at is None:
-        return
+_QUOTED_THROWS = 8
+
+
+def _throw_clues(src: Source, thread: str, fns: list[str], at: int,
+                 frame_lines: list[str]) -> Iterator[Clue]:
+    """A thread throwing a C++ exception (``fns[at]`` a throw helper among its innermost
+    frames): the throw and the first frame of the code that called into the throwing library
+    are the cause (that frame's function the suspect, the side its words name); a fault inside
+    the unwinding before it is its consequence. Their gdb lines are quoted from
+    ``frame_lines``."""
     caller = next((fn for fn in fns[at + 1:at + 12] if "::" in fn and not fn.startswith(_LIBRARY)),
                   None)
-    raw = _gdb_lines(src.text, (fns[at], *(fns[:1] if at else ()), *((caller,) if caller else ())))
+    raw = _gdb_lines(frame_lines, (fns[at], *(fns[:1] if at else ()), *((caller,) if caller else ())))
     base = {"source": src.path, "host": src.host, "role": src.role, "wedge": False}
     yield Clue(key="NATIVE_THROW", label="cause", strength=2,
                text=" | ".join(raw[fn] for fn in (fns[at], caller) if fn in raw)[:500]
@@ -263,15 +272,15 @@ def _throw_clues(src: Source, thread: str, fns: list[str]) -> Iterator[Clue]:
                    why="the thread faulted while unwinding that exception", **base)  # type: ignore[arg-type]
 
 
-def _gdb_lines(text: str, fns: tuple[str, ...]) -> dict[str, str]:
-    """The first gdb frame line ("#3  0x... in f (...)") naming each function, stripped."""
+def _gdb_lines(frame_lines: list[str], fns: tuple[str, ...]) -> dict[str, str]:
+    """The first gdb frame line ("#3  0x... in f (...)") naming each function."""
     out: dict[str, str] = {}
-    for line in text.split("\n"):
-        s = line.strip()
-        if s.startswith("#"):
-            for fn in fns:
-                if fn not in out and f" {fn} (" in s:
-                    out[fn] = s
+    for s in frame_lines:
+        for fn in fns:
+            if fn not in out and f" {fn} (" in s:
+                out[fn] = s
+        if len(out) == len(fns):
+            break
     return out
 
 

@@ -77,6 +77,7 @@ class Run:
     stderr: str
     wall_s: float
     bundle: Path | None
+    signalled_s: float | None = None  # when the signal was sent, counted like wall_s
 
     @property
     def output(self) -> str:
@@ -113,6 +114,7 @@ def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, floa
     proc = subprocess.Popen([*CLI, "capture", "-c", str(cluster), "-o", str(out), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=_default_sigint)
+    sent: list[float] = []
     if signal_after is not None:
         sig, delay = signal_after
 
@@ -121,6 +123,7 @@ def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, floa
                 time.sleep(0.05)
             time.sleep(delay)
             if proc.poll() is None:
+                sent.append(time.monotonic() - t0)
                 proc.send_signal(sig)
 
         threading.Thread(target=send, daemon=True).start()
@@ -130,7 +133,8 @@ def capture(cluster: Path, out: Path, *extra: str, signal_after: tuple[int, floa
         proc.kill()
         stdout, stderr = proc.communicate()
         raise AssertionError(f"capture still running after {timeout}s:\n{stdout}\n{stderr}") from None
-    return Run(proc.returncode, stdout, stderr, time.monotonic() - t0, newest_bundle(out))
+    return Run(proc.returncode, stdout, stderr, time.monotonic() - t0, newest_bundle(out),
+               sent[0] if sent else None)
 
 
 def no_traceback(run: Run) -> None:

@@ -67,12 +67,34 @@ _NCCL_TESTS_SUMMARY = linear.compile(r"^[#\s]*(?:Out of bounds values : \d|Avg b
 def command_output(text: str) -> bool:
     """The text opens with a shell prompt and its command, and goes on for a few lines; or it
     is a test program's output that ends in its summary (nccl-tests' results table, SGLang's
-    accuracy benchmark)."""
+    accuracy benchmark); or it is a tool's listing (`tool_listing`)."""
     lines = [ln for ln in text[:100_000].split("\n", 50)[:50] if ln.strip()]
     head = text[:1_000_000]
     return (len(lines) >= 4 and _PROMPT.match(lines[0]) is not None) or (
         len(lines) >= 2 and (_NCCL_TESTS_SUMMARY.search(head) is not None
-                             or EVAL_SUMMARY.search(head) is not None))
+                             or EVAL_SUMMARY.search(head) is not None)) or tool_listing(lines)
+
+
+#: a Markdown table's row and its header's rule (``| --- | :---: |``)
+_TABLE_ROW = linear.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = linear.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+#: a ``name: value`` / ``name = value`` line of a tool's listing (ibv_devinfo, ibstat,
+#: nvidia-smi -q, ulimit -a, systemctl show): a short name, no sentence before the colon
+_FIELD_LINE = linear.compile(r"^\s*[A-Za-z][\w.()/\[\]# -]{0,48}?\s*(?::|=)\s*\S")
+
+
+def tool_listing(lines: list[str]) -> bool:
+    """The first lines (non-blank) are a tool's listing: a Markdown table (its rule row and
+    rows, most lines), or ``name: value`` fields on at least seven lines in ten; at least three
+    lines either way. (A note in prose has neither shape: it is still not read; nor is an HTTP
+    answer's header block.)"""
+    if len(lines) < 3 or lines[0].startswith("HTTP/"):
+        return False  # (an HTTP answer's headers: not evidence, and triage says what it is)
+    rows = sum(1 for ln in lines if _TABLE_ROW.match(ln))
+    if rows * 10 >= len(lines) * 6 and any(_TABLE_RULE.match(ln) for ln in lines):
+        return True
+    fields = sum(1 for ln in lines if _FIELD_LINE.match(ln) and ln.count(" ") < 12)
+    return fields * 10 >= len(lines) * 7
 
 
 def role_of(name: str) -> str | None:

@@ -1,0 +1,44 @@
+"""A tool's listing (a Markdown results table, ``ibv_devinfo -v``'s ``name: value`` fields) is
+read as a log with no failure in it; a note in prose is still not a format triage reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdforensics.triage.logs import tool_listing
+from pdforensics.triage.read import detect_kind, read_text
+
+FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.split("\n") if ln.strip()]
+
+
+def test_a_markdown_results_table_is_read_as_a_log() -> None:
+    path = FIELD / "transfer_engine" / "uccl265-mooncake-bw-sweep.txt"  # Mooncake bandwidth sweep
+    art = read_text(str(path), path.read_text(), path.stat().st_size)
+    assert art.kind == "log" and art.error is None
+
+
+def test_ibv_devinfo_fields_are_read_as_a_log() -> None:
+    path = FIELD / "log" / "nccl769-roce-gid-table-linklocal.txt"  # tab-aligned GID table
+    assert detect_kind(path.read_text()) == "log"
+
+
+def test_the_shapes_it_takes_and_the_ones_it_does_not() -> None:
+    table = "| size | GBps |\n| --- | ---: |\n| 256 | 0.1 |\n| 1024 | 0.4 |\n"
+    assert tool_listing(_lines(table))
+    assert not tool_listing(_lines(table.replace("| --- | ---: |\n", "")))  # no header rule
+    limits = "core file size (blocks, -c) 0\nopen files: 1024\nmax locked memory: 64\nstack: 8192\n"
+    assert tool_listing(_lines(limits))
+    prose = ("the cluster was slow again: see attached\nwe restarted the decode pods and it came "
+             "back for an hour or so before it stalled again\nany idea?\n")
+    assert not tool_listing(_lines(prose))
+    assert not tool_listing(_lines("a: 1\nb: 2\n"))  # two lines: too few to tell
+    sentences = "\n".join(f"Note {i}: this is a long sentence with many words in it for sure ok"
+                          for i in range(5))
+    assert not tool_listing(_lines(sentences))  # a colon after a name, then prose
+    http = "HTTP/1.1 200 OK\nServer: uvicorn\nDate: Wed, 02 Dec 2026\ncontent-length: 0\n"
+    assert not tool_listing(_lines(http))  # an answer's headers are not a tool's listing
+    assert detect_kind("the cluster was slow again, see attached\n") is None

@@ -97,6 +97,9 @@ _SAMPLE_CHARS = 500
 
 #: (SGLang 0.2-0.3 printed the time of day alone before the ranks: "[23:17:08 TP4]")
 _RANK_ONLY_RE = linear.compile(r"\[ ?(?:\d\d:\d\d:\d\d )?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\]")
+#: a line that opens inside SGLang's prefix, its "[date" cut off by a paste or a wrapped
+#: terminal: "17:15:42 DP3 TP3 EP3] Scheduler hit an exception"
+_RANK_CUT_RE = linear.compile(r"^(?:\d\d:\d\d:\d\d )?((?:(?:DP|TP|PP|EP|CP)\d+ ?)+)\] ")
 #: _RANK_ONLY_RE cannot match without one of these ("[ TP2]": a prefix whose time was left out)
 _RANK_KINDS = ("DP", "TP", "PP", "EP", "CP")
 
@@ -113,7 +116,7 @@ def parse_rank(line: str) -> str | None:
             return "_".join(m.group(8).split())
     if not any(kind in head for kind in _RANK_KINDS):
         return None
-    m = _RANK_ONLY_RE.search(head)
+    m = _RANK_ONLY_RE.search(head) or _RANK_CUT_RE.match(head)
     if m:
         return "_".join(m.group(1).split())
     return None

@@ -57,6 +57,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
     every = src.text.split("\n")
     innermost: tuple[int, str] | None = None
     run_head = ""
+    head_rank: str | None = None
     for no, raw in lines(src):
         t = parse_log_timestamp(raw) if raw[:1] == "[" or raw[:1].isdigit() else None
         when = t if t is not None else when
@@ -69,6 +70,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                 funcs, code = [], []
             if not funcs:
                 run_head = " ".join(every[max(0, no - 4):no - 1])
+                head_rank = parse_rank(every[no - 2]) if no >= 2 else None
             funcs.insert(0, fm.group(2))
             last_frame = no
             innermost = (no, line.strip())
@@ -91,8 +93,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         yield Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                    text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
-                   side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
-                   rids=rids, rooms=rooms, wedge=False, strength=3,
+                   side=_side(exc, role), role=role, host=src.host,
+                   rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=False, strength=3,
                    why="the exception a traceback ends with: what the failing code raised"
                    + (_CHAIN_WHY if chained else ""))
         funcs, code, last_frame = [], [], -_NEAR - 1
@@ -102,7 +104,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
         if after and _FRAME.match(after) is None and _CARET.match(after) is None:
             innermost = (innermost[0], f"{innermost[1]}: {after}")
-        cut = _cut_at_end(src, innermost, funcs, code)
+        cut = _cut_at_end(src, innermost, funcs, code, head_rank)
         yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
             if _CHAINED.search(run_head) is not None else cut
 

@@ -52,7 +52,7 @@ def _old_rank(line: str) -> str | None:
     m = SGLANG_PREFIX.search(line[:300])
     if m and m.group(8):
         return "_".join(m.group(8).split())
-    m = journal._RANK_ONLY_RE.search(line[:300])
+    m = journal._RANK_ONLY_RE.search(line[:300]) or journal._RANK_CUT_RE.match(line[:300])
     return "_".join(m.group(1).split()) if m else None
 
 

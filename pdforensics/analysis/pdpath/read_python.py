@@ -68,6 +68,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     no = 0
     innermost: tuple[int, str] | None = None  # the last frame line read
     run_head = ""
+    head_rank: str | None = None  # the rank of the line a run of frames follows
     while True:
         no += 1
         if no > len(every):
@@ -79,7 +80,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
                     if innermost[0] < len(every) else ""
                 if after and _FRAME.match(after) is None and _CARET.match(after) is None:
                     innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
-                cut = _cut_at_end(src, innermost, funcs, code)  # the text ends mid-traceback
+                cut = _cut_at_end(src, innermost, funcs, code, head_rank)  # ends mid-traceback
                 yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
                     if _CHAINED.search(run_head) is not None else cut
             return
@@ -101,7 +102,8 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             if no - last_frame > _NEAR + 8:
                 funcs, code = [], []
             if not funcs:  # a run of frames begins: the line before it says what prints it
-                run_head = " ".join(every[max(0, no - 4):no - 1])
+                run_head = " ".join(every[max(0, no - 4):no - 1])  # (and which rank)
+                head_rank = parse_rank(every[no - 2]) if no >= 2 else None
             funcs.insert(0, fm.group(2))
             last_frame = no
             innermost = (no, line.strip())
@@ -121,19 +123,20 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
         yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
-                         _CHAINED.search(run_head) is not None)
+                         _CHAINED.search(run_head) is not None, head_rank)
         funcs, code, last_frame = [], [], -_NEAR - 1
 
 
 def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,
-               role: str | None, raw: str, chained: bool) -> Clue:
+               role: str | None, raw: str, chained: bool, head_rank: str | None) -> Clue:
     """The exception line a traceback ends with: a cause, or the consequence of the one a
-    chain printed above it."""
+    chain printed above it; its rank is its own prefix's, else that of the line its frames
+    follow ("[... TP0] Traceback (most recent call last):")."""
     rids, rooms = ids(exc)
     return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                 text=exc[:_MAX_TEXT], source=src.path, line=no, time=when, stage=stage,
-                side=_side(exc, role), role=role, host=src.host, rank=parse_rank(raw),
-                rids=rids, rooms=rooms, wedge=False, strength=3,
+                side=_side(exc, role), role=role, host=src.host,
+                rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=False, strength=3,
                 why="the exception a traceback ends with: what the failing code raised"
                 + (_CHAIN_WHY if chained else ""))
 
@@ -147,7 +150,7 @@ _CHAIN_WHY = ("; raised because of, or while handling, the exception printed abo
 
 
 def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
-                code: list[str]) -> Clue:
+                code: list[str], rank: str | None) -> Clue:
     """A traceback the text ends inside (a paste cut before its exception line): the
     innermost frame is where it raised, the frames say the stage; a traceback is a crash."""
     role = frames_role(funcs) or src.role
@@ -157,7 +160,7 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
                                             for w in _COLLECTIVE_FUNCS + _SYNC_FUNCS) else None
     return Clue(key="PYTHON_TRACEBACK_CUT", label="cause", text=innermost[1][:_MAX_TEXT],
                 source=src.path, line=innermost[0], stage=frames_stage(funcs, code, role),
-                role=role, side=side, host=src.host, wedge=False, strength=2,
+                role=role, side=side, host=src.host, rank=rank, wedge=False, strength=2,
                 why="a traceback cut before its exception line: its innermost frame is where "
                     "it raised")
 

@@ -180,7 +180,10 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
     c = clues[p]
     if c.suspect is not None:
         return c.suspect
-    failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"}
+    # the ranks of the causes as strong as it (a weaker failure on another rank, a refused
+    # transfer beside a crash, does not hide the rank that crashed)
+    failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"
+               and x.strength >= c.strength}
     if c.rank is None:
         # a cause no rank printed (a transfer engine's glog line, a pid): the one rank whose
         # failure follows it in the same file, when every other rank is silent

@@ -67,8 +67,15 @@ class NcclLine:
     setup: bool = False  # the failure is in connection set-up (stage: start-up)
 
 
+#: NCCL's kernels need more shared memory than the GPU gives a kernel (NCCL older than the
+#: GPU: 2.25 on Blackwell); init fails with it. Printed as INFO by some versions, WARN by others
+_SHARED_MEM = "exceeds device/fn maxSharedMem"
+
+
 def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
     extra: dict[str, str] = {}
+    if _SHARED_MEM in msg:
+        return WARN, extra
     if level == "WARN" or level == "ABORT":
         if (m := _IB_COMPLETION.search(msg)) is not None:
             extra["peer"] = m.group(1)

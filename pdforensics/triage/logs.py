@@ -79,22 +79,40 @@ def command_output(text: str) -> bool:
 _TABLE_ROW = linear.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = linear.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 #: a ``name: value`` / ``name = value`` line of a tool's listing (ibv_devinfo, ibstat,
-#: nvidia-smi -q, ulimit -a, systemctl show): a short name, no sentence before the colon
+#: nvidia-smi -q, ulimit -a, a benchmark's settings): a short name, no sentence before the colon
 _FIELD_LINE = linear.compile(r"^\s*[A-Za-z][\w.()/\[\]# -]{0,48}?\s*(?::|=)\s*\S")
+#: a rule under a table's header or between its parts (``------``, ``=====``, ``+---+---+``)
+_RULE_LINE = linear.compile(r"^\s*[-=+|:_ ]{8,}\s*$")
+#: a row of a column-aligned table: three cells or more, two spaces (or a tab) apart
+_ALIGNED = linear.compile(r"\S(?: {2,}|\t)\S")
+_NUMBER = linear.compile(r"^[-+]?\d[\d,.]*(?:[eE][-+]?\d+)?[%xX]?$")
+
+
+def _listing_line(line: str) -> bool:
+    """A line a tool's listing is made of: a field, a table's row or rule, a row of numbers."""
+    if _TABLE_ROW.match(line) or _RULE_LINE.match(line):
+        return True
+    words = line.split()
+    if _FIELD_LINE.match(line) and len(words) < 12:
+        return True
+    if len(_ALIGNED.findall(line)) >= 2:  # three aligned cells: a table's header or row
+        return True
+    numbers = sum(1 for w in words if _NUMBER.match(w))
+    return len(words) >= 3 and numbers * 10 >= len(words) * 6
 
 
 def tool_listing(lines: list[str]) -> bool:
-    """The first lines (non-blank) are a tool's listing: a Markdown table (its rule row and
-    rows, most lines), or ``name: value`` fields on at least seven lines in ten; at least three
-    lines either way. (A note in prose has neither shape: it is still not read; nor is an HTTP
+    """The first lines (non-blank) are a tool's listing: a Markdown table (with its rule row),
+    or fields, table rows and rules on at least seven lines in ten; at least three lines
+    either way. (A note in prose has neither shape: it is still not read; nor is an HTTP
     answer's header block.)"""
     if len(lines) < 3 or lines[0].startswith("HTTP/"):
         return False  # (an HTTP answer's headers: not evidence, and triage says what it is)
     rows = sum(1 for ln in lines if _TABLE_ROW.match(ln))
     if rows * 10 >= len(lines) * 6 and any(_TABLE_RULE.match(ln) for ln in lines):
         return True
-    fields = sum(1 for ln in lines if _FIELD_LINE.match(ln) and ln.count(" ") < 12)
-    return fields * 10 >= len(lines) * 7
+    listed = sum(1 for ln in lines if _listing_line(ln))
+    return listed * 10 >= len(lines) * 7
 
 
 def role_of(name: str) -> str | None:

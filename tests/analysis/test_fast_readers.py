@@ -33,6 +33,7 @@ from pdforensics.analysis.pdpath.read_sglang import (
     _sglang_mark,
     context_clues,
     ids,
+    in_setting_name,
 )
 from pdforensics.analysis.pdpath.sources import Source, lines
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
@@ -135,7 +136,7 @@ def old_context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=when, host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in wanted if any(lit in ll for lit in c[2])
+        hit = [c for c in wanted if any(lit in ll and not in_setting_name(ll, lit) for lit in c[2])
                ] if _STACK_FRAME.match(line) is None and not any(
                    w in ll for w in _NOT_CONTEXT) else []
         if hit:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdforensics.analysis.pdpath.read_sglang import in_setting_name
 from pdforensics.parsers.journal import parse_rank
 from tests.support.diagnosis import diagnose_text
 
@@ -54,3 +55,65 @@ def test_a_prefix_cut_before_its_time_still_names_the_rank() -> None:
     assert parse_rank("DP3 TP3] x") == "DP3_TP3"
     assert parse_rank("TP0 is fine, says the note") is None  # no closing bracket: not a prefix
     assert parse_rank("12:00:01 the TP3] log") is None  # words before the rank: not a prefix
+
+
+# golang/go 31657: the request's getConn helper waits on a dial still resolving the name
+_DIAL_DUMP = """goroutine 128 [chan receive]:
+net/http.(*Transport).getConn.func2.1(0xc0000771a0, 0x1727c20, 0x0)
+	/usr/local/go/src/net/http/transport.go:981 +0x4a
+created by net/http.(*Transport).getConn.func2
+	/usr/local/go/src/net/http/transport.go:980 +0xfa
+
+goroutine 158 [select]:
+net.(*Resolver).lookupIPAddr(0x172f9e0, 0x148d040, 0xc0001231a0)
+	/usr/local/go/src/net/lookup.go:275 +0x663
+net.(*Dialer).DialContext(0xc00009e120, 0x148d000, 0xc0000b2048)
+	/usr/local/go/src/net/dial.go:395 +0x202
+net/http.(*Transport).dial(0xc0000be000, 0x148d000, 0xc0000b2048)
+	/usr/local/go/src/net/http/transport.go:1005 +0x5a
+net/http.(*Transport).dialConn(0xc0000be000, 0x148d000, 0xc0000b2048)
+	/usr/local/go/src/net/http/transport.go:1276 +0x1a2
+net/http.(*Transport).getConn.func4(0xc0000be000, 0x148d000)
+	/usr/local/go/src/net/http/transport.go:999 +0x6e
+created by net/http.(*Transport).getConn
+	/usr/local/go/src/net/http/transport.go:998 +0x3d8
+"""
+
+
+def test_a_client_waiting_for_a_connection_points_at_the_dial(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _DIAL_DUMP, "goroutines.txt")
+    assert (d.side, d.suspect) == ("client", "goroutine 158")
+    wait = next(c for c in d.clues if c.key == "CLIENT_HTTP_WAIT")
+    assert "a DNS lookup" in wait.why
+
+
+def test_an_http_client_s_idle_connections_are_the_client_side(tmp_path: Path) -> None:
+    dump = ("426 @ 0x4416ea 0x450c79 0x44fa6c 0x4c72e9 0x472411\n"
+            "#\t0x4c72e8\tnet/http.(*persistConn).readLoop+0x9c8\t/usr/local/go/src/net/http/transport.go:1536\n\n"
+            "426 @ 0x4416ea 0x450c79 0x44fa6c 0x4c866d 0x472411\n"
+            "#\t0x4c866c\tnet/http.(*persistConn).writeLoop+0x3bc\t/usr/local/go/src/net/http/transport.go:1641\n")
+    d = diagnose_text(tmp_path, dump, "profile.txt")  # golang/go 16953's goroutine profile
+    assert (d.stage, d.side, d.wedge) == ("not_applicable", "client", False)
+    idle = next(c for c in d.clues if c.key == "GOROUTINES_IDLE")
+    assert "852 of them an HTTP client's connections" in idle.text
+
+
+def test_a_word_in_a_setting_s_name_is_not_an_event() -> None:
+    assert in_setting_name("warmup iter (--warmup_iter=n)      : 112", "warmup")
+    assert in_setting_name("num_warmup_steps: 0", "warmup")
+    assert not in_setting_name("loading safetensors checkpoint shards: 25% completed | 1/4 "
+                               "[00:00<00:00, 3.72it/s]", "loading")  # a progress bar
+    assert not in_setting_name("info: start of prefill warmup ...", "warmup")
+    assert not in_setting_name("[2025-06-01 10:00:00] start of prefill warmup", "warmup")
+
+
+def test_nccl_kernels_needing_more_shared_memory_than_the_gpu_gives_are_the_cause(
+        tmp_path: Path) -> None:
+    log = ("localhost:11344:11344 [1] NCCL INFO cudaDriverVersion 12080\n"
+           "localhost:11344:11344 [1] NCCL INFO NCCL version 2.25.1+cuda12.2\n"
+           "localhost:11344:11344 [1] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn "
+           "maxSharedMem 79856\n"  # NVIDIA/nccl 1637: 2.25.1 on an RTX 5090, printed as INFO
+           "localhost:11344:11344 [1] NCCL INFO Using network Socket\n")
+    d = diagnose_text(tmp_path, log, "nccl.log")
+    cause = next(c for c in d.labelled("cause"))
+    assert "exceeds device/fn maxSharedMem" in cause.text and d.side == "collective"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pdforensics.triage.logs import tool_listing
 from pdforensics.triage.read import detect_kind, read_text
+from tests.support.diagnosis import diagnose_text
 
 FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
 
@@ -21,6 +22,15 @@ def test_a_markdown_results_table_is_read_as_a_log() -> None:
     assert art.kind == "log" and art.error is None
 
 
+def test_a_benchmark_s_settings_are_not_read_as_a_server_warming_up(tmp_path: Path) -> None:
+    path = FIELD / "transfer_engine" / "nixl1695-nixlbench-vram-bw.log"  # nixlbench's settings
+    d = diagnose_text(tmp_path, path.read_text(), "bench.log")
+    assert d.stage == "not_applicable" and not any(c.key == "WARMUP" for c in d.clues)
+    # the same word in an event a server reports still is one
+    d = diagnose_text(tmp_path, "[2025-06-01 10:00:00] Start of prefill warmup ...\n", "p.log")
+    assert any(c.key == "WARMUP" for c in d.clues)
+
+
 def test_ibv_devinfo_fields_are_read_as_a_log() -> None:
     path = FIELD / "log" / "nccl769-roce-gid-table-linklocal.txt"  # tab-aligned GID table
     assert detect_kind(path.read_text()) == "log"
@@ -29,7 +39,12 @@ def test_ibv_devinfo_fields_are_read_as_a_log() -> None:
 def test_the_shapes_it_takes_and_the_ones_it_does_not() -> None:
     table = "| size | GBps |\n| --- | ---: |\n| 256 | 0.1 |\n| 1024 | 0.4 |\n"
     assert tool_listing(_lines(table))
-    assert not tool_listing(_lines(table.replace("| --- | ---: |\n", "")))  # no header rule
+    nixlbench = ("Num iter (--num_iter=N)                     : 1008\n"
+                 "Warmup iter (--warmup_iter=N)               : 112\n" + "-" * 60 + "\n\n"
+                 "Block Size (B)      Batch Size     B/W (GB/Sec)   Avg Lat. (us)\n" + "-" * 60 +
+                 "\n4096                1              0.195834       20.9\n"
+                 "8192                1              0.293560       27.9\n")
+    assert tool_listing(_lines(nixlbench))  # settings, rules, an aligned table of numbers
     limits = "core file size (blocks, -c) 0\nopen files: 1024\nmax locked memory: 64\nstack: 8192\n"
     assert tool_listing(_lines(limits))
     prose = ("the cluster was slow again: see attached\nwe restarted the decode pods and it came "

@@ -72,7 +72,11 @@ def idle_reading(clues: Sequence[Clue]) -> tuple[Stage, Side]:
         return ("not_established" if sglang else "not_applicable"), NOT_ESTABLISHED
     # a server printing both kinds of batch line is a unified one: it has no PD path
     if "unified" in batch_roles(clues).values() or len(roles) != 1:
-        return "not_applicable", NOT_ESTABLISHED
+        # no PD role: the one side the evidence is of, where it names one (an HTTP client's
+        # open connections in a goroutine dump)
+        sides = {c.side for c in clues if c.side is not None}
+        return "not_applicable", (sides.pop() if not roles and len(sides) == 1
+                                  else NOT_ESTABLISHED)
     role = next(iter(roles))
     side: Side = role  # type: ignore[assignment]
     return _active_forward(clues, role) or "not_applicable", side

@@ -158,6 +158,11 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("init_prefill_cuda_graph", "startup"), ("capture_one_batch_size", "startup"),
     ("capture_model", "startup"), ("_launch_subprocesses", "startup"),
     ("launch_server", "startup"), ("_wait_and_warmup", "startup"),
+    # the PD queues built with the scheduler: their KV manager made, its buffers registered
+    # with the transfer engine (0.4-0.5.23 scheduler.init_disaggregation, prefill/decode
+    # _init_kv_manager, <backend>/conn.register_buffer_to_engine)
+    ("init_disaggregation", "startup"), ("_init_kv_manager", "startup"),
+    ("register_buffer_to_engine", "startup"),
     ("get_new_batch_prefill", "prefill_forward"), ("prepare_for_extend", "prefill_forward"),
     ("_get_prefill_parallel_info_from_server", "prefill_bootstrap"),
     ("_get_bootstrap_info_from_server", "prefill_bootstrap"),

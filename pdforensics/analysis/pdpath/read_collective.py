@@ -138,7 +138,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                     wedge=False, strength=3 if n.kind != "warn" or fault else 2,
                     side="host" if fault else "collective",
                     suspect=fault[0] if fault else None,
-                    why=fault[1] if fault else "NCCL's own warning names the failure" + (
+                    why=fault[1] if fault else "NCCL's own line names the failure" + (
                         " (a verbs call of connection set-up)" if stage else ""))
 
 

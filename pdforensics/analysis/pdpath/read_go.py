@@ -31,6 +31,18 @@ _IDLE = ("net.(*netFD).accept", "net/http.(*Server).Serve", "os/signal.signal_re
          "runtime.notetsleepg", "runtime.futex")
 
 
+#: a connection being made: the dialer, the resolver (DNS), the transport's dialConn
+_DIAL = ("net.(*Dialer).DialContext", "net.(*Resolver).", "net.(*sysDialer).",
+         "net/http.(*Transport).dialConn", "net/http.(*Transport).dial")
+#: an HTTP client's open connections: one reader and one writer goroutine each
+_CONN_LOOPS = ("net/http.(*persistConn).readLoop", "net/http.(*persistConn).writeLoop")
+
+
+def _dial_step(g: ThreadStack) -> str:
+    """What a dialling goroutine is doing: resolving the name or connecting."""
+    return "a DNS lookup" if _has(g, "net.(*Resolver).") else "connecting"
+
+
 #: goroutine states that wait for another goroutine of the same program
 _BLOCKING = ("chan send", "chan receive", "select", "semacquire", "sync.Mutex.Lock",
              "sync.RWMutex.Lock", "sync.RWMutex.RLock", "sync.Cond.Wait", "sync.WaitGroup.Wait")
@@ -61,9 +73,14 @@ def goroutine_clues(src: Source) -> Iterator[Clue]:
         return
     if not gs:
         return
-    waiting = [g for g in gs if _has(g, _GETCONN) or _has(g, _ROUNDTRIP)]
+    dialing = [g for g in gs if _has(g, _DIAL)]
+    waiting = [g for g in gs if (_has(g, _GETCONN) or _has(g, _ROUNDTRIP)) and g not in dialing]
     single = f"goroutine {gs[0].thread_id}" if len(gs) == 1 and gs[0].count == 1 \
         and gs[0].thread_id.isdigit() else None
+    # a connection being dialled (a DNS lookup, a TCP connect) is what getConn waits on: the
+    # one goroutine dialling is where to look
+    dialer = f"goroutine {dialing[0].thread_id}" if len(dialing) == 1 \
+        and dialing[0].count == 1 and dialing[0].thread_id.isdigit() else None
     for g in waiting[:20]:
         pooled = _has(g, _GETCONN)
         waits = f"{g.wait_minutes} minutes" if g.wait_minutes is not None else "a duration unknown"
@@ -72,8 +89,11 @@ def goroutine_clues(src: Source) -> Iterator[Clue]:
         yield Clue(key="CLIENT_HTTP_WAIT", label="consequence", stage="not_applicable",
                    side="client", text=f"{g.count} goroutine(s) {what} for {waits}"
                    + (f" (goroutine {g.thread_id})" if g.count == 1 else ""),
-                   source=src.path, host=src.host, suspect=single, wedge=True, strength=2,
-                   why="a Go HTTP client waiting on a server: a victim of what holds it")
+                   source=src.path, host=src.host,
+                   suspect=(dialer if pooled and dialer else single), wedge=True, strength=2,
+                   why="a Go HTTP client waiting on a server: a victim of what holds it"
+                   + (f"; {dialer} dials the connection it waits for ({_dial_step(dialing[0])})"
+                      if pooled and dialer else ""))
     if waiting:
         return
     blocked = [g for g in gs if g.state.split(",")[0] in _BLOCKING and not _has(g, _IDLE)]
@@ -94,10 +114,16 @@ def goroutine_clues(src: Source) -> Iterator[Clue]:
                    source=src.path, host=src.host, strength=1,
                    why="the one goroutine the dump shows")
     elif all(_has(g, _IDLE) for g in gs):
+        conns = sum(g.count for g in gs if _has(g, _CONN_LOOPS))
+        total = sum(g.count for g in gs)
         yield Clue(key="GOROUTINES_IDLE", label="noise", stage="not_applicable",
-                   text=f"{sum(g.count for g in gs)} goroutines, every one parked in accept, "
-                        "the netpoller, signals or the runtime",
+                   text=f"{total} goroutines, every one parked in accept, the netpoller, "
+                        "signals or the runtime"
+                        + (f"; {conns} of them an HTTP client's connections (persistConn read "
+                           "and write loops)" if conns else ""),
                    source=src.path, host=src.host, wedge=False,
+                   # most of them a client's open connections: the program is that client
+                   side="client" if conns * 2 > total else None,
                    why="no goroutine waits on a request")
 
 

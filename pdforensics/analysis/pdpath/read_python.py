@@ -31,8 +31,9 @@ _MAX_TEXT = 500
 
 def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
-    if side_of_words(exc) == "collective":
-        return "collective"
+    named = side_of_words(exc)
+    if named in ("collective", "transfer_engine"):  # the exception names whose code failed
+        return named
     if "cuda" in low and "out of memory" not in low and "cuda graph" not in low \
             and "illegal memory access" not in low:  # (a kernel's bug: the server's, not the GPU's)
         return "gpu"  # (a CUDA graph that failed to capture is the software's, not the GPU's)

@@ -293,6 +293,28 @@ def _stamp(line: str) -> float | None:
     return parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
 
 
+def in_setting_name(low: str, word: str) -> bool:
+    """``word`` is only in the name of a ``name: value`` / ``name = value`` setting the line
+    states (a benchmark's "Warmup iter (--warmup_iter=N) : 112"), not an event it reports
+    (a setting's value is a word or two; a progress bar's "Loading ...: 25% Completed | 1/4"
+    is not one)."""
+    if not low.lstrip()[:1].isalpha():
+        return False
+    cut, depth = -1, 0  # the first ":" or "=" outside parentheses ("(--warmup_iter=N)")
+    for i, ch in enumerate(low[:61]):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch in ":=" and depth == 0:
+            cut = i
+            break
+    if cut <= 0:
+        return False
+    value = low[cut + 1:]
+    return word in low[:cut] and word not in value and len(value.split()) <= 2
+
+
 @reader("sglang_context")
 def context_clues(src: Source) -> Iterator[Clue]:
     """Lines that place other evidence: "from another rank", the launcher's SIGQUIT, a bare
@@ -323,7 +345,8 @@ def context_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key="SGLANG_SERVER", label="noise", text=line[:_MAX_TEXT],
                        source=src.path, line=no, time=time_at(no - 1), host=src.host,
                        why="a line only an SGLang server writes (its endpoints, titles, paths)")
-        hit = [c for c in _CONTEXT if any(lit in ll for lit in c[2])
+        hit = [c for c in _CONTEXT if any(lit in ll and not in_setting_name(ll, lit)
+                                          for lit in c[2])
                ] if _STACK_FRAME.match(line) is None and not any(
                    w in ll for w in _NOT_CONTEXT) else []  # a frame names, it does not say
         if hit:

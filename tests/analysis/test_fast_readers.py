@@ -20,6 +20,8 @@ from pdforensics.analysis.pdpath.read_python import (
     _MAX_TEXT,
     _NEAR,
     _cut_at_end,
+    _exception,
+    _exception_ahead,
     _side,
     exception_clues,
 )
@@ -59,6 +61,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
     innermost: tuple[int, str] | None = None
     run_head = ""
     head_rank: str | None = None
+    ahead: tuple[int, str, str] | None = None
+    said: set[int] = set()
     for no, raw in lines(src):
         t = parse_log_timestamp(raw) if raw[:1] == "[" or raw[:1].isdigit() else None
         when = t if t is not None else when
@@ -72,6 +76,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
             if not funcs:
                 run_head = " ".join(every[max(0, no - 4):no - 1])
                 head_rank = parse_rank(every[no - 2]) if no >= 2 else None
+                ahead = _exception_ahead(every, no)
             funcs.insert(0, fm.group(2))
             last_frame = no
             innermost = (no, line.strip())
@@ -91,6 +96,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
             exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
         chained = _CHAINED.search(run_head) is not None  # (a later exception of a chain)
+        said.add(no)
         yield Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                    text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
@@ -105,6 +111,17 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
         if after and _FRAME.match(after) is None and _CARET.match(after) is None:
             innermost = (innermost[0], f"{innermost[1]}: {after}")
+        if ahead is not None and ahead[0] not in said:  # its exception printed above it
+            role = frames_role(funcs) or src.role
+            t = None
+            for k in range(ahead[0], 0, -1):  # the newest stamp at or before it
+                line_k = every[k - 1]
+                t = parse_log_timestamp(line_k) if line_k[:1] == "[" or line_k[:1].isdigit() else None
+                if t is not None:
+                    break
+            yield _exception(src, ahead[1], ahead[0], t, frames_stage(funcs, code, role), role,
+                             ahead[2], _CHAINED.search(run_head) is not None, head_rank)
+            return
         cut = _cut_at_end(src, innermost, funcs, code, head_rank)
         yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
             if _CHAINED.search(run_head) is not None else cut

@@ -117,3 +117,45 @@ def test_nccl_kernels_needing_more_shared_memory_than_the_gpu_gives_are_the_caus
     d = diagnose_text(tmp_path, log, "nccl.log")
     cause = next(c for c in d.labelled("cause"))
     assert "exceeds device/fn maxSharedMem" in cause.text and d.side == "collective"
+
+
+# sglang 28702 (Cloud Logging): the exception line was logged before the traceback record it
+# ends, and the paste is cut inside the frames
+_EXC_FIRST = (
+    "ERROR 2026-06-15T14:10:59.392125190Z AssertionError: Committed KV cache already freed "
+    "(self.kv_committed_len=1)\n"
+    "ERROR 2026-06-15T14:10:59.392128409Z [2026-06-15 14:10:59 TP7] Scheduler hit an exception: "
+    "Traceback (most recent call last):\n"
+    'ERROR 2026-06-15T14:10:59.392130317Z File "/sgl-workspace/sglang/python/sglang/srt/managers/'
+    'scheduler.py", line 2704, in run_scheduler_process\n'
+    "ERROR 2026-06-15T14:10:59.392132236Z scheduler.event_loop_overlap()\n"
+    'ERROR 2026-06-15T14:10:59.392141727Z File "/sgl-workspace/sglang/python/sglang/srt/managers/'
+    'scheduler.py", line 1691, in get_next_batch_to_run\n'
+    "ERROR 2026-06-15T14:10:59.392148963Z new_batch = self.get_new_batch_prefill()\n")
+
+
+def test_an_exception_logged_before_its_cut_traceback_is_its_cause(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _EXC_FIRST, "scheduler.log")
+    cause = next(c for c in d.labelled("cause"))
+    assert cause.key == "PYTHON_EXCEPTION" and cause.line == 1 and cause.rank == "TP7"
+    assert cause.text.startswith("AssertionError: Committed KV cache already freed")
+    assert any(c.key == "SCHEDULER_EXCEPTION" for c in d.labelled("consequence"))
+
+
+def test_the_exception_of_the_traceback_before_is_not_taken_twice(tmp_path: Path) -> None:
+    first = ("Traceback (most recent call last):\n"
+             '  File "/app/a.py", line 3, in run\n    step()\n'
+             "ValueError: bad step\n")
+    cut = ('  File "/app/b.py", line 9, in serve\n    loop()\n')  # a second traceback, cut
+    d = diagnose_text(tmp_path, first + cut, "app.log")
+    excs = [c for c in d.clues if c.key == "PYTHON_EXCEPTION"]
+    assert [(c.text, c.line) for c in excs] == [("ValueError: bad step", 4)]
+    assert any(c.key == "PYTHON_TRACEBACK_CUT" and c.line == 5 for c in d.clues)
+
+
+def test_several_errors_above_a_cut_traceback_leave_it_unsaid(tmp_path: Path) -> None:
+    two = ("RuntimeError: Timed out waiting 7200000ms for recv operation to complete\n"
+           "RuntimeError: Timed out waiting 7200000ms for send operation to complete\n")
+    d = diagnose_text(tmp_path, two + _EXC_FIRST.split("\n", 1)[1], "scheduler.log")
+    assert not any(c.key == "PYTHON_EXCEPTION" for c in d.clues)  # which one it ends: not said
+    assert any(c.key == "PYTHON_TRACEBACK_CUT" for c in d.labelled("cause"))

@@ -70,6 +70,10 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     innermost: tuple[int, str] | None = None  # the last frame line read
     run_head = ""
     head_rank: str | None = None  # the rank of the line a run of frames follows
+    # an exception line just above a run of frames ("AssertionError: ..." logged before the
+    # "Scheduler hit an exception: Traceback" record it ends): (number, text, raw line)
+    ahead: tuple[int, str, str] | None = None
+    said: set[int] = set()  # the exception lines already read as the end of a traceback
     while True:
         no += 1
         if no > len(every):
@@ -81,9 +85,16 @@ def exception_clues(src: Source) -> Iterator[Clue]:
                     if innermost[0] < len(every) else ""
                 if after and _FRAME.match(after) is None and _CARET.match(after) is None:
                     innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
+                chained = _CHAINED.search(run_head) is not None
+                if ahead is not None and ahead[0] not in said:  # its exception, printed first
+                    role = frames_role(funcs) or src.role
+                    yield _exception(src, ahead[1], ahead[0], times.at(ahead[0] - 1),
+                                     frames_stage(funcs, code, role), role, ahead[2], chained,
+                                     head_rank)
+                    return
                 cut = _cut_at_end(src, innermost, funcs, code, head_rank)  # ends mid-traceback
                 yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
-                    if _CHAINED.search(run_head) is not None else cut
+                    if chained else cut
             return
         if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
             while k < len(anchors) and anchors[k] < no:
@@ -105,6 +116,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             if not funcs:  # a run of frames begins: the line before it says what prints it
                 run_head = " ".join(every[max(0, no - 4):no - 1])  # (and which rank)
                 head_rank = parse_rank(every[no - 2]) if no >= 2 else None
+                ahead = _exception_ahead(every, no)
             funcs.insert(0, fm.group(2))
             last_frame = no
             innermost = (no, line.strip())
@@ -123,9 +135,24 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if m.group(2) is None:  # a bare "AssertionError": the failing code says what failed
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
+        said.add(no)
         yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
                          _CHAINED.search(run_head) is not None, head_rank)
         funcs, code, last_frame = [], [], -_NEAR - 1
+
+
+def _exception_ahead(every: list[str], first_frame: int) -> tuple[int, str, str] | None:
+    """The one exception line with its message among the three lines above a traceback's
+    first frame (1-based ``first_frame``): (its number, text, raw line); None where there are
+    none or several (errors of other calls, logged before it: which one it ends is not said)."""
+    found = []
+    for no in range(first_frame - 1, max(0, first_frame - 4), -1):
+        raw = every[no - 1].rstrip("\r")
+        text = strip_prefixes(raw).text.strip()
+        m = _EXC_LINE.match(text)
+        if m is not None and m.group(2) is not None:
+            found.append((no, text, raw))
+    return found[0] if len(found) == 1 else None
 
 
 def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,

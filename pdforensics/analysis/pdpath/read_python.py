@@ -77,24 +77,12 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     while True:
         no += 1
         if no > len(every):
-            if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
-                    and ", in " in innermost[1] and "most recent call first" not in run_head:
-                # (a traceback's frame says "line N, in f"; faulthandler's "line N in f", and
-                # gdb's py-bt is headed "most recent call first": samples, not a raise)
-                after = strip_prefixes(every[innermost[0]]).text.strip() \
-                    if innermost[0] < len(every) else ""
-                if after and _FRAME.match(after) is None and _CARET.match(after) is None:
-                    innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
-                chained = _CHAINED.search(run_head) is not None
-                if ahead is not None and ahead[0] not in said:  # its exception, printed first
-                    role = frames_role(funcs) or src.role
-                    yield _exception(src, ahead[1], ahead[0], times.at(ahead[0] - 1),
-                                     frames_stage(funcs, code, role), role, ahead[2], chained,
-                                     head_rank)
-                    return
-                cut = _cut_at_end(src, innermost, funcs, code, head_rank)  # ends mid-traceback
-                yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
-                    if chained else cut
+            if funcs and innermost is not None and len(every) - last_frame <= _NEAR:
+                ahead = ahead if ahead is not None and ahead[0] not in said else None
+                end = _ends_inside(src, every, times, innermost, funcs, code, run_head, ahead,
+                                   head_rank)
+                if end is not None:
+                    yield end
             return
         if no - last_frame > _NEAR:  # far from any frame: jump to the next line that can be one
             while k < len(anchors) and anchors[k] < no:
@@ -139,6 +127,26 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
                          _CHAINED.search(run_head) is not None, head_rank)
         funcs, code, last_frame = [], [], -_NEAR - 1
+
+
+def _ends_inside(src: Source, every: list[str], times: NewestStamp, innermost: tuple[int, str],
+                 funcs: list[str], code: list[str], run_head: str,
+                 ahead: tuple[int, str, str] | None, head_rank: str | None) -> Clue | None:
+    """The text ends inside a traceback (cut before its exception line): the exception line
+    logged just above it where there is one, else its innermost frame (`_cut_at_end`)."""
+    if ", in " not in innermost[1] or "most recent call first" in run_head:
+        return None  # (a traceback's frame says "line N, in f"; faulthandler's "line N in f",
+        # and gdb's py-bt is headed "most recent call first": samples, not a raise)
+    after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
+    if after and _FRAME.match(after) is None and _CARET.match(after) is None:
+        innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
+    chained = _CHAINED.search(run_head) is not None
+    if ahead is not None:  # its exception, printed before it
+        role = frames_role(funcs) or src.role
+        return _exception(src, ahead[1], ahead[0], times.at(ahead[0] - 1),
+                          frames_stage(funcs, code, role), role, ahead[2], chained, head_rank)
+    cut = _cut_at_end(src, innermost, funcs, code, head_rank)
+    return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) if chained else cut
 
 
 def _exception_ahead(every: list[str], first_frame: int) -> tuple[int, str, str] | None:

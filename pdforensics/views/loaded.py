@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pdforensics.bundle.ondisk import Bundle, ResultEntry, load_bundle
-from pdforensics.collectors import REGISTRY
 from pdforensics.collectors.feeds import Fetch, MetricSample, Reading, StackDump
 from pdforensics.model import ProcessInfo
 from pdforensics.parsers.beneath import Beneath
@@ -277,7 +276,9 @@ class _Loader:
 
     def _fill(self, level: str, entries: list[ResultEntry]) -> dict[str, Any]:
         """Keyword arguments of one view from the results whose source feeds that level."""
-        acc: dict[str, Any] = {}
+        from pdforensics.collectors import REGISTRY  # (loose files never need the collectors,
+
+        acc: dict[str, Any] = {}  # nor paramiko, which they import)
         for e in entries:
             src = REGISTRY.get(e.source)
             feed = src.feeds if src is not None else None

@@ -14,10 +14,10 @@ those. Never raises on arbitrary text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks
 
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year; absl
 # before its logging is set up: E0000 00:00:1762238119.118504 with the epoch as seconds)
@@ -29,6 +29,9 @@ _SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
 _ERRNO = linear.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
 _SLICE = linear.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
 _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
+#: the address a connection that failed was made to ("SocketHandShakePlugin:
+#: connect()10.0.0.30:15041: Connection refused [111]", "Failed to connect to 10.0.0.2:1234")
+_CONNECT_TO = linear.compile(r"(?:connect\(\) ?|[Cc]onnect(?:ing)? to )([\w.-]{1,100}:\d{1,5})")
 #: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
 _BENIGN = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
@@ -88,6 +91,11 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
              "real_client", "transfer_task", "store_py", "master_client", "client.",
              "gpunetio_backend", "libfabric_backend", "gds_backend", "mooncake_backend",
              "posix_backend", "obj_backend")
+#: Mooncake Store's client files: a text holding them is a KV cache store's (SGLang HiCache,
+#: LMCache) putting and getting KV, not prefill sending it to decode: its transfer failures
+#: are not at the PD path's kv_send (start-up ones stay at start-up)
+_STORE_FILES = ("store_py.cpp", "] Put operation failed", "transfer_task.cpp", "pybind_client.cpp",
+                "real_client.cpp", "master_client.cpp", "client_service.cpp")
 _PEER_GONE = ("End of file", "Connection reset by peer", "Broken pipe")
 _STARTUP = ("register memory", "registerLocalMemory", "registerMem", "register_local_memory", "mount segment",
             "install transport", "installTransport",
@@ -142,12 +150,16 @@ def _line(no: int, line: str) -> TransferError | None:
                 or msg.startswith(_BENIGN):  # (any *_transport.cpp is one of its transports)
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
-        peer = _PEER_NIC.search(msg)
+        peer = _PEER_NIC.search(msg) or _CONNECT_TO.search(msg)
         # the peer gone, or a retry loop giving up: what an earlier failure led to
         follows = kind == "read_eof" or _RETRIES.search(msg) is not None
+        # an RDMA async event reporting an error is a fault whatever glog level carries it
+        # ("W ... worker_pool.cpp:368] Worker: Received context async event local access
+        # violation work queue error for context mlx5_0")
+        level = "E" if "async event" in msg and "error" in msg else g.group(1)
         return TransferError(no, line.strip(), "mooncake", kind, stage,
                              "consequence" if follows else "cause", detail,
-                             peer.group(1) if peer else None, g.group(1))
+                             peer.group(1) if peer else None, level)
     b = _BARE_GLOG.search(line) if g is None else None
     if b is not None and b.group(2).startswith(_TE_FILES) and b.group(1) != "I":
         # a glog line pasted without its time and thread ("worker_pool.cpp:294] ...",
@@ -210,6 +222,8 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         out.extend(w for w in warned if e.lineno - w.lineno <= _WARNED_LINES)
         warned = []
         out.append(e)
+    if any(f in text for f in _STORE_FILES):
+        out = _store_stages(text, out)
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail
                        and e.label == "cause"), None)
     qp = next((e.lineno for e in out if e.kind == "qp_setup"), None)
@@ -221,6 +235,28 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         or (qp is not None and qp < e.lineno and any(w in e.text for w in _AFTER_QP))
         or (backend is not None and backend < e.lineno and "nixl_agent." in e.text)
         else e for e in out)
+
+
+#: the store client starting: mounting its segment, its setup and warm-up put (SGLang HiCache)
+_STORE_STARTING = ("Mounting segment", "store setup successfully", "store warmup")
+_SERVING = ("ready to roll", "Uvicorn running", "Application startup complete")
+
+
+def _store_stages(text: str, errors: list[TransferError]) -> list[TransferError]:
+    """A KV cache store's transfers (Mooncake Store under SGLang HiCache or LMCache) are not
+    prefill sending KV to decode: a failure there is at start-up while the store is starting
+    (its segment mounted or set up, the server not yet ready), else at a stage not established."""
+    starting = first_line_with(text, _STORE_STARTING)
+    ready = first_line_with(text, _SERVING)
+    begun = starting[0] if starting is not None else None
+    out = []
+    for e in errors:
+        if e.stage != "kv_send":
+            out.append(e)
+            continue
+        up = begun is not None and begun < e.lineno and (ready is None or ready[0] > e.lineno)
+        out.append(replace(e, stage="startup" if up else "not_established"))
+    return out
 
 
 def transfer_context(text: str) -> str | None:

@@ -39,7 +39,12 @@ from pdforensics.parsers.native_stacks import (
     parse_ucx_backtrace,
 )
 from pdforensics.parsers.pyspy_top import looks_like_pyspy_top, parse_pyspy_top
-from pdforensics.parsers.transfer_engine import device_of, only_device, transfer_context
+from pdforensics.parsers.transfer_engine import (
+    TransferError,
+    device_of,
+    only_device,
+    transfer_context,
+)
 from pdforensics.parsers.xid_table import classify
 
 _FOLLOWS = frozenset({45, 154})
@@ -132,6 +137,13 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
 
 
+def _refused_peer(e: TransferError) -> str | None:
+    """The peer a connection was refused by or could not reach: where to look."""
+    low = e.text.lower()
+    return e.peer if e.peer and ("refused" in low or "unreachable" in low
+                                 or "failed to connect" in low) else None
+
+
 def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
     from pdforensics.parsers.beneath import Beneath
 
@@ -144,7 +156,8 @@ def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:
         yield Clue(key=f"TRANSFER_{e.kind.upper()}", label=e.label,  # type: ignore[arg-type]
                    text=e.text[:500], source=src.path, line=e.lineno, host=src.host, role=src.role,
                    stage=stage, side="transfer_engine", wedge=False,
-                   suspect=(device_of(e.text) or device) if e.label == "cause" else None,
+                   suspect=(device_of(e.text) or _refused_peer(e) or device)
+                   if e.label == "cause" else None,
                    strength=3 if e.label == "cause" else 1,
                    why=f"{e.engine}: {e.detail}" + (f" (peer {e.peer})" if e.peer else ""))
 
@@ -188,6 +201,8 @@ def _leaf_kind(functions: list[str], code: str) -> str:
     low = [f.lower() for f in functions[:12]]
     if any(any(n.lower() in f.lower() for n in _NCCL) for f in functions):
         return "collective"
+    if _store_frame(functions) is not None:
+        return "store"
     if any(f.lstrip("_").startswith(("libc_recv", "recv", "sock_recv")) for f in low) or ".recv(" in code:
         return "peer"
     if any(any(s in f for s in _SLEEPS) for f in low[:3]):
@@ -225,20 +240,45 @@ def native_stacks(src: Source) -> Iterator[Clue]:
                                         frame_lines if throws <= _QUOTED_THROWS else [])
                 continue
             kind = _leaf_kind(fns, _code_after(src.text, t.frames[0].line if t.frames else None))
-            label = {"collective": "cause", "peer": "cause", "lock": "consequence"}.get(kind, "noise")
-            yield Clue(key=f"NATIVE_THREAD_{kind.upper()}", label=label,  # type: ignore[arg-type]
-                       text=f"{t.thread_id} {t.name or ''}: {' <- '.join(fns[:4])}"[:500],
-                       source=src.path, host=src.host, role=src.role,
-                       side="collective" if kind == "collective" else None,
-                       suspect=t.thread_id if kind == "peer" else None,
-                       wedge=True if kind in ("collective", "peer", "lock") else (
-                           False if kind == "idle" else None),
-                       strength=2 if label == "cause" else 1,
-                       why={"collective": "waits in NCCL or a CUDA sync: its peers have not joined",
-                            "peer": "blocked receiving from a peer that does not send",
-                            "lock": "waits on a lock another thread of the process holds",
-                            "idle": "a server loop waiting for its next request"}.get(
-                                kind, "no wait that matters"))
+            yield _native_clue(src, t.thread_id, t.name, fns, kind)
+
+
+#: torch.distributed's key-value store (the rendezvous every rank meets at as it starts)
+_STORE = ("c10d::TCPStore::", "c10d::PrefixStore::", "c10d::tcputil::")
+
+
+def _store_frame(functions: list[str]) -> str | None:
+    """The first frame of a c10d store call a stack waits in (``TCPStore::doGet``), if any."""
+    return next((f for f in functions[:16] if f.startswith(_STORE) and "tcputil" not in f), None)
+
+
+_WHY_NATIVE = {"collective": "waits in NCCL or a CUDA sync: its peers have not joined",
+               "peer": "blocked receiving from a peer that does not send",
+               "store": "waits for a key in torch.distributed's store (the rendezvous ranks "
+                        "meet at as they start): the rank or store server that should have "
+                        "written it is where to look",
+               "lock": "waits on a lock another thread of the process holds",
+               "idle": "a server loop waiting for its next request"}
+
+
+def _native_clue(src: Source, thread: str, name: str | None, fns: list[str], kind: str) -> Clue:
+    """One native thread by what it waits in (``kind`` from `_leaf_kind`)."""
+    label = {"collective": "cause", "peer": "cause", "store": "consequence",
+             "lock": "consequence"}.get(kind, "noise")
+    named = thread not in ("", "?")  # (a backtrace pasted without its thread header)
+    head = " ".join(x for x in (thread if named else "", name or "") if x) or "the thread"
+    text = f"{head}: {' <- '.join(fns[:4])}"
+    if kind == "store":
+        text += f" ... in {_store_frame(fns)}"
+    return Clue(key=f"NATIVE_THREAD_{kind.upper()}", label=label,  # type: ignore[arg-type]
+                text=text[:500], source=src.path, host=src.host, role=src.role,
+                side="collective" if kind in ("collective", "store") else None,
+                stage="startup" if kind == "store" else None,
+                suspect=thread if kind == "peer" and named else None,
+                wedge=True if kind in ("collective", "peer", "lock", "store") else (
+                    False if kind == "idle" else None),
+                strength=2 if label == "cause" else 1,
+                why=_WHY_NATIVE.get(kind, "no wait that matters"))
 
 
 #: the functions a C++ exception is thrown and unwound through

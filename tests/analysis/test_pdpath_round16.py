@@ -73,3 +73,16 @@ def test_failed_ib_completions_from_one_peer_name_it(tmp_path: Path) -> None:
     other = line.format(port=1).replace("10.1.32.3", "10.1.32.4")
     d = diagnose_text(tmp_path, line.format(port=42519) + other, "nccl2.log")
     assert d.suspect is None  # two peers: no one link stands out
+
+
+def test_a_scheduler_caught_inside_a_cuda_driver_call_is_held_there(tmp_path: Path) -> None:
+    dump = (FIELD / "pyspy" / "sglang33642-pd-decode-cumoduleloaddata-hang.txt").read_text()
+    d = diagnose_text(tmp_path, dump, "decode-pyspy.txt")  # sglang 33642: cuModuleLoadData
+    assert (d.stage, d.side, d.wedge) == ("decode_forward", "decode", True)
+    assert d.suspect == "fused_dsa_target_verify_metadata"  # the SGLang code that made the call
+    cause = next(c for c in d.labelled("cause") if c.key == "STACK_IN_CUDA_DRIVER")
+    assert "cuModuleLoadData (libcuda.so.590.48.01)" in cause.text
+    # a synchronize is a wait for the GPU, not this
+    synced = dump.replace("cuModuleLoadData (libcuda", "cuStreamSynchronize (libcuda")
+    d = diagnose_text(tmp_path, synced, "decode-pyspy2.txt")
+    assert not any(c.key == "STACK_IN_CUDA_DRIVER" for c in d.clues)

@@ -86,3 +86,13 @@ def test_a_scheduler_caught_inside_a_cuda_driver_call_is_held_there(tmp_path: Pa
     synced = dump.replace("cuModuleLoadData (libcuda", "cuStreamSynchronize (libcuda")
     d = diagnose_text(tmp_path, synced, "decode-pyspy2.txt")
     assert not any(c.key == "STACK_IN_CUDA_DRIVER" for c in d.clues)
+
+
+def test_eagle_s_steps_place_a_traceback() -> None:
+    from pdforensics.analysis.pdpath.place import frames_stage
+
+    spec = ["forward_batch_speculative_generation", "run_batch", "event_loop_normal"]
+    assert frames_stage(["forward_target_extend", *spec], [], None) == "prefill_forward"
+    assert frames_stage(["forward_draft_extend_after_decode", *spec], [], None) == "decode_forward"
+    assert frames_stage(["forward_draft_extend", *spec], [], None) == "prefill_forward"
+    assert frames_stage(spec, [], None) is None  # run_batch alone: the role decides, none here

@@ -178,6 +178,12 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     # the server's role (0.4-0.5.23 model_runner.forward_extend / forward_decode, eager_runner)
     ("forward_extend", "prefill_forward"), ("_execute_extend", "prefill_forward"),
     ("forward_decode", "decode_forward"), ("_execute_decode", "decode_forward"),
+    # EAGLE speculative decoding's steps (0.4-0.5.2 speculative/eagle_worker.py): the target
+    # model's extend of a new batch is a prefill; the draft's extend after a decode step, the
+    # draft and the verify are the decode
+    ("forward_target_extend", "prefill_forward"),
+    ("forward_draft_extend_after_decode", "decode_forward"),
+    ("forward_draft_extend", "prefill_forward"),
     ("forward_batch_generation", "forward"), ("run_batch", "forward"),
     ("ModelRunner.forward", "forward"),
     # the way back: the detokenizer turning token ids into text, the tokenizer manager

@@ -17,8 +17,9 @@ HEAD_FIRST = linear.compile(r"Traceback \(most recent call first\):\s*$")
 BUILTIN = linear.compile(r"^\s*<built-in (?:method|function) (?P<func>[\w.]{1,200})(?: of [^>]{0,300})?>\s*$")
 #: pytest-timeout: "~~~~~ Stack of Thread-4 (139924397356608) ~~~~~"
 STACK_OF = linear.compile(r"^~+ Stack of (?P<name>.+?) \((?P<tid>\d+)\) ~+\s*$")
-#: '  File "x.py", line 3, in f' (a "|" gutter in exception groups)
-FRAME = linear.compile(r"^[\s|]*File \"(?P<file>[^\"]*)\", line (?P<line>\d+), in (?P<func>.+?)\s*$")
+#: '  File "x.py", line 3, in f' (a "|" gutter in exception groups; a paste may leave the
+#: line number out: '  File ".../prefill.py", in pop_bootstrapped')
+FRAME = linear.compile(r"^[\s|]*File \"(?P<file>[^\"]*)\"(?:, line (?P<line>\d+))?, in (?P<func>.+?)\s*$")
 #: a source line, caret line or gutter under a frame (indented further than "  File")
 CODE = linear.compile(r"^(?:\s{4,}|[\s|]*[\^~]+\s*$|\s*\|)")
 #: the lines between the tracebacks of one chain
@@ -45,7 +46,8 @@ def parse_traceback_block(lines: Sequence[str], index: int = 0) -> ThreadStack |
             continue
         fm = FRAME.match(line)
         if fm is not None:
-            frames.append(Frame(fm.group("func"), fm.group("file"), to_int(fm.group("line"))))
+            no = fm.group("line")
+            frames.append(Frame(fm.group("func"), fm.group("file"), to_int(no) if no else None))
         elif leaf_first and (bm := BUILTIN.match(line)) is not None:
             frames.append(Frame(f"<built-in {bm.group('func')}>", "", None, True))
     if not frames and name is None:

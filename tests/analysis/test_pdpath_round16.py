@@ -96,3 +96,29 @@ def test_eagle_s_steps_place_a_traceback() -> None:
     assert frames_stage(["forward_draft_extend_after_decode", *spec], [], None) == "decode_forward"
     assert frames_stage(["forward_draft_extend", *spec], [], None) == "prefill_forward"
     assert frames_stage(spec, [], None) is None  # run_batch alone: the role decides, none here
+
+
+def test_gloo_s_abort_in_the_bootstrap_queue(tmp_path: Path) -> None:
+    """sglang 37909: gloo aborts on a size mismatch inside pop_bootstrapped's all-reduce; the
+    pasted frames leave some line numbers out; the peer then sees its connection closed."""
+    text = (FIELD / "traceback" / "sglang37909-prefill-bootstrap-gloo-collective-mismatch.log"
+            ).read_text()
+    d = diagnose_text(tmp_path, text, "prefill.log")
+    assert d.stage == "prefill_bootstrap"  # from the traceback's frames, not the role's forward
+    cause = next(c for c in d.labelled("cause"))
+    assert "Received data size doesn't match expected size" in cause.text
+    went = next(c for c in d.clues if "Connection closed by peer" in c.text)
+    assert went.label == "consequence" and went.stage == "prefill_bootstrap"
+
+
+def test_a_frame_line_without_its_line_number_is_a_frame() -> None:
+    from pdforensics.analysis.pdpath.traceback_lines import FRAME as WALK_FRAME
+    from pdforensics.parsers.tracebacks import parse_traceback_block
+
+    lines = ['File ".../disaggregation/prefill.py", in pop_bootstrapped',
+             'File ".../disaggregation/utils.py", line 199, in poll_and_all_reduce']
+    t = parse_traceback_block(lines)
+    assert t is not None and [(f.function, f.line) for f in t.frames] == [
+        ("poll_and_all_reduce", 199), ("pop_bootstrapped", None)]
+    assert WALK_FRAME.match(lines[0]) is not None
+    assert WALK_FRAME.match('File "x.py" in f') is None  # no comma: not Python's frame line

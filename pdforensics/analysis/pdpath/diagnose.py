@@ -10,7 +10,7 @@ from pdforensics.analysis.findings import Finding
 from pdforensics.analysis.pdpath.from_findings import finding_clues
 from pdforensics.analysis.pdpath.model import Clue, Diagnosis
 from pdforensics.analysis.pdpath.reason import diagnose
-from pdforensics.analysis.pdpath.sources import READERS, Source
+from pdforensics.analysis.pdpath.sources import Source, ordered_readers
 
 #: evidence whose quiet reading (no failure in it) says nothing is held; a debugger's
 #: backtrace is taken of a process already suspected of hanging, so it is not among them
@@ -30,8 +30,9 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
     """Every registered reader over every source: the clues, and a note per crashed reader."""
     clues: list[Clue] = []
     notes: list[str] = []
+    order = ordered_readers()
     for src in sources:
-        for r in READERS.values():
+        for r in order:
             try:
                 clues.extend(r.fn(src))
             except Exception as exc:  # one reader's bug never loses the others' evidence

@@ -456,8 +456,22 @@ def _continuations(clues: list[Clue]) -> list[Clue]:
     return out
 
 
+#: a collective's error that says the other end went away: what ended the peer came first
+_PEER_WENT = ("closed by peer", "reset by peer")
+
+
+def _peer_went_away(clues: list[Clue]) -> list[Clue]:
+    """An exception of a collective that reports its peer closing or resetting the
+    connection ("RuntimeError: [gloo/transport/tcp/pair.cc] Connection closed by peer") is a
+    consequence of whatever ended that peer, never its cause."""
+    return [replace(c, label="consequence", why=f"{c.why}; the peer closed the connection: "
+                    "what ended the peer is upstream")
+            if c.label == "cause" and c.key == "PYTHON_EXCEPTION" and c.side == "collective"
+            and any(w in c.text.lower() for w in _PEER_WENT) else c for c in clues]
+
+
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
     return _continuations(_reports(_bursts(_generic_after_known(_announcements(_records(
         _envelopes(_broken_process(_same_line_consequence(_same_line_harmless(_nccl_summaries(_blames_peer(
-            _diverged(clues)))))))))))))
+            _peer_went_away(_diverged(clues))))))))))))))

@@ -120,15 +120,16 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
     if c.stage is not None:
         return c.stage
     role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
-    if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
-        return _FORWARD[role]
-    # else the stage the other failure lines of its file agree on (a c10d timeout with no
-    # stage of its own, then the scheduler's traceback through Scheduler.__init__: start-up)
+    # the stage the other failure lines of its file agree on (a c10d timeout with no stage of
+    # its own, then the scheduler's traceback through Scheduler.__init__: start-up; gloo's
+    # abort, then the traceback through pop_bootstrapped: the bootstrap)
     same = {x.stage for x in clues if x.source == c.source and x is not c and x.stage
             and x.label in ("cause", "consequence") and x.stage not in ("not_applicable",
                                                                         "not_established")}
     if len(same) == 1:
         return same.pop()
+    if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
+        return _FORWARD[role]
     if _starting_up(c, clues):
         return "startup"
     return NOT_ESTABLISHED if sglang else "not_applicable"

@@ -60,6 +60,13 @@ class Reader:
 READERS: dict[str, Reader] = {}
 
 
+def ordered_readers() -> list[Reader]:
+    """The registered readers in one fixed order, by module then by place in the module: the
+    order clues come out in (and so which of two equal causes of one line is read first) does
+    not depend on which module some caller happened to import first."""
+    return sorted(READERS.values(), key=lambda r: (r.fn.__module__, r.fn.__code__.co_firstlineno))
+
+
 def reader(name: str) -> Callable[[ReaderFn], ReaderFn]:
     """Register a reader: ``@reader("sglang_log") def read(src: Source) -> Iterator[Clue]``."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pdforensics import linear
 
 #: '  File "x.py", line 12, in f' (a traceback, "line 12 in f" in faulthandler's form)
-FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})", line \d{1,9},? in (\S{1,300})""")
+FRAME = linear.compile(r"""^\s*File "([^"]{1,1000})"(?:, line \d{1,9},?|,) in (\S{1,300})""")
 #: the caret line Python 3.11+ prints under the failing code
 CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)

@@ -163,8 +163,10 @@ SPECS: tuple[SigSpec, ...] = (
     SigSpec("NCCL_ERROR", "cause", "a NCCL collective error",
             external=((r"NCCL (?:error|WARN)|ncclSystemError|ncclInternalError|"
                        r"ncclUnhandledCudaError|ncclRemoteError", "nccl", "NCCL"),)),
+    # (not a hint's "If you are running out of memory, consider ...": vLLM's INFO line)
     SigSpec("OUT_OF_MEMORY", "cause", "a (GPU or host) out-of-memory error",
-            external=((r"out of memory|OutOfMemoryError", "memory", "CUDA / torch / sglang"),)),
+            external=((r"(?:^|[^g] |[^ ])out of memory|OutOfMemoryError", "memory",
+                       "CUDA / torch / sglang"),)),
 )
 
 #: Sequence signatures: a disaggregation queue count in the batch lines that keeps rising.

@@ -70,6 +70,7 @@ class Artifact:
     top: PyspyTop | None = None  # a py-spy top screen
     load: LoadDoc | None = None  # /v1/loads, /get_load(s), /workers, /model_info
     json_doc: Any = None  # the load document as parsed (it becomes a fetch of a service)
+    unread_stacks: str | None = None  # why the stack dumps the file holds could not be read
 
     @property
     def usable(self) -> bool:
@@ -82,7 +83,7 @@ class Artifact:
         found = {self.kind} if self.kind else set()
         if self.log_text and looks_like_log(self.log_text, bool(self.log_hits or self.beneath)):
             found.add("log")
-        if self.threads:
+        if self.threads:  # (stacks it holds but could not read are not counted: unread_stacks)
             found.add("stacks")
         if self.pyspy_failure is not None or any(d.error for d in self.dumps):
             found.add("pyspy_error")
@@ -278,8 +279,9 @@ def _read_text(path: str, text: str, size: int) -> Artifact:
         if kind == "stacks" and (looks_like_log(text, written_by_sglang(text))
                                  or "Fatal Python error: " in text[:100_000]):
             # a log whose dump could not be read (a second logger's prefix on every frame
-            # line), a crash header with a C stack and no thread: its lines are still evidence
-            return _read(path, "log", text, size)
+            # line, two dumps interleaved in one terminal), a crash header with a C stack and
+            # no thread: its lines are still evidence, and why its stacks were not read is said
+            return replace(_read(path, "log", text, size), unread_stacks=str(exc))
         return Artifact(path, kind, str(exc), size=size)
 
 

@@ -86,7 +86,8 @@ def _what(a: Artifact) -> str:
         return f"{len(a.scrapes)} scrape(s), {sum(len(s.snapshot) for s in a.scrapes)} samples"
     if a.kind == "log":
         extra = f", {a.beneath.lines} NCCL/kernel/transfer records" if a.beneath else ""
-        return f"{a.result_size} lines, {len(a.log_hits)} signatures{extra}"
+        unread = f"; its stack dumps not read: {a.unread_stacks}" if a.unread_stacks else ""
+        return f"{a.result_size} lines, {len(a.log_hits)} signatures{extra}{unread}"
     if a.kind == "server_info":
         return f"{a.result_size} keys"
     if a.kind == "flight_recorder":

@@ -269,6 +269,17 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
                                    "cuda graph begin", "init torch distributed begin",
                                    "loading safetensors checkpoint shards", "capturing batches ("),
      "startup", False, 1, "a step of sglang's model runner while the server starts"),
+    # sglang 0.1's controller reporting its start failed (manager_single.py: "Initialization
+    # failed. router_init_state: <traceback>"): the traceback or error before it says what
+    ("SERVER_INIT_FAILED", "consequence", ("initialization failed. router_init_state",),
+     "startup", False, 2, "the server reports its start-up failed, with the failure's traceback"),
+    # torch at a process's exit: the process that shared CUDA tensors is gone (CudaIPCTypes),
+    # the NCCL process group was never destroyed -- the program ends after whatever failed
+    ("PROCESS_EXIT_WARNING", "consequence",
+     ("producer process has been terminated before all shared cuda tensors released",
+      "process group has not been destroyed before we destruct processgroupnccl"),
+     None, False, 1, "torch's warning as a process exits: an end that follows a failure, not "
+                     "the failure"),
 )
 #: lines whose context words are another program's: nccl-tests' header ("warmup iters: 5")
 _NOT_CONTEXT = ("warmup iters",)

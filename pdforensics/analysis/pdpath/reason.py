@@ -120,16 +120,15 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
     if c.stage is not None:
         return c.stage
     role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
-    # the stage the other failure lines of its file agree on (a c10d timeout with no stage of
-    # its own, then the scheduler's traceback through Scheduler.__init__: start-up; gloo's
-    # abort, then the traceback through pop_bootstrapped: the bootstrap)
+    if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
+        return _FORWARD[role]
+    # else the stage the other failure lines of its file agree on (a c10d timeout with no
+    # stage of its own, then the scheduler's traceback through Scheduler.__init__: start-up)
     same = {x.stage for x in clues if x.source == c.source and x is not c and x.stage
             and x.label in ("cause", "consequence") and x.stage not in ("not_applicable",
                                                                         "not_established")}
     if len(same) == 1:
         return same.pop()
-    if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
-        return _FORWARD[role]
     if _starting_up(c, clues):
         return "startup"
     return NOT_ESTABLISHED if sglang else "not_applicable"
@@ -137,7 +136,10 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
 
 #: words of a failure while a program starts (loads, initialises, registers, sets up)
 _STARTUP_WORDS = ("initializ", "initialis", "loading", "load_model", "to start", "starting up",
-                  "setup", "set up")
+                  "setup", "set up",
+                  # CUDA graphs are captured while the server starts (NCCL refusing to be
+                  # captured, SGLang's "Capture cuda graph failed")
+                  "captured in a graph", "capture cuda graph")
 #: evidence that requests were being served in a source
 _SERVING = frozenset({"BATCH_STATS", "REQUEST_RECEIVED", "REQUEST_FINISHED", "STACK_ACTIVE_FORWARD",
                       "BENCH_REQUESTS_DONE", "ROUTER_WORKER_REQUEST_FAILED"})

@@ -123,16 +123,17 @@ def _dump_clues(src: Source, d: ProcessDump, n: int) -> Iterator[Clue]:
                    why="a synchronize returns when the GPU work queued before it completes: "
                        "the forward waits for the GPU")
     elif (driver := _in_cuda_driver(main)) is not None and _is_sglang(d):
-        # a driver call that should take milliseconds (a module load, a context, an
-        # allocation), the thread caught inside it: held there when the dump was taken
+        # a driver call that should take milliseconds (a module load, a context), the
+        # thread caught inside it: held there when the dump was taken
         own = next((f for f in main.frames if "sglang/" in f.file), None)
         yield Clue(key="STACK_IN_CUDA_DRIVER", label="cause", stage=stage, role=role,
                    text=f"{where}: {main.name or main.thread_id} in {driver}"
                         + (f", called from {own}" if own else ""),
                    source=src.path, host=src.host, rank=d.rank, strength=1,
                    suspect=own.function if own else None, wedge=_waits(held),
-                   why="the thread is inside a CUDA driver call (not a synchronize): the call "
-                       "does not return; the SGLang code that made it is where to look")
+                   why="the thread is inside a CUDA driver call that loads code or sets a "
+                       "context up (milliseconds, once): it does not return; the SGLang code "
+                       "that made it is where to look")
     elif in_forward and (main.state.startswith("active") or main.state == "idle"):
         # py-spy labels a thread idle when it is in native code without the GIL (a kernel, a
         # matmul) or stopped: either way the forward is where the thread is
@@ -171,11 +172,18 @@ _SYNC_CALLS = ("StreamSynchronize", "DeviceSynchronize", "EventSynchronize", "cu
 _SYNC_DEPTH = 4  # a synchronize this close to the innermost frame is where the thread waits
 
 
+#: CUDA driver calls that load code or set a context up: they take milliseconds once, so a
+#: thread caught inside one is held there (a kernel launch or a copy is a forward's steady
+#: state: caught there, a busy thread is only passing through)
+_DRIVER_SETUP = ("cuModuleLoad", "cuLibraryLoad", "cuModuleGetFunction", "cuLibraryGetKernel",
+                 "cuCtxCreate", "cuDevicePrimaryCtxRetain", "cuInit")
+
+
 def _in_cuda_driver(t: ThreadStack) -> str | None:
-    """The innermost frame, when it is a CUDA driver call other than a synchronize (py-spy
-    --native shows it as ``cuModuleLoadData (libcuda.so.590.48.01)``)."""
+    """The innermost frame, when it is a CUDA driver call that loads code or sets a context
+    up (py-spy --native shows it as ``cuModuleLoadData (libcuda.so.590.48.01)``)."""
     f = t.frames[0] if t.frames else None
-    if f is None or "libcuda.so" not in f.file or _is_sync(f.function):
+    if f is None or "libcuda.so" not in f.file or not f.function.startswith(_DRIVER_SETUP):
         return None
     return str(f)
 

@@ -22,6 +22,7 @@ from pdforensics.parsers.logtime import (
     sglang_prefix,
     strip_compose_prefix,
 )
+from pdforensics.parsers.settings import in_setting_name
 from pdforensics.parsers.textcache import Memo, by_text, digest
 
 __all__ = ["SIGNATURES", "SignatureHit", "match_log_signatures", "parse_log_timestamp", "parse_rank",
@@ -245,6 +246,8 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
             if with_noise or not noise:
                 for lit in lits:
                     if lit in low:
+                        if k != _BATCH_STATS and in_setting_name(low, lit):
+                            break  # a setting's name ("Watchdog timeout (--timeout=N) : 600")
                         every.append(sig)
                         batch_stats = batch_stats or k == _BATCH_STATS
                         masks = masks or sig.masks_causes

@@ -35,7 +35,6 @@ from pdforensics.analysis.pdpath.read_sglang import (
     _sglang_mark,
     context_clues,
     ids,
-    in_setting_name,
 )
 from pdforensics.analysis.pdpath.sources import Source, lines
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
@@ -43,6 +42,7 @@ from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.logprefix import strip_prefixes
+from pdforensics.parsers.settings import in_setting_name
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pdforensics.analysis.pdpath.read_sglang import in_setting_name
 from pdforensics.parsers.journal import parse_rank
+from pdforensics.parsers.settings import in_setting_name
 from tests.support.diagnosis import diagnose_text
 
 # sglang 2011: the scheduler's traceback, cut before its exception line, headed by TP0's prefix

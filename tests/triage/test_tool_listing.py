@@ -3,6 +3,7 @@ read as a log with no failure in it; a note in prose is still not a format triag
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pdforensics.triage.logs import tool_listing
@@ -57,3 +58,30 @@ def test_the_shapes_it_takes_and_the_ones_it_does_not() -> None:
     http = "HTTP/1.1 200 OK\nServer: uvicorn\nDate: Wed, 02 Dec 2026\ncontent-length: 0\n"
     assert not tool_listing(_lines(http))  # an answer's headers are not a tool's listing
     assert detect_kind("the cluster was slow again, see attached\n") is None
+
+
+def test_a_signature_s_words_in_a_setting_s_name_are_no_event(tmp_path: Path) -> None:
+    """A settings listing or a results table naming "watchdog timeout" or "out of memory" read
+    WEDGED with a critical SCHEDULER_WATCHDOG (found in session 5): a word in a setting's name
+    is no event; the same words in a log line still are."""
+    from click.testing import CliRunner
+
+    from pdforensics.cli import main
+    from pdforensics.parsers.journal import match_log_signatures
+
+    settings = ("Num iter (--num_iter=N)                   : 1008\n"
+                "Watchdog timeout (--timeout=N)            : 600\n"
+                "Retries on failure (--retries=N)          : 3\n")
+    table = ("| metric | value |\n| --- | --- |\n| requests failed | 0 |\n"
+             "| watchdog timeout | 600 |\n| out of memory events | 0 |\n")
+    for text in (settings, table):
+        assert match_log_signatures(text) == ()
+    (tmp_path / "settings.txt").write_text(settings)
+    res = CliRunner().invoke(main, ["triage", "--json", str(tmp_path / "settings.txt")])
+    doc = json.loads(res.output)
+    assert doc["verdict"] != "WEDGED", doc["verdict"]
+    assert not [f for f in doc["findings"] if f["severity"] == "critical"]
+    line = "[2025-01-01 10:00:00] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n"
+    assert [h.key for h in match_log_signatures(line)] == ["WATCHDOG_TIMEOUT"]
+    header = "Exception in ModelTpServer:\n"  # a header ending in its colon is no setting
+    assert match_log_signatures(header) != ()

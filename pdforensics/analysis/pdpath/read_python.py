@@ -15,6 +15,7 @@ from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
+from pdforensics.analysis.pdpath.traceback_lines import mangled_frames
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks
 from pdforensics.parsers.logprefix import strip_prefixes
@@ -297,7 +298,7 @@ def fatal_clues(src: Source) -> Iterator[Clue]:
     # (no thread printed at all: a crash handler's C stack may follow the fatal line itself)
     thread, at = first if first is not None else (None, fatal[0])
     yield from _fatal(src, fatal, thread,
-                      _frames_after(every, at) if first else _mangled_frames(every, at),
+                      _frames_after(every, at) if first else mangled_frames(every, at),
                       _native_after(every, at), _after_terminate(every, fatal[0]))
 
 
@@ -353,24 +354,6 @@ def _native_after(every: list[tuple[int, str]], k: int) -> list[tuple[int, str]]
             out.append((no, m.group(1).strip()))
         elif out and line.strip():
             break
-    return out
-
-
-#: the function a frame line ends with, however mangled the rest ("... in  in
-#: ncclCommInitRankncclCommInitRank": two processes' dumps written into one terminal at once)
-_ENDS_IN = linear.compile(r" in ([\w.<>]{1,300})\s*$")
-
-
-def _mangled_frames(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]]:
-    """(line, function) of the frame lines after index ``k`` that Python's frame pattern no
-    longer matches (dumps interleaved in one terminal): the words still say where it was."""
-    out: list[tuple[str, str]] = []
-    for _no, line in every[k:k + 40]:
-        if 'File "' not in line or _FRAME.match(line) is not None:
-            continue
-        m = _ENDS_IN.search(line)
-        if m is not None:
-            out.append((line.strip(), m.group(1)))
     return out
 
 

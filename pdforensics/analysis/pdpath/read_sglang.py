@@ -36,6 +36,7 @@ from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, m
 from pdforensics.parsers.log_trends import counts_busy, req_fields
 from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
+from pdforensics.parsers.settings import in_setting_name
 
 _ROOM = linear.compile(r"bootstrap_room=(-?\d{1,40})|Request (-?\d{1,40}) timed out")
 _MAX_ROOM = 2**64  # rooms are uint64 (bundle/schema.py's room): a longer number is not one
@@ -302,28 +303,6 @@ _CONTEXT_MARKS = (*(lit for c in _CONTEXT for lit in c[2]), "killed", "disaggreg
 def _stamp(line: str) -> float | None:
     """The line's own time, where its first characters can open one."""
     return parse_log_timestamp(line) if line[:1] in "[0123456789" or "|" in line[:40] else None
-
-
-def in_setting_name(low: str, word: str) -> bool:
-    """``word`` is only in the name of a ``name: value`` / ``name = value`` setting the line
-    states (a benchmark's "Warmup iter (--warmup_iter=N) : 112"), not an event it reports
-    (a setting's value is a word or two; a progress bar's "Loading ...: 25% Completed | 1/4"
-    is not one)."""
-    if not low.lstrip()[:1].isalpha():
-        return False
-    cut, depth = -1, 0  # the first ":" or "=" outside parentheses ("(--warmup_iter=N)")
-    for i, ch in enumerate(low[:61]):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif ch in ":=" and depth == 0:
-            cut = i
-            break
-    if cut <= 0:
-        return False
-    value = low[cut + 1:]
-    return word in low[:cut] and word not in value and len(value.split()) <= 2
 
 
 @reader("sglang_context")

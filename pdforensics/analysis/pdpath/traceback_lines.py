@@ -12,3 +12,21 @@ CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
 EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
                           r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
+
+
+#: the function a frame line ends with, however mangled the rest ("... in  in
+#: ncclCommInitRankncclCommInitRank": two processes' dumps written into one terminal at once)
+_ENDS_IN = linear.compile(r" in ([\w.<>]{1,300})\s*$")
+
+
+def mangled_frames(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]]:
+    """(line, function) of the frame lines after index ``k`` that Python's frame pattern no
+    longer matches (dumps interleaved in one terminal): the words still say where it was."""
+    out: list[tuple[str, str]] = []
+    for _no, line in every[k:k + 40]:
+        if 'File "' not in line or FRAME.match(line) is not None:
+            continue
+        m = _ENDS_IN.search(line)
+        if m is not None:
+            out.append((line.strip(), m.group(1)))
+    return out

@@ -93,8 +93,6 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
         return WARN, extra
     if "Abort COMPLETE" in msg:
         return ABORT, extra
-    if "Connection closed by localRank" in msg:  # the proxy service thread of a rank exiting
-        return PEER_CLOSED, extra
     if ("Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Channel ", "NVLS ",
                                                                              "threadThresholds"))
             or msg.startswith(_BOOTSTRAP_MSG) or "coll channels" in msg):

@@ -69,5 +69,28 @@ def test_the_ends_of_processes_are_consequences(tmp_path: Path) -> None:
     assert {c.key for c in ends} == {"PROCESS_EXIT_WARNING", "SERVER_INIT_FAILED"}
     text = (FIELD / "nccl" / "vllm11651-nccl-service-thread-teardown.log").read_text()
     d = diagnose_text(tmp_path, text, "teardown.log")
-    assert d.side == "collective" and not d.labelled("cause")  # only ends: no cause invented
-    assert any(c.key == "NCCL_PEER_CLOSED" for c in d.labelled("consequence"))
+    assert not d.labelled("cause")  # only ends: no cause invented
+    assert any(c.key == "PROCESS_EXIT_WARNING" for c in d.labelled("consequence"))
+
+
+def test_a_clean_nccl_teardown_raises_nothing(tmp_path: Path) -> None:
+    """NCCL's service threads print "Connection closed by localRank N" at every exit, clean or
+    not: read as a peer closing its connection they made a healthy run DEGRADED with a
+    critical NCCL_NETWORK_ERROR (session 5, found and withdrawn before it landed)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pdforensics.cli import main
+
+    log = ("node1:1452:1452 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node1:1452:1553 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - "
+           "Init COMPLETE\n"
+           "node1:1452:1553 [0] NCCL INFO [Service thread] Connection closed by localRank 0\n"
+           "node1:1453:1554 [1] NCCL INFO [Service thread] Connection closed by localRank 1\n")
+    (tmp_path / "nccl.log").write_text(log)
+    res = CliRunner().invoke(main, ["triage", "--json", str(tmp_path / "nccl.log")])
+    doc = json.loads(res.output)
+    assert doc["verdict"] not in ("WEDGED", "DEGRADED", "OUTAGE"), doc["verdict"]
+    assert not [f for f in doc["findings"] if f["severity"] == "critical"]
+    assert not (doc["diagnosis"] or {}).get("wedge")

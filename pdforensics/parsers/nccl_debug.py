@@ -93,7 +93,7 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
         return WARN, extra
     if "Abort COMPLETE" in msg:
         return ABORT, extra
-    if ("Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Channel ", "NVLS ",
+    if ("Init COMPLETE" in msg or "Connected all" in msg or msg.startswith(("Channel ", "NVLS ", "Ring ",
                                                                              "threadThresholds"))
             or msg.startswith(_BOOTSTRAP_MSG) or "coll channels" in msg):
         return INIT, extra

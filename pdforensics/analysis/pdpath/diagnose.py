@@ -37,10 +37,28 @@ def read_all(sources: Sequence[Source]) -> tuple[list[Clue], list[str]]:
                 clues.extend(r.fn(src))
             except Exception as exc:  # one reader's bug never loses the others' evidence
                 notes.append(f"reader {r.name} failed on {src.path}: {type(exc).__name__}: {exc}")
-    # a line another reader placed keeps that reading only (read_errors: the fallback)
-    placed = {(c.source, c.line) for c in clues if c.key != "LOG_ERROR" and c.line is not None
-              and c.label in ("cause", "consequence", "progress")}
-    return [c for c in clues if c.key != "LOG_ERROR" or (c.source, c.line) not in placed], notes
+    return _fallbacks_unplaced(clues), notes
+
+
+#: the readers that read a line only when no other reader placed it (read_errors.py)
+_FALLBACK = frozenset({"LOG_ERROR", "EXCEPTION_LINE"})
+
+
+def _fallbacks_unplaced(clues: list[Clue]) -> list[Clue]:
+    """A line another reader placed keeps that reading only (read_errors: the fallbacks); an
+    exception line another reader called noise stays noise, and one its logger marked as an
+    error is read once."""
+    placed: set[tuple[str, int | None]] = set()
+    quiet: set[tuple[str, int | None]] = set()
+    for c in clues:
+        if c.line is None or c.key == "EXCEPTION_LINE":
+            continue
+        if c.key != "LOG_ERROR" and c.label in ("cause", "consequence", "progress"):
+            placed.add((c.source, c.line))
+        else:
+            quiet.add((c.source, c.line))  # noise, or the error-line fallback of the line
+    return [c for c in clues if c.key not in _FALLBACK or not (
+        (c.source, c.line) in placed or (c.key == "EXCEPTION_LINE" and (c.source, c.line) in quiet))]
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()

@@ -121,6 +121,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                    else "NCCL communicators set up (rings, channels), no failure")
         return
     peers = {(n.peer or "").split("<")[0] for n in lines if n.kind == IB_COMPLETION}
+    first_init = next((n.lineno for n in lines if n.kind == INIT), len(src.text))
     for n in lines:
         if n.kind == INIT:
             continue
@@ -134,8 +135,11 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                 yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", text, no, strength=1,
                             why="NCCL passing an error up, or tearing a communicator down")
             continue
-        stage: Stage | None = "startup" if n.kind == IBV_CALL and n.setup else None
         fault = host_fault(n.text)  # the host under NCCL: /dev/shm, the NVSwitch fabric
+        # a verbs call of connection set-up; a shared-memory segment NCCL could not create
+        # right after its communicator set-up lines (rings, channels) in the file
+        stage: Stage | None = "startup" if (n.kind == IBV_CALL and n.setup) or (
+            fault and fault[0] == "/dev/shm" and first_init < n.lineno) else None
         yield _clue(src, f"NCCL_{n.kind.upper()}", "cause", n.text, n.lineno, stage=stage,
                     wedge=False, strength=3 if n.kind != "warn" or fault else 2,
                     side="host" if fault else "collective",

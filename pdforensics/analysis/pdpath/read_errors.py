@@ -45,3 +45,46 @@ def error_lines(src: Source) -> Iterator[Clue]:
                    host=src.host, side=side_of_words(line), strength=1,
                    why="its logger marks this line as an error; no catalogued message says "
                        "more of it")
+
+
+#: an exception printed on its own line, not as the last line of a traceback: its class name
+#: (dotted or not) at the line's start, a colon and its message
+_EXCEPTION = linear.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception): \S")
+_EXC_MARKS = marks("Error: ", "Exception: ")
+
+
+@reader("exception_lines")
+def exception_lines(src: Source) -> Iterator[Clue]:
+    """Exceptions printed on a line of their own, with no traceback above them (a handler
+    that logs ``str(exc)``, a worker's one-line report): weak causes, like an error line."""
+    if not src.text or src.kind in ("metrics", "server_info", "load", "stacks", "goroutines"):
+        return
+    if not has_any(src.text, _EXC_MARKS):
+        return
+    found = lines_with(src.text, ("Error: ", "Exception: "))
+    if len(found) > _MAX_LINES:
+        return  # (a log full of them is read by the readers of its format)
+    text_lines: list[str] | None = None
+    for no, line in found:
+        if _EXCEPTION.search(line.strip()) is None or line[:1].isspace():
+            continue
+        if text_lines is None:
+            text_lines = src.text.split("\n")
+        if _inside_traceback(text_lines, no):
+            continue
+        yield Clue(key="EXCEPTION_LINE", label="cause", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
+                   host=src.host, side=side_of_words(line), strength=1,
+                   why="an exception printed on a line of its own, with no traceback: what "
+                       "raised it is not in the evidence")
+
+
+def _inside_traceback(lines: list[str], no: int) -> bool:
+    """The exception line ``no`` (1-based) ends a traceback or a chained one: a frame, a code
+    line or another exception's context is right above it."""
+    for k in range(no - 2, max(no - 4, -1), -1):
+        prev = lines[k].rstrip("\r")
+        if not prev.strip():
+            continue
+        return prev[:1].isspace() or prev.lstrip().startswith(("File \"", "Traceback", "^"))
+    return False

@@ -25,7 +25,7 @@ _NOT_READY_WHY = ("CUDA error 802, the system is not ready: on an NVSwitch machi
                   "nvidia-fabricmanager is not running or does not match the driver")
 #: (words any of which names the fault, the suspect, why): failures whose cause is the host
 _HOST_FAULTS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
-    (("/dev/shm",), "/dev/shm",
+    (("/dev/shm", "include/shm.h", "shmutils.cc", "shm.cc"), "/dev/shm",
      "NCCL could not create or grow its shared-memory segment in /dev/shm: the host's (or the "
      "container's) /dev/shm is too small or full (docker --shm-size, a tmpfs mount)"),
     (("NVLS", "Fabric Manager", "NVSwitch", "transport/nvls.cc"), None,

@@ -6,9 +6,9 @@ A start-up failure line reports a failure whose cause is printed elsewhere (it s
 root cause above"): a consequence, at stage ``startup``. The reasoning pass then places the
 file's other failures there too (reason._stage_of: the stage a file's failure lines agree on).
 
-A launcher printing "Waiting for ... to start" again and again, to the end of its log, has a
-part that never came up: a start-up that hangs (vLLM's engine-core wait loop prints it every
-10 s while it waits).
+A launcher printing "Waiting for ... to start" (or "... to be ready") again and again, to the
+end of its log, has a part that never came up: a start-up that hangs (vLLM's engine-core wait
+loop prints it every 10 s while it waits; TGI's launcher, for each shard not ready).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ _FAILED = ("failed to start", "initialization failed", "failed to initiali", "in
            "startup failed", "error loading",
            "capture cuda graph failed")  # sglang cuda_graph_runner.__init__, at start-up
 _WAITING = "waiting for"
-_TO_START = "to start"
+_TO_START = ("to start", "to be ready")  # vLLM's engine core; TGI's shards
 #: the marks searched for: each phrase as printed at a line's start and inside one
-_MARKS = marks(*_FAILED, *(w[0].upper() + w[1:] for w in _FAILED), " to start")
+_MARKS = marks(*_FAILED, *(w[0].upper() + w[1:] for w in _FAILED), *_TO_START)
 _MAX_TEXT = 500
 _MAX_LINES = 20  # a few are enough to place the failure
 _WAITS_TO_HANG = 3  # this many waits for a part to start, with nothing after them: a hang
@@ -45,7 +45,7 @@ def startup_clues(src: Source) -> Iterator[Clue]:
     n = 0
     for no, line in found:
         low = line.lower()
-        if _WAITING in low and _TO_START in low:
+        if _WAITING in low and any(w in low for w in _TO_START):
             waits.append((no, line))
             continue
         if not any(w in low for w in _FAILED):

@@ -14,4 +14,5 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_sglang,
     read_stacks,
     read_startup,
+    read_vllm_kv,
 )

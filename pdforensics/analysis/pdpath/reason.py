@@ -115,6 +115,15 @@ def _side_of(c: Clue, roles: set[str]) -> Side | None:
     return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
 
 
+def _file_side(c: Clue, clues: Sequence[Clue]) -> Side | None:
+    """The side the consequence lines of a cause's file agree on, for a cause that names none
+    (an exception line of its own, then the connector's reports of the transfer it failed;
+    not a stack's summary, which is no line of the file)."""
+    sides = {x.side for x in clues if x.source == c.source and x.label == "consequence"
+             and x.line is not None and x.side is not None and x.side != NOT_ESTABLISHED}
+    return sides.pop() if len(sides) == 1 else None
+
+
 def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
               clues: Sequence[Clue] = ()) -> Stage:
     if c.stage is not None:
@@ -266,7 +275,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
         confidence = "medium" if clues else "low"
     else:
         c = clues[p]
-        side_or_none = _side_of(c, roles)
+        side_or_none = _side_of(c, roles) or _file_side(c, clues)
         rivals = _rivals(clues, p, side_or_none, roles)
         side = side_or_none if side_or_none is not None and not rivals else NOT_ESTABLISHED
         stage = _stage_of(c, side_or_none, roles, sglang, clues)

@@ -13,7 +13,7 @@ from pdforensics.errors import ParseError, PdforensicsError
 from pdforensics.parsers.cuda_gdb import cuda_dump, looks_like_cuda_gdb
 from pdforensics.parsers.faulthandler import parse_faulthandler
 from pdforensics.parsers.frames import ProcessDump, ThreadStack
-from pdforensics.parsers.goroutines import parse_goroutines
+from pdforensics.parsers.goroutines import dump_indent, parse_goroutines
 from pdforensics.parsers.linescan import has_any, marks
 from pdforensics.parsers.logprefix import unwrap_log
 from pdforensics.parsers.native_stacks import (
@@ -78,7 +78,7 @@ def sniff_format(text: str) -> str | None:
     if looks_like_cuda_gdb(text) and cuda_dump(text):
         return "cuda-gdb"
     if has_any(text, _GO_MARKS) and (_at_line_start(_GO, text) or _GO_FILE.search(text)
-                                      or _GO_GROUP.search(text)):
+                                      or _GO_GROUP.search(text) or dump_indent(text)):
         return "goroutines"
     if has_any(text, _PYSTACK_MARKS) and _PYSTACK.search(text):
         return "pystack"

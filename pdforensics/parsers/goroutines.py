@@ -54,11 +54,32 @@ def _parse_state(raw: str) -> tuple[str, int | None, bool]:
     return state, minutes, locked
 
 
+#: a goroutine header indented as a whole (a dump a logger embedded in its message: klog's
+#: "Observed a panic" indents every line of the stack with a tab)
+_INDENTED_HEAD = linear.compile(r"^([ \t]{1,8})goroutine \d{1,12} \[[^\]\n]{0,200}\]:\s*$", linear.M)
+
+
+def dump_indent(text: str) -> str | None:
+    """The indentation a dump carries on every line when a logger embedded it (its headers are
+    indented, none starts a line), else None."""
+    m = _INDENTED_HEAD.search(text)
+    if m is None or _HEAD_AT_START.search(text) is not None:
+        return None
+    return m.group(1)
+
+
+_HEAD_AT_START = linear.compile(r"^goroutine \d{1,12} \[", linear.M)
+
+
 def parse_goroutines(text: str) -> tuple[ThreadStack, ...]:
-    """Parse a goroutine dump; ``count`` > 1 for ``debug=1`` groups. Leaf frame first."""
+    """Parse a goroutine dump; ``count`` > 1 for ``debug=1`` groups. Leaf frame first. A dump
+    a logger embedded with an indentation is read without it."""
     if not text.strip():
         return ()
     lines = text.splitlines()
+    indent = dump_indent(text) if "goroutine " in text else None
+    if indent is not None:
+        lines = [ln[len(indent):] if ln.startswith(indent) else ln for ln in lines]
     if any(_PROFILE.match(ln) for ln in lines[:50]) or (
         any(_GROUP.match(ln) for ln in lines[:50]) and not any(_HEAD.match(ln) for ln in lines)
     ):
@@ -73,9 +94,7 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
     state, minutes, locked = "", None, False
     frames: list[Frame] = []
     created: Frame | None = None
-    created_in: str | None = None
-    origin: str | None = None
-    pending: str | None = None  # function line waiting for its file line
+    created_in = origin = pending = None  # pending: a function line waiting for its file line
     pending_created = False
     in_ancestors = False  # GODEBUG=tracebackancestors: the creators' stacks, not this goroutine's
     seen = False
@@ -83,6 +102,8 @@ def _parse_traceback(lines: list[str]) -> tuple[ThreadStack, ...]:
     def close() -> None:
         nonlocal gid, frames
         cut = Frame(pending) if pending is not None and pending_created else None  # "created by F" last
+        if pending is not None and not pending_created:
+            frames = [*frames, Frame(pending)]  # a dump cut between a function and its file line
         if gid == "?":  # keep only real frames: text before a header is often "SIGQUIT: quit"
             frames = [f for f in frames if f.line is not None]
             gid = gid if frames else None

@@ -39,6 +39,7 @@ OOM_UNIT_FAILED = "oom_unit_failed"  # systemd marked the unit failed for the ki
 OOM_INVOKED = "oom_invoked"  # "X invoked oom-killer": an allocation found no memory left
 DRIVER_FAILED = "driver_failed"  # a NIC driver failing on its device ("mlx5_core ...: ... failed")
 GSP = "gsp"
+GPU_INIT_REPORT = "gpu_init_report"  # "rm_init_adapter failed, device minor number N": the report
 SMI_UNREACHABLE = "smi_unreachable"
 
 _PCI = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?")
@@ -95,6 +96,9 @@ class KernelEvent:
             return self.device
         if self.device is None or self.kind == AER:
             return None
+        if self.kind in (GPU_LOST, GPU_INIT_REPORT) and "PCI:" not in self.text:
+            m = _PCI.search(self.text)  # "NVRM: GPU 0000:01:00.0: ...": the bus id as printed
+            return m.group(0) if m is not None else self.device
         return self.device if self.device.startswith("GPU") else f"PCI:{self.device}"
 
 
@@ -169,6 +173,8 @@ def _other(no: int, line: str) -> KernelEvent | None:
     if "failed" in line and (m := _DRIVER_FAILED.search(line)) is not None:
         return KernelEvent(no, DRIVER_FAILED, line.strip(), m.group(2) or m.group(3),
                            process=m.group(1), epoch=epoch, uptime_s=up)
+    if "rm_init_adapter failed" in line:  # the module's report after RmInitAdapter failed
+        return KernelEvent(no, GPU_INIT_REPORT, line.strip(), _pci(line), epoch=epoch, uptime_s=up)
     if "fallen off the bus" in line or "RmInitAdapter failed" in line:
         return KernelEvent(no, GPU_LOST, line.strip(), _pci(line), epoch=epoch, uptime_s=up)
     if (m := _OOM.search(line)) is not None:
@@ -255,7 +261,7 @@ def parse_kernel_log(text: str) -> KernelLog:
 #: a line that can be an event holds one of these (the rest of a log is never looked at)
 _LINE_MARKS = linear.compile(
     rb"NVRM|PCIe Bus Error|[Oo]ut of memory|oom_reaper|OOM killer|oom-kill|memory pressure \(OOM\)"
-    rb"|fallen off the bus|RmInitAdapter|Unable to determine the device handle"
+    rb"|fallen off the bus|RmInitAdapter|rm_init_adapter|Unable to determine the device handle"
     rb"|mlx5_core|mlx4_core|bnxt_en|bnxt_re|irdma|mlx5_ib")
 #: an RDMA NIC's driver reporting a failure on its device, with the device's PCI address
 #: ("mlx5_core 0000:03:00.0: handle_hca_cap failed", "mlx5_core: probe of 0000:03:00.0 failed")

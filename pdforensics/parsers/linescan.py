@@ -15,6 +15,7 @@ bytes as Latin-1 letters).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -120,6 +121,11 @@ def lines_with(text: str, marks: Iterable[str], ignore_case: bool = False
     """(1-based number, line) of every line of ``text`` (split on ``\\n``, ``\\r`` kept) that
     contains one of ``marks``, in order."""
     return list(_lines(text, marks, ignore_case))
+
+
+def first_lines_with(text: str, marks: Iterable[str], limit: int) -> list[tuple[int, str]]:
+    """The first ``limit`` of `lines_with`'s lines, found without looking past them."""
+    return list(itertools.islice(_lines(text, marks, False), limit))
 
 
 def numbers_with(text: str, marks: Iterable[str], ignore_case: bool = False) -> list[int]:

@@ -25,7 +25,18 @@ _GLOG = linear.compile(r"(?:^|\s)([IEWF])(\d{4}|\d{8}) (\d\d:\d\d:\d{2,10}\.\d{1
                    r"([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _BARE_GLOG = linear.compile(r"^\s{0,8}(?:([IEWF]) )?([\w.-]{1,80}\.(?:cpp|cc|h|hpp|c)):(\d{1,7})\] (.*)$")
 _UCX = linear.compile(r"\s(\w{1,60}\.c):(\d{1,6}) {1,4}UCX {1,3}(ERROR|FATAL|WARN) (.*)$")
-_SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
+UCX_SIGNAL = linear.compile(r"\] Caught signal (\d{1,3}) \(([^)\n]{0,200})")
+#: UCX's prefix of its signal handler's report, "[host:pid:thread:tid]" (a space may follow the
+#: pid), at a line's start or after another thread's half-written line
+UCX_PREFIX = linear.compile(r"(?:^|\S)\[[^\]\s:]{1,100}:\d{1,10} ?:\d{1,10}:\d{1,10}\] Caught signal")
+#: a frame of the backtrace UCX prints after it: " 3  /path/libx.so(func+0x1f) [0x7f..]", or
+#: a process's own name ("sglang::scheduler_TP1(PyCode_Addr2Line+0x4) [0x54f3a4]")
+_UCX_FRAME = linear.compile(r"^\s{0,8}\d{1,3}\s{1,8}([^\s(]{1,300})\(([^)+\s]{0,200})(?:\+0x[0-9a-fA-F]{1,16})?\)"
+                            r"\s{1,8}\[0x[0-9a-fA-F]{1,16}\]")
+#: the libraries of the transfer engines and their transports: a crash in one is theirs
+TRANSFER_LIBS = ("libuc", "libnixl", "libtransfer_engine", "libmooncake", "libmlx5",
+                  "libibverbs", "librdmacm", "libefa", "libfabric")
+_HANDLER_LIBS = ("libucs", "libc.so", "libpthread")  # UCX's handler, the signal trampoline
 _ERRNO = linear.compile(r"Error: ([A-Za-z][\w ]{0,60}) \(value: (\d{1,5})\)")
 _SLICE = linear.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
 _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
@@ -180,8 +191,8 @@ def _line(no: int, line: str) -> TransferError | None:
                              else "error", "kv_send", "cause",
                              "Work Request Flushed" if flushed else msg.strip()[:80],
                              level=u.group(3)[0])
-    s = _SIGNAL.search(line)
-    if s is not None and line.lstrip().startswith("["):
+    s = UCX_SIGNAL.search(line)
+    if s is not None and UCX_PREFIX.search(line) is not None:
         return TransferError(no, line.strip(), "ucx", "crash", "kv_send", "cause",
                              f"signal {s.group(1)}: {s.group(2)[:80]}")
     r = _REG_FAILED.match(line)
@@ -222,6 +233,9 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         out.extend(w for w in warned if e.lineno - w.lineno <= _WARNED_LINES)
         warned = []
         out.append(e)
+    if any(e.kind == "crash" for e in out):
+        every = text.split("\n")
+        out = [e for e in out if e.kind != "crash" or _in_transfer(crash_frame(every, e.lineno))]
     if any(f in text for f in _STORE_FILES):
         out = _store_stages(text, out)
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail
@@ -273,3 +287,26 @@ def transfer_context(text: str) -> str | None:
                 "listen" in g.group(7) or "starting" in g.group(7)):
             return "startup"
     return None
+
+
+def crash_frame(lines: list[str], lineno: int) -> tuple[str, str] | None:
+    """(owner, function) of the faulting frame of the backtrace UCX printed after its "Caught
+    signal" line ``lineno`` (1-based): the first frame past its own handler and the signal
+    trampoline; None when no backtrace follows."""
+    for raw in lines[lineno:lineno + 60]:
+        m = _UCX_FRAME.match(raw)
+        if m is None:
+            continue
+        owner, func = m.group(1), m.group(2)
+        base = owner.rsplit("/", 1)[-1]
+        if base.startswith(_HANDLER_LIBS) and (base.startswith("libucs") or not func
+                                              or func in ("__restore_rt", "killpg")):
+            continue
+        return owner, func
+    return None
+
+
+def _in_transfer(frame: tuple[str, str] | None) -> bool:
+    """The crash is the transfer engine's: its faulting frame is in one of their libraries
+    (or no backtrace says where: UCX's report is all there is)."""
+    return frame is None or frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS)

@@ -1,7 +1,10 @@
 """Readings added from the eighteenth blind round's open set (6 December, session 6): vLLM's
 requests waiting for remote KV and its NIXL connector's failures; an exception printed on a
 line of its own; a launcher waiting for shards "to be ready"; NCCL's shared-memory segment
-failing right after its rings are set up; a cancelled asyncio task. Texts are the real
+failing right after its rings are set up; a cancelled asyncio task. And from the nineteenth
+round's open set: receives pending with none done, a crash UCX's handler caught outside UCX,
+a goroutine dump a logger indented, NCCL failures passing up through init in a server, the
+driver's report after RmInitAdapter, torch's wrapper of an NCCL error. Texts are the real
 artifacts or cut from them."""
 
 from __future__ import annotations
@@ -80,3 +83,78 @@ def test_a_cancelled_task_is_a_consequence(tmp_path: Path) -> None:
     d = diagnose_text(tmp_path, text, "master.log")
     cancelled = next(c for c in d.clues if c.text.startswith("asyncio.exceptions.CancelledError"))
     assert cancelled.label == "consequence" and "cancelled" in cancelled.why
+
+
+# -- the nineteenth round's open set (AK, 3/12 before tuning) ---------------------------------
+
+
+def test_receives_pending_with_none_completed_wait_at_decode_side_not_established(
+        tmp_path: Path) -> None:
+    text = _field("log/vllmascend5404-layerwise-decode-recv-zero.log")
+    d = diagnose_text(tmp_path, text, "worker.log")
+    assert (d.stage, d.side) == ("decode_transfer_wait", "not_established")
+    assert {c.key for c in d.labelled("consequence")} == {"KV_RECV_PENDING"}
+
+
+def test_a_crash_ucx_caught_outside_its_libraries_is_the_processs_own(tmp_path: Path) -> None:
+    text = _field("faulthandler/sglang8011-tp2-5090-faulthandler-ucx-segv.txt")
+    d = diagnose_text(tmp_path, text, "tp1.txt")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "NATIVE_SIGNAL" and "Caught signal 11" in cause.text
+    assert d.suspect == "sglang::scheduler_TP1" and d.side == "not_established"
+    assert not any(c.key.startswith("TRANSFER_") for c in d.clues)
+    # the same report with the faulting frame in UCX's transport library: the transfer engine's
+    inside = ("[gpu1:5296:0:5781] Caught signal 11 (Segmentation fault: address not mapped)\n"
+              "==== backtrace (tid:   5781) ====\n"
+              " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7f0658057774]\n"
+              " 1  /lib/x86_64-linux-gnu/libc.so.6(+0x42520) [0x7f0659042520]\n"
+              " 2  /opt/ucx/lib/ucx/libuct_ib.so.0(uct_rc_mlx5_iface_progress+0x3d) [0x7f06]\n")
+    d = diagnose_text(tmp_path, inside, "tp2.txt")
+    assert next(iter(d.labelled("cause"))).key == "TRANSFER_CRASH"
+    assert d.side == "transfer_engine"
+
+
+def test_a_goroutine_dump_a_logger_indented_is_read_with_its_panic(tmp_path: Path) -> None:
+    path = FIELD / "go" / "llmdfma572-dualpods-controller-nil-panic.txt"
+    from pdforensics.triage.read import read_path
+    art = read_path(str(path))
+    assert art.kind == "goroutines" and art.goroutines[0].thread_id == "263"
+    d = diagnose_text(tmp_path, path.read_text(), "controller.log")
+    panic = next(iter(d.labelled("cause")))
+    assert panic.key == "GO_PANIC" and "nil pointer dereference" in panic.text
+    assert "[panicked in " in panic.text and "getNominalServerProvidingPod" in panic.text
+    assert (d.suspect, d.wedge) == ("goroutine 263", False)
+
+
+def test_a_goroutine_cut_after_its_function_line_keeps_that_frame(tmp_path: Path) -> None:
+    text = _field("go/comply100-sigquit-build-hang-goroutines.txt")
+    d = diagnose_text(tmp_path, text, "comply.txt")
+    assert d.suspect == "goroutine 1"
+    assert "render.Build" in next(iter(d.labelled("cause"))).text
+
+
+def test_nccl_shm_failure_in_a_serving_engine_passes_up_through_init(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/kserve3791-vllm-tp2-nccl-devshm.log"), "w.log")
+    assert (d.stage, d.side, d.suspect) == ("startup", "host", "/dev/shm")
+    first, second = (c for c in d.clues if c.key == "NCCL_WARN")
+    # one thread's two WARN lines, a long host prefix alike: the second follows from the first
+    assert (first.label, second.label) == ("cause", "consequence")
+    # nccl-tests failing through init.cc is no server starting
+    d = diagnose_text(tmp_path, _field("nccl/nccl1338-nvls-invalid-argument-h800.log"), "t.log")
+    assert d.stage == "not_applicable"
+
+
+def test_the_gpu_init_report_follows_rminitadapter_and_the_bus_id_is_as_printed(
+        tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("kernel/rpipcie480-rtx8000-rminitadapter-dmesg.log"),
+                      "dmesg.log")
+    assert d.suspect == "0000:01:00.0" and d.side == "gpu"
+    assert {c.key for c in d.labelled("consequence")} == {"GPU_INIT_REPORT"}
+
+
+def test_torchs_nccl_error_wrapper_follows_nccls_own_warning(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/raylightning24-nccl-p2p-ipc-unsupported.log"),
+                      "ray.log")
+    wrapper = next(c for c in d.clues if "NCCL error in: " in c.text)
+    assert wrapper.label == "consequence"
+    assert any("failed to open CUDA IPC handle" in c.text for c in d.labelled("cause"))

@@ -217,8 +217,9 @@ def _repeats(c: Clue, first: Clue) -> bool:
     a, b = c.text.translate(_NO_DIGITS), first.text.translate(_NO_DIGITS)
     if a == b:
         return True
-    if _same_head(a, b):  # the same error, said of another operation after " | " or ": "
-        return True
+    if a[:_HEAD_MIN] == b[:_HEAD_MIN] and _same_head(_message(c), _message(first)):
+        return True  # the same error, said of another operation after " | " or ": " (numbers
+        # as one mark each: "shmutils.cc:72 NCCL" has no ": " a removed number would make)
     return ("0x" in c.text or abs(len(c.text) - len(first.text)) <= 4) \
         and _message(c) == _message(first)
 
@@ -403,10 +404,14 @@ def _diverged(clues: list[Clue]) -> list[Clue]:
 #: cuda error (run with NCCL_DEBUG=INFO for details)"): its detail is NCCL's own WARN lines
 _NCCL_SUMMARY = "NCCL_DEBUG="
 _NCCL_DETAIL = "NCCL WARN"
+#: torch's exception wrapping the code an NCCL call returned ("NCCL error in: .../
+#: ProcessGroupNCCL.cpp:784, unhandled cuda error, NCCL version 2.7.8"), older torch's summary
+_TORCH_WRAPPER = "NCCL error in: "
 
 
 def _nccl_summaries(clues: list[Clue]) -> list[Clue]:
-    """An NCCL error-code summary in a source that also holds NCCL's WARN lines reports the
+    """An NCCL error-code summary (or torch's exception wrapping the code) in a source that
+    also holds NCCL's WARN lines reports the
     failure those lines detail (whichever was printed first: stderr and NCCL's log are
     buffered apart): a consequence."""
     detailed = {c.source for c in clues if _NCCL_DETAIL in c.text and _NCCL_SUMMARY not in c.text}
@@ -414,8 +419,9 @@ def _nccl_summaries(clues: list[Clue]) -> list[Clue]:
         return clues
     return [replace(c, label="consequence",
                     why=f"{c.why}; NCCL's error-code summary: its WARN lines say what failed")
-            if c.label == "cause" and c.source in detailed and _NCCL_SUMMARY in c.text
-            and "for details" in c.text else c for c in clues]
+            if c.label == "cause" and c.source in detailed and (
+                _NCCL_SUMMARY in c.text and "for details" in c.text or _TORCH_WRAPPER in c.text)
+            else c for c in clues]
 
 
 #: a rank's report that a peer failed (naming it where it can: read_collective.py's monitored

@@ -102,6 +102,11 @@ def nccl_watchdog(src: Source) -> Iterator[Clue]:
                     why="every rank shown waits in it: the watchdog names no rank behind")
 
 
+#: a serving engine's words in a log (vLLM's Ray workers print only their class name)
+_ENGINE_MARKS = marks("vllm", "vLLM", "sglang", "SGLang", "RayWorkerWrapper", "tensorrt_llm",
+                      "lmdeploy")
+
+
 @reader("nccl_debug")
 def nccl_debug(src: Source) -> Iterator[Clue]:
     """NCCL's WARN lines that name a failure (causes), the error chains and aborts that
@@ -122,6 +127,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
         return
     peers = {(n.peer or "").split("<")[0] for n in lines if n.kind == IB_COMPLETION}
     first_init = next((n.lineno for n in lines if n.kind == INIT), len(src.text))
+    serving = has_any(src.text, _ENGINE_MARKS)
     for n in lines:
         if n.kind == INIT:
             continue
@@ -131,9 +137,15 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                             "uses its socket transport: not a failure")
             continue
         if n.kind in (ERROR_CHAIN, ABORT, PEER_CLOSED):
+            # a chain passed up through init.cc in a serving engine's log: the communicator's
+            # set-up failed while the server started (nccl-tests' own runs are no server's)
+            init = n.kind == ERROR_CHAIN and serving and any(" init.cc:" in t for _no, t in n.steps)
             for no, text in n.steps or ((n.lineno, n.text),):  # every step of a chain
                 yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", text, no, strength=1,
-                            why="NCCL passing an error up, or tearing a communicator down")
+                            stage="startup" if init else None,
+                            why="NCCL passing an error up" + (
+                                " through its communicator's set-up (init.cc)" if init
+                                else ", or tearing a communicator down"))
             continue
         fault = host_fault(n.text)  # the host under NCCL: /dev/shm, the NVSwitch fabric
         # a verbs call of connection set-up; a shared-memory segment NCCL could not create

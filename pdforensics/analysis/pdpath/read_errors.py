@@ -15,7 +15,7 @@ from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_lines_with, has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
 
 #: a level word as loggers print it (upper case, a separator after it), logfmt's level, glog's
@@ -61,7 +61,7 @@ def exception_lines(src: Source) -> Iterator[Clue]:
         return
     if not has_any(src.text, _EXC_MARKS):
         return
-    found = lines_with(src.text, ("Error: ", "Exception: "))
+    found = first_lines_with(src.text, ("Error: ", "Exception: "), _MAX_LINES + 1)
     if len(found) > _MAX_LINES:
         return  # (a log full of them is read by the readers of its format)
     text_lines: list[str] | None = None

@@ -161,7 +161,9 @@ def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
     goroutine of the trace (the running one) the suspect; a crash is no wedge."""
     found = first_line_with(src.text, ("panic: ", "fatal error: "))
     if found is None or _PANIC.match(found[1]) is None:
-        return None
+        found = first_line_with(src.text, ("Observed a panic",))  # k8s HandleCrash's log line
+        if found is None or "panic" not in found[1].split("Observed a panic", 1)[1]:
+            return None
     no, line = found
     if _STAMP_AFTER.match(line) is not None:
         # another writer's line cut into the runtime's (both wrote to one stream at once):
@@ -174,8 +176,24 @@ def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
     running = next((g for g in gs if g.state.startswith("running") and g.thread_id.isdigit()),
                    gs[0] if gs and gs[0].thread_id.isdigit() else None)
     side, stage = _gateway_place(running)
-    return Clue(key="GO_PANIC", label="cause", stage=stage, side=side, text=line.strip(),
+    where = _panicked_in(running)
+    return Clue(key="GO_PANIC", label="cause", stage=stage, side=side,
+                text=line.strip()[:500] + (f" [panicked in {where}]" if where else ""),
                 source=src.path, line=no, host=src.host,
                 suspect=f"goroutine {running.thread_id}" if running is not None else None,
                 wedge=False, strength=3,
                 why="the Go runtime's panic / fatal error: the program crashed here")
+
+
+def _panicked_in(g: ThreadStack | None) -> str | None:
+    """The function the running goroutine panicked in: the frame below the runtime's ``panic``
+    (a crash handler's frames above it are the handler's)."""
+    if g is None:
+        return None
+    frames = list(g.frames)
+    at = max((i for i, f in enumerate(frames) if f.function in ("panic", "runtime.gopanic")),
+             default=None)
+    if at is None or at + 1 >= len(frames):
+        return None
+    f = frames[at + 1]
+    return f"{f.function} ({f.location()})" if f.location() else f.function

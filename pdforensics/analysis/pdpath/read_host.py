@@ -21,6 +21,7 @@ from pdforensics.parsers.beneath import read_beneath
 from pdforensics.parsers.kernel_log import (
     AER,
     DRIVER_FAILED,
+    GPU_INIT_REPORT,
     GPU_LOST,
     GSP,
     OOM_INVOKED,
@@ -85,6 +86,11 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
             yield Clue(key="GPU_LOST", label="consequence" if fatal_aer else "cause",
                        text=e.text[:500], side="gpu", suspect=e.suspect, wedge=False,
                        strength=3, why="the GPU no longer answers on PCIe", **base)  # type: ignore[arg-type]
+        elif e.kind == GPU_INIT_REPORT:
+            yield Clue(key="GPU_INIT_REPORT", label="consequence", text=e.text[:500], side="gpu",
+                       suspect=e.suspect, wedge=False, strength=1,
+                       why="the driver's report that it could not set the GPU up (after "
+                           "RmInitAdapter failed): what failed is that line", **base)  # type: ignore[arg-type]
         elif e.kind == AER:
             fatal = bool(e.severity) and not str(e.severity).startswith("Corrected")
             gone = _lost_after(events, i)

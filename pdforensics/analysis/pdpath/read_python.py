@@ -25,7 +25,6 @@ _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 _CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16}|Stack) \(most recent call first\):")
 #: absl's / glog's failure signal handler (Ray's, TensorFlow's C++ core): "*** SIGSEGV received
 #: at time=1709021359 on cpu 44 ***"
-_SIGNAL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
 _NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
 _MAX_TEXT = 500
 
@@ -209,7 +208,6 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
 
 #: Python's threading excepthook: "Exception in thread Thread-5 (bootstrap_thread):"
 _THREAD_MARKS = marks("Exception in thread")
-_SIGNAL_MARKS = marks("received at time=")
 _THREAD_EXC = linear.compile(r"^Exception in thread ([^\s(:]{1,120})(?: \((\w{1,120})\))?:\s*$")
 
 
@@ -255,20 +253,6 @@ def chain_line_clues(src: Source) -> Iterator[Clue]:
 
 
 _MAX_CHAIN_LINES = 20
-
-
-@reader("native_signal")
-def native_signal_clues(src: Source) -> Iterator[Clue]:
-    """A C++ failure signal handler's report (absl, glog): the process took a fatal signal."""
-    if not has_any(src.text, _SIGNAL_MARKS):
-        return
-    for no, line in lines_with(src.text, ("received at time=",)):
-        m = _SIGNAL.search(line)
-        if m is not None:  # (each copy: a log that repeats the report keeps it one burst)
-            yield Clue(key="NATIVE_SIGNAL", label="cause", text=line.strip()[:_MAX_TEXT],
-                       source=src.path, line=no, time=_stamp(line), role=src.role,
-                       host=src.host, wedge=False, strength=3,
-                       why=f"the process's failure signal handler caught {m.group(1)}: it crashed")
 
 
 @reader("faulthandler_fatal")

@@ -22,15 +22,19 @@ from collections import Counter
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.journal import parse_rank
+from pdforensics.parsers.linescan import first_lines_with, has_any, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
 
 _WAITING = linear.compile(r"(\S{1,200}) is still in WAITING_FOR_REMOTE_KVS state")
 _NOTHING_DONE = linear.compile(r"completed KV cache send requests: 0, receive requests: 0\b")
+#: the layerwise connector: no receive completed of the N a worker waits for
+_RECV_PENDING = linear.compile(r"completed KV cache recv requests: 0, receive requests: [1-9]")
 _FAILED = ("NIXL transfer failure", "Skipping KV post-processing for failed request")
-_WORDS = ("WAITING_FOR_REMOTE_KVS", "completed KV cache send requests", *_FAILED)
+_WORDS = ("WAITING_FOR_REMOTE_KVS", "completed KV cache send requests",
+          "completed KV cache recv requests", *_FAILED)
 _MARKS = marks(*_WORDS)
 _HELD = 2  # the same request reported waiting this many times: it is held
 _MAX_LINES = 200
@@ -44,7 +48,7 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
     (consequences at decode's transfer wait; see the module docstring)."""
     if not src.text or src.kind in _SKIP_KINDS or not has_any(src.text, _MARKS):
         return
-    found = lines_with(src.text, _WORDS)[:_MAX_LINES]
+    found = first_lines_with(src.text, _WORDS, _MAX_LINES)
     waits = Counter(m.group(1) for _, line in found if (m := _WAITING.search(line)))
     idle_engine = any(_NOTHING_DONE.search(line) for _, line in found)
     held = [rid for rid, n in waits.items() if n >= _HELD]
@@ -63,13 +67,18 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
             yield _clue(src, "KV_CONNECTOR_IDLE", no, line, side="transfer_engine", wedge=True,
                         why="the KV connector completed no send and no receive while requests "
                             "wait for KV")
+        elif _RECV_PENDING.search(line):
+            yield _clue(src, "KV_RECV_PENDING", no, line, strength=1, side=NOT_ESTABLISHED,
+                        why="the KV connector completed none of the receives it waits for: "
+                            "decode waits for KV (whether prefill sent it is not said)")
         elif any(w in line for w in _FAILED):
             yield _clue(src, "NIXL_TRANSFER_FAILED", no, line, side="decode", wedge=False,
                         why="vLLM's NIXL connector reports a failed transfer or handshake; "
                             "what failed is the error printed near it")
 
 
-def _clue(src: Source, key: str, no: int, line: str, **kw: object) -> Clue:
+def _clue(src: Source, key: str, no: int, line: str, strength: int = 2, **kw: object) -> Clue:
     return Clue(key=key, label="consequence", text=line.strip()[:_MAX_TEXT], source=src.path,
                 line=no, time=parse_log_timestamp(line), role=src.role, host=src.host,
-                stage="decode_transfer_wait", strength=2, **kw)  # type: ignore[arg-type]
+                rank=parse_rank(line), stage="decode_transfer_wait", strength=strength,
+                **kw)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_router,
     read_scrapes,
     read_sglang,
+    read_signals,
     read_stacks,
     read_startup,
     read_vllm_kv,

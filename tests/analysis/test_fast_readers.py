@@ -20,6 +20,7 @@ from pdforensics.analysis.pdpath.read_python import (
     _CHAINED,
     _MAX_TEXT,
     _NEAR,
+    _TIMEOUT_WHY,
     _cut_at_end,
     _exception,
     _exception_ahead,
@@ -97,15 +98,20 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
             exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
         chained = _CHAINED.search(run_head) is not None  # (a later exception of a chain)
-        cancelled = exc.split(":", 1)[0].split(" ", 1)[0].endswith("CancelledError")
+        name = exc.split(":", 1)[0].split(" ", 1)[0]
+        cancelled = name.endswith("CancelledError")
+        timeout = not cancelled and name.rsplit(".", 1)[-1] == "TimeoutError"
         said.add(no)
-        yield Clue(key="PYTHON_EXCEPTION", label="consequence" if chained or cancelled else "cause",
+        yield Clue(key="PYTHON_EXCEPTION",
+                   label="consequence" if chained or cancelled or timeout else "cause",
                    text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role),
                    side=_side(exc, role), role=role, host=src.host,
-                   rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=False, strength=3,
+                   rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=timeout,
+                   strength=3,
                    why="the exception a traceback ends with: what the failing code raised"
-                   + (_CANCELLED_WHY if cancelled else _CHAIN_WHY if chained else ""))
+                   + (_CANCELLED_WHY if cancelled else _TIMEOUT_WHY if timeout
+                      else _CHAIN_WHY if chained else ""))
         funcs, code, last_frame = [], [], -_NEAR - 1
     # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
     if funcs and innermost is not None and len(every) - last_frame <= _NEAR \

@@ -158,3 +158,30 @@ def test_torchs_nccl_error_wrapper_follows_nccls_own_warning(tmp_path: Path) -> 
     wrapper = next(c for c in d.clues if "NCCL error in: " in c.text)
     assert wrapper.label == "consequence"
     assert any("failed to open CUDA IPC handle" in c.text for c in d.labelled("cause"))
+
+
+# -- the twentieth round's open set (AM, 3/12 before tuning) ----------------------------------
+
+
+def test_a_cuda_error_the_nccl_watchdog_met_names_its_rank_and_no_side(tmp_path: Path) -> None:
+    text = _field("nccl/vllm2682-ray-tp8-nccl-watchdog-cuda-unknown.log")
+    d = diagnose_text(tmp_path, text, "worker.log")
+    # vLLM's Ray worker prefix names the engine: a server's failure, its stage not established
+    assert (d.stage, d.side, d.suspect) == ("not_established", "not_established", "Rank 7")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "CUDA_ERROR" and "watchdog thread terminated" in cause.text
+    assert not any(c.line == cause.line for c in d.labelled("consequence"))  # a line is one
+    # the same failure in a program that names no serving engine is off any request path
+    plain = text.replace("(RayWorkerVllm pid=5304)", "")
+    assert "Vllm" not in plain
+    assert diagnose_text(tmp_path, plain, "plain.log").stage == "not_applicable"
+
+
+def test_a_timeout_error_is_a_wait_that_ran_out(tmp_path: Path) -> None:
+    text = _field("traceback/vllm35104-shm-broadcast-dequeue-timeout.txt")
+    d = diagnose_text(tmp_path, text, "engine.txt")
+    timeout = next(c for c in d.clues if c.text.startswith("TimeoutError"))
+    assert timeout.label == "consequence" and timeout.wedge is True
+    # vLLM's shared-memory broadcast names the engine: on a request path, where not said
+    assert (d.stage, d.wedge) == ("not_established", True)
+    assert not d.labelled("cause")

@@ -74,6 +74,8 @@ def nccl_watchdog(src: Source) -> Iterator[Clue]:
                         why=f"{_WHY_WD} heartbeat: this rank's watchdog made no progress, no "
                             "collective timeout before it")
             continue
+        if r.kind == TAKEDOWN and "CUDA error" in r.text and "operation timeout" not in r.text:
+            continue  # the watchdog ended on a CUDA error it met: that error is the line's
         key = {TIMEOUT: "NCCL_WATCHDOG_TIMEOUT", STATUS: "NCCL_WATCHDOG_STATUS",
                TAKEDOWN: "NCCL_PROCESS_TAKEN_DOWN", HEARTBEAT: "NCCL_WATCHDOG_STUCK"}.get(
                    r.kind, "NCCL_DEBUG_DUMP")

@@ -169,21 +169,27 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
     chain printed above it; its rank is its own prefix's, else that of the line its frames
     follow ("[... TP0] Traceback (most recent call last):")."""
     rids, rooms = ids(exc)
-    if exc.split(":", 1)[0].split(" ", 1)[0].endswith("CancelledError"):
+    name, held = exc.split(":", 1)[0].split(" ", 1)[0], False
+    if name.endswith("CancelledError"):
         chained, why = True, _CANCELLED_WHY  # a task some other party cancelled
+    elif name.rsplit(".", 1)[-1] == "TimeoutError":
+        chained, why, held = True, _TIMEOUT_WHY, True  # a wait that ran out
     else:
         why = _CHAIN_WHY if chained else ""
     return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                 text=exc[:_MAX_TEXT], source=src.path, line=no, time=when, stage=stage,
                 side=_side(exc, role), role=role, host=src.host,
-                rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=False, strength=3,
-                why="the exception a traceback ends with: what the failing code raised" + why)
+                rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=held,
+                strength=3, why="the exception a traceback ends with: what the failing code "
+                                "raised" + why)
 
 
 #: Python's line between two tracebacks of one chain: the later exception follows from the
 #: earlier one (raised from it, or while handling it)
 _CHAINED = linear.compile(r"The above exception was the direct cause|During handling of the above "
                           r"exception")
+_TIMEOUT_WHY = ("; a TimeoutError is a wait that ran out: what it waited for (a worker, a "
+                "peer, a lock) was held, and that is the cause")
 _CANCELLED_WHY = ("; a CancelledError is raised in a task another party cancelled (a timeout, "
                  "an abort, a shutdown): what cancelled it is the cause")
 _CHAIN_WHY = ("; raised because of, or while handling, the exception printed above it (Python's "

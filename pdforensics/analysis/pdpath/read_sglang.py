@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Label, Side, Stage
+from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Label, Side, Stage
 from pdforensics.analysis.pdpath.place import (
     KEY_PLACE,
     NOISE_KEYS,
@@ -232,7 +232,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
             yield Clue(key=sig.key, label=label, text=line[:_MAX_TEXT], source=src.path,
                        line=hit.no, time=hit.time, stage=stage,
                        side=_line_side(sig.key, line, place), role=line_role, host=src.host,
-                       rank=hit.rank, rids=rids, rooms=rooms,
+                       rank=hit.rank or _torch_rank(sig.key, line), rids=rids, rooms=rooms,
                        suspect=bootstrap_suspect(line) if sig.key == "BOOTSTRAP_INFO_FAILED"
                        else None,
                        wedge=place.wedge if place else None,
@@ -244,12 +244,26 @@ def signature_clues(src: Source) -> Iterator[Clue]:
 
 def _line_side(key: str, line: str, place: Place | None) -> Side | None:
     """A CUDA error raised by a collective's own code (custom all-reduce, NCCL) is the
-    collective's; an illegal memory access is a kernel of the server writing out of bounds."""
+    collective's; an illegal memory access is a kernel of the server writing out of bounds; a
+    CUDA error NCCL's watchdog thread met when it checked its work is the process's CUDA
+    context failing (a sticky error any call sees): which kernel or device is not said."""
+    if key == "CUDA_ERROR" and "watchdog thread terminated" in line:
+        return NOT_ESTABLISHED
     if key == "CUDA_ERROR" and side_of_words(line) == "collective":
         return "collective"
     if key == "CUDA_ERROR" and "illegal memory access" in line.lower():
         return None
     return place.side if place else None
+
+
+_TORCH_RANK = linear.compile(r"\[Rank (\d{1,7})\]")
+
+
+def _torch_rank(key: str, line: str) -> str | None:
+    """The rank torch's line names ("[Rank 7] NCCL watchdog thread terminated with exception:
+    CUDA error ..."), for a CUDA error: the rank whose GPU failed."""
+    m = _TORCH_RANK.search(line) if key == "CUDA_ERROR" else None
+    return f"Rank {m.group(1)}" if m is not None else None
 
 
 _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, int, str], ...] = (

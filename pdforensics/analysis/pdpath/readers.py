@@ -3,6 +3,7 @@ add one import per module)."""
 
 from pdforensics.analysis.pdpath import (  # noqa: F401
     read_collective,
+    read_engine,
     read_errors,
     read_go,
     read_host,

@@ -100,8 +100,10 @@ def _primary(clues: Sequence[Clue], label: str = "cause") -> int | None:
                   if not (clues[i].key in _MOMENTARY and _moving(clues, clues[i].role))]
         # a consequence placed on the path first; else one that at least names a side or a
         # suspect (the thread that was handling an exception when the process aborted)
+        # or a wait that ran out (something was held)
         picked = [i for i in picked if clues[i].stage is not None] or [
-            i for i in picked if clues[i].side is not None or clues[i].suspect is not None]
+            i for i in picked if clues[i].side is not None or clues[i].suspect is not None] or [
+            i for i in picked if clues[i].wedge and clues[i].line is not None]
     if not picked:
         return None
     best = max(clues[i].strength for i in picked)
@@ -253,6 +255,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
     clues = [joined[i] for i in _order(joined)]
     roles = roles_of(clues)
     sglang = is_sglang(clues)
+    serving = sglang or any(map(_serving, clues))  # a serving engine's evidence (read_engine)
     p = _primary(clues)
     decide: list[str] = []
     claims: list[Claim] = []
@@ -260,7 +263,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
     suspect: str | None = None
     if p is None and (q := _primary(clues, "consequence")) is not None:
         c = clues[q]  # consequences only: the failure they report, its cause not here
-        stage = c.stage or (NOT_ESTABLISHED if sglang or _serving(c) else "not_applicable")
+        stage = c.stage or (NOT_ESTABLISHED if serving else "not_applicable")
         side = _side_of(c, roles) or NOT_ESTABLISHED
         suspect = c.suspect
         blame = next((x for x in clues if x.key in PEER_BLAME and x.suspect), None)
@@ -278,7 +281,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
         side_or_none = _side_of(c, roles) or _file_side(c, clues)
         rivals = _rivals(clues, p, side_or_none, roles)
         side = side_or_none if side_or_none is not None and not rivals else NOT_ESTABLISHED
-        stage = _stage_of(c, side_or_none, roles, sglang, clues)
+        stage = _stage_of(c, side_or_none, roles, serving, clues)
         suspect = _suspect(clues, p)
         for r in rivals[:3]:
             decide.append(f"{c.key} points at {side_or_none}, {clues[r].key} at "

@@ -127,7 +127,7 @@ class TransferError:
     kind: str  # write | read_eof | rdma_completion | handshake | metadata | register | crash |
     # qp_setup | version | device | error
     stage: str | None  # kv_send | startup | None (decode: the caller maps to decode_transfer_wait)
-    label: str  # cause | consequence
+    label: str  # cause | consequence | noise (the program finished its run after it)
     detail: str  # errno text, the work completion status, the signal
     peer: str | None = None
     level: str = "E"
@@ -238,6 +238,10 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         out = [e for e in out if e.kind != "crash" or _in_transfer(crash_frame(every, e.lineno))]
     if any(f in text for f in _STORE_FILES):
         out = _store_stages(text, out)
+    done = _results_at(text)
+    if done is not None:  # the program went on to finish its run: what it met, it got past
+        out = [replace(e, label="noise", detail=f"{e.detail} (the run finished after it: "
+                       f"results at line {done})") if e.lineno < done else e for e in out]
     first_real = next((e.lineno for e in out if "Flushed" not in e.detail
                        and e.label == "cause"), None)
     qp = next((e.lineno for e in out if e.kind == "qp_setup"), None)
@@ -308,5 +312,26 @@ def crash_frame(lines: list[str], lineno: int) -> tuple[str, str] | None:
 
 def _in_transfer(frame: tuple[str, str] | None) -> bool:
     """The crash is the transfer engine's: its faulting frame is in one of their libraries
-    (or no backtrace says where: UCX's report is all there is)."""
-    return frame is None or frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS)
+    (with no backtrace, UCX's handler only says the process crashed)."""
+    return frame is not None and frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS)
+
+
+#: a benchmark's results table: its header ("# OSU MPI Broadcast Latency Test v5.8", "# Size
+#: Avg Latency(us)", nccl-tests' "#  size  count  type ...") and a row of numbers under it
+_RESULTS_HEAD = linear.compile(r"^#\s{0,4}(?:OSU .{0,80}Test|[Ss]ize\s)", linear.M)
+_RESULT_ROW = linear.compile(r"^\s{0,16}\d{1,12}\s{1,40}\d[\d.]{0,20}(?:\s|$)")
+
+
+def _results_at(text: str) -> int | None:
+    """The line (1-based) of a results table's first row, when a benchmark printed one: the
+    run finished."""
+    if "# " not in text:
+        return None
+    m = _RESULTS_HEAD.search(text)
+    if m is None:
+        return None
+    no = text.count("\n", 0, m.start()) + 1
+    for k, line in enumerate(text[m.start():].split("\n", 12)[1:12], no + 1):
+        if _RESULT_ROW.match(line):
+            return k
+    return None

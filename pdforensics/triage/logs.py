@@ -32,10 +32,12 @@ _OTHER = linear.compile(r"^(?:\[\d\d:\d\d:\d\d[\].,\s]|[IWEF]\d{4} \d\d:\d\d:\d\
 # lines of the layers beneath SGLang: NCCL's "host:pid:tid [dev] NCCL INFO", UCX's
 # "[1744331142.02] [host:pid:n]  file.c:1 UCX  INFO", glog with a year "I20260530 21:34:20.6",
 # dmesg "[  518.050606]" / "[  +0.000316]", "kernel: " journal lines; NCCL's lines with the
-# host:pid:tid cut off by the launcher ("[0] NCCL INFO ...")
+# host:pid:tid cut off by the launcher ("[0] NCCL INFO ..."); Open MPI's "[host:pid] " (its
+# signal handler's "*** Process received signal ***" report)
 _LOWER = linear.compile(r"^[\w.-]{1,200}:\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL |^\s{0,4}\[\d{1,4}\] NCCL "
                     r"(?:INFO|WARN) |^\[\d{9,11}\.\d{1,9}\] \[|"
-                    r"^[IWEF]\d{8} \d\d:\d\d:\d\d\.|^\[ {0,12}\+?\d{1,10}\.\d{1,9}\] |^kernel: ")
+                    r"^[IWEF]\d{8} \d\d:\d\d:\d\d\.|^\[ {0,12}\+?\d{1,10}\.\d{1,9}\] |^kernel: |"
+                    r"^\[[\w.-]{1,200}:\d{1,10}\] ")
 _ROLES = (("prefill", "prefill"), ("decode", "decode"), ("router", "router"),
           ("gateway", "router"), ("lb", "router"), ("unified", "unified"))
 _ROLE_WORDS = tuple((linear.compile(rf"(?:^|[^a-z]){word}(?:[^a-z]|$)"), word, role) for word, role in _ROLES)

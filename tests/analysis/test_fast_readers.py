@@ -18,6 +18,7 @@ from pdforensics.analysis.pdpath.read_python import (
     _CANCELLED_WHY,
     _CHAIN_WHY,
     _CHAINED,
+    _IMPORT_ERRORS,
     _MAX_TEXT,
     _NEAR,
     _TIMEOUT_WHY,
@@ -105,7 +106,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         yield Clue(key="PYTHON_EXCEPTION",
                    label="consequence" if chained or cancelled or timeout else "cause",
                    text=exc[:_MAX_TEXT], source=src.path,
-                   line=no, time=when, stage=frames_stage(funcs, code, role),
+                   line=no, time=when, stage=frames_stage(funcs, code, role) or (
+                       "startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                    side=_side(exc, role), role=role, host=src.host,
                    rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=timeout,
                    strength=3,

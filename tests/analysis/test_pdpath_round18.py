@@ -185,3 +185,60 @@ def test_a_timeout_error_is_a_wait_that_ran_out(tmp_path: Path) -> None:
     # vLLM's shared-memory broadcast names the engine: on a request path, where not said
     assert (d.stage, d.wedge) == ("not_established", True)
     assert not d.labelled("cause")
+
+
+# -- the twenty-first round's open set (AO, 3/12 before tuning; one control alarmed) ----------
+
+
+def test_transfer_errors_a_benchmark_got_past_raise_no_alarm(tmp_path: Path) -> None:
+    from pdforensics.triage.run import triage_paths
+
+    path = FIELD / "log" / "ucx8684-harmless-ibv-create-cq-errors.log"
+    result = triage_paths([str(path)])
+    assert result.analysis is not None
+    assert not [f.key for f in result.analysis.findings if f.severity == "critical"]
+    d = result.analysis.diagnosis
+    assert d is not None and d.wedge is False and not d.labelled("cause")
+    # the same errors with no results after them are the transfer engine's failure
+    text = path.read_text().split("\n# OSU")[0]
+    d = diagnose_text(tmp_path, text, "ucx.log")
+    assert next(iter(d.labelled("cause"))).key == "TRANSFER_ERROR"
+
+
+def test_a_crash_ucx_reported_without_a_backtrace_is_the_processs(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/trtllm674-k8s-triton-trtllm-bus-error.log"), "t.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "NATIVE_SIGNAL" and "Caught signal 7" in cause.text
+    assert not any(c.key.startswith("TRANSFER_") for c in d.clues)
+
+
+def test_open_mpis_signal_report_names_the_process_and_the_transport_set_up(
+        tmp_path: Path) -> None:
+    path = FIELD / "log" / "triton7293-ucx-mm-iface-bus-error.txt"
+    from pdforensics.triage.read import read_path
+    assert read_path(str(path)).kind == "log"  # was: not a format triage reads
+    d = diagnose_text(tmp_path, path.read_text(), "triton.txt")
+    assert (d.stage, d.side, d.wedge) == ("startup", "transfer_engine", False)
+    assert d.suspect == "triton-inference-server-7cd84c8f4b-wzsk9:00030"
+    assert "Signal: Bus error (7)" in next(iter(d.labelled("cause"))).text
+
+
+def test_a_module_that_cannot_be_imported_fails_the_start(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("traceback/lmcachevllm60-modulenotfound-experimental.txt"),
+                      "engine.txt")
+    assert d.stage == "startup"
+    assert next(iter(d.labelled("cause"))).text.startswith("ModuleNotFoundError")
+
+
+def test_kubectl_describe_events_an_eviction_and_the_containers_it_stopped(
+        tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/kserve3792-modelmesh-emptydir-evicted.log"), "d.txt")
+    assert (d.side, d.wedge) == ("host", False)
+    assert [c.key for c in d.labelled("cause")] == ["K8S_EVICTED"]
+    assert {c.key for c in d.labelled("consequence")} == {"K8S_KILLING"}
+    pending = ("Events:\n  Type     Reason            Age   From               Message\n"
+               "  ----     ------            ----  ----               -------\n"
+               "  Warning  FailedScheduling  2m    default-scheduler  0/4 nodes are available: "
+               "4 Insufficient nvidia.com/gpu.\n")
+    d = diagnose_text(tmp_path, pending, "describe.txt")
+    assert (d.stage, d.side) == ("startup", "host")

@@ -50,6 +50,9 @@ def _fallbacks_unplaced(clues: list[Clue]) -> list[Clue]:
     error is read once."""
     placed: set[tuple[str, int | None]] = set()
     quiet: set[tuple[str, int | None]] = set()
+    # an error line a reader judged harmless (a transfer error the run got past)
+    harmless = {(c.source, c.line) for c in clues if c.label == "noise" and c.line is not None
+                and c.key.startswith("TRANSFER_")}
     for c in clues:
         if c.line is None or c.key == "EXCEPTION_LINE":
             continue
@@ -58,7 +61,8 @@ def _fallbacks_unplaced(clues: list[Clue]) -> list[Clue]:
         else:
             quiet.add((c.source, c.line))  # noise, or the error-line fallback of the line
     return [c for c in clues if c.key not in _FALLBACK or not (
-        (c.source, c.line) in placed or (c.key == "EXCEPTION_LINE" and (c.source, c.line) in quiet))]
+        (c.source, c.line) in placed or (c.key == "EXCEPTION_LINE" and (c.source, c.line) in quiet)
+        or (c.source, c.line) in harmless)]
 
 
 def diagnose_evidence(sources: Sequence[Source], findings: Sequence[Finding] = ()

@@ -177,7 +177,8 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
     else:
         why = _CHAIN_WHY if chained else ""
     return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
-                text=exc[:_MAX_TEXT], source=src.path, line=no, time=when, stage=stage,
+                text=exc[:_MAX_TEXT], source=src.path, line=no, time=when,
+                stage=stage or ("startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                 side=_side(exc, role), role=role, host=src.host,
                 rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=held,
                 strength=3, why="the exception a traceback ends with: what the failing code "
@@ -188,6 +189,8 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
 #: earlier one (raised from it, or while handling it)
 _CHAINED = linear.compile(r"The above exception was the direct cause|During handling of the above "
                           r"exception")
+#: a module that cannot be imported: the program fails while it starts
+_IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
 _TIMEOUT_WHY = ("; a TimeoutError is a wait that ran out: what it waited for (a worker, a "
                 "peer, a lock) was held, and that is the cause")
 _CANCELLED_WHY = ("; a CancelledError is raised in a task another party cancelled (a timeout, "

@@ -16,11 +16,19 @@ from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.read_python import _stamp
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_lines_with, has_any, lines_with, marks
 from pdforensics.parsers.transfer_engine import TRANSFER_LIBS, UCX_PREFIX, UCX_SIGNAL, crash_frame
 
 _ABSL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
-_MARKS = marks("received at time=", "Caught signal")
+#: Open MPI's (opal) handler: "[host:00030] *** Process received signal ***", then
+#: "[host:00030] Signal: Bus error (7)" and its frames "[host:00030] [ 1] lib(func+0x7b)[0x..]"
+_OPAL_SIGNAL = linear.compile(r"^\[([\w.-]{1,200}:\d{1,10})\] Signal: (.{1,80}) \((\d{1,3})\)\s*$")
+_OPAL_FRAME = linear.compile(r"^\[[\w.-]{1,200}:\d{1,10}\] \[ {0,3}\d{1,3}\] ([^\s(\[]{1,300})"
+                             r"\(([^)+\s]{0,200})(?:\+0x[0-9a-fA-F]{1,16})?\)")
+_MARKS = marks("received at time=", "Caught signal", "*** Process received signal ***")
+#: UCX's calls that set a worker or an interface up: a crash under them is at start-up
+_SETUP_CALLS = ("ucp_init", "ucp_worker_create", "ucp_worker_iface_open", "uct_iface_open",
+                "uct_md_open")
 _MAX_TEXT = 500
 _MAX_UCX_REPORTS = 4
 
@@ -31,6 +39,7 @@ def native_signal_clues(src: Source) -> Iterator[Clue]:
     if not has_any(src.text, _MARKS):
         return
     yield from _ucx_caught(src)
+    yield from _opal_report(src)
     for no, line in lines_with(src.text, ("received at time=",)):
         m = _ABSL.search(line)
         if m is not None:  # (each copy: a log that repeats the report keeps it one burst)
@@ -48,13 +57,41 @@ def _ucx_caught(src: Source) -> Iterator[Clue]:
             continue
         every = every if every is not None else src.text.split("\n")
         frame = crash_frame(every, no)
-        if frame is None or frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS):
+        if frame is not None and frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS):
             continue  # (the transfer engine's own crash: read_host's)
-        owner, func = frame
-        where = owner.rsplit("/", 1)[-1]
+        where = frame[0].rsplit("/", 1)[-1] if frame is not None else None
+        at = f" in {where}({frame[1]})" if frame is not None else ""
         yield Clue(key="NATIVE_SIGNAL", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
                    suspect=where, wedge=False, strength=3,
-                   why=f"the process took signal {m.group(1)} ({m.group(2)[:60]}) in "
-                       f"{where}({func}): UCX's handler, loaded in every process that uses "
-                       "it, only reported it; no transfer library is in the faulting frame")
+                   why=f"the process took signal {m.group(1)} ({m.group(2)[:60]}){at}: UCX's "
+                       "handler, loaded in every process that uses it, only reported it; "
+                       + ("no transfer library is in the faulting frame" if frame is not None
+                          else "no backtrace says where"))
+
+
+def _opal_report(src: Source) -> Iterator[Clue]:
+    """Open MPI's signal report: the signal, and the first frame past libc's signal
+    trampoline (in a transfer library: the transfer engine's crash)."""
+    found = first_lines_with(src.text, ("] Signal: ",), _MAX_UCX_REPORTS)
+    if not found:
+        return
+    every = src.text.split("\n")
+    for no, line in found:
+        m = _OPAL_SIGNAL.match(line.strip())
+        if m is None:
+            continue
+        frames = [(f.group(1).rsplit("/", 1)[-1], f.group(2)) for raw in every[no:no + 40]
+                  if (f := _OPAL_FRAME.match(raw.strip())) is not None and f.group(2)]
+        frame = next((f for f in frames if not f[0].startswith("libc.")), None)
+        ours = frame is not None and frame[0].startswith(TRANSFER_LIBS)
+        setup = any(fn.startswith(_SETUP_CALLS) for _lib, fn in frames)
+        yield Clue(key="NATIVE_SIGNAL", label="cause", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
+                   side="transfer_engine" if ours else None, suspect=m.group(1), wedge=False,
+                   stage="startup" if setup else None,
+                   strength=3,
+                   why=f"Open MPI's handler: the process {m.group(1)} took signal {m.group(3)} "
+                       f"({m.group(2)})" + (f" in {frame[0]}({frame[1]})" if frame else "")
+                       + (": a transfer library's frame" if ours else "")
+                       + ("; under the set-up of UCX's worker (start-up)" if setup else ""))

@@ -8,6 +8,7 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_go,
     read_host,
     read_host_faults,
+    read_k8s_events,
     read_proxy,
     read_python,
     read_router,

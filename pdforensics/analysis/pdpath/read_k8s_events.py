@@ -1,0 +1,56 @@
+"""The Events table of ``kubectl describe pod`` (Type, Reason, Age, From, Message): what the
+kubelet and the scheduler did to a server's pod.
+
+- ``Evicted`` (kubelet): the node took the pod away for a resource it ran out of, or a limit
+  the pod passed (an EmptyDir volume over its size, ephemeral storage, memory pressure): the
+  host's side, the cause of what follows.
+- ``FailedScheduling``, ``FailedMount``, ``FailedCreatePodSandBox``, ``FailedAttachVolume``:
+  the pod could not start on the node: the host's side, at start-up.
+- ``Killing`` ("Stopping container x"), ``BackOff`` ("Back-off restarting failed container"):
+  what follows from a failure (an eviction, a failed probe, a crash): consequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pdforensics import linear
+from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.sources import Source, reader
+from pdforensics.parsers.linescan import first_lines_with, has_any, marks
+
+#: a row: Type, Reason, Age (5s, 3m2s, <unknown>, "2m (x3 over 5m)"), From, Message
+_ROW = linear.compile(r"^\s{0,8}(Warning|Normal)\s{1,20}([A-Za-z]{3,40})\s{1,20}(?:\S{1,20}"
+                      r"(?: \(x\d{1,6} over \S{1,20}\))?)\s{1,20}(\S{1,80})\s{2,}(\S.{0,1000})$")
+_HOST_CAUSES = ("Evicted", "FailedScheduling", "FailedMount", "FailedCreatePodSandBox",
+                "FailedAttachVolume")
+_STARTING = ("FailedScheduling", "FailedMount", "FailedCreatePodSandBox", "FailedAttachVolume")
+_FOLLOWS = ("Killing", "BackOff")
+_MARKS = marks(*(f" {r} " for r in (*_HOST_CAUSES, *_FOLLOWS)))
+_MAX_ROWS = 200
+
+
+@reader("k8s_events")
+def k8s_event_clues(src: Source) -> Iterator[Clue]:
+    """Causes on the host (evicted, not scheduled, a volume not mounted) and what followed."""
+    if not src.text or src.kind in ("metrics", "server_info", "load", "stacks", "goroutines"):
+        return
+    if not has_any(src.text, _MARKS):
+        return
+    for no, line in first_lines_with(src.text, ("Warning", "Normal"), _MAX_ROWS):
+        m = _ROW.match(line)
+        if m is None:
+            continue
+        kind, reason, source, message = m.groups()
+        if reason in _HOST_CAUSES and kind == "Warning":
+            yield Clue(key=f"K8S_{reason.upper()}", label="cause", text=line.strip(),
+                       source=src.path, line=no, host=src.host, role=src.role, side="host",
+                       stage="startup" if reason in _STARTING else None, wedge=False,
+                       strength=3, why=f"{source}: {reason}: the node's own report of what it "
+                                       "did to the pod, and why")
+        elif reason in _FOLLOWS:
+            yield Clue(key=f"K8S_{reason.upper()}", label="consequence", text=line.strip(),
+                       source=src.path, line=no, host=src.host, role=src.role, side="host",
+                       wedge=False, strength=1,
+                       why=f"{source}: {reason}: a container stopped or restarted because of "
+                           "what failed before it")

@@ -35,9 +35,14 @@ _UCX_HANDLER = ("ucs_handle_error", "ucs_error_signal_handler", "ucs_debug_", "u
 
 
 def looks_like_gdb(text: str) -> bool:
-    """A gdb thread header or a gdb frame line, at a line start."""
+    """A gdb thread header or a gdb frame line, at a line start; or a ``bt`` whose frames print
+    no address (``#0  memcpy () at x.S:265``, then ``#1  ...``)."""
     head = text[:400000]
-    return bool(_GDB_SNIFF.search(head))
+    return bool(_GDB_SNIFF.search(head)) or ("\n#1 " in head and _GDB_BARE.search(head) is not None)
+
+
+#: a frame #0 without an address: a function, its arguments' parenthesis
+_GDB_BARE = linear.compile(r"^#0 {1,4}[A-Za-z_][\w:~<>.]{0,300} \(", linear.M)
 
 
 _UNNAMED = linear.compile(r"^(?:\?\?|__cudart\d{1,6})$")  # no symbol, or cudart's static internals

@@ -242,3 +242,36 @@ def test_kubectl_describe_events_an_eviction_and_the_containers_it_stopped(
                "4 Insufficient nvidia.com/gpu.\n")
     d = diagnose_text(tmp_path, pending, "describe.txt")
     assert (d.stage, d.side) == ("startup", "host")
+
+
+# -- the twenty-second round's open set (AQ, 3/12 before tuning) ------------------------------
+
+
+def test_a_backtrace_without_addresses_is_gdbs_and_its_thread_in_the_engine_named(
+        tmp_path: Path) -> None:
+    path = FIELD / "gdb" / "mooncake1986-memcpy-worker-sigsegv.txt"
+    from pdforensics.triage.read import read_path
+    assert read_path(str(path)).kind == "stacks"  # was: not a format triage reads
+    d = diagnose_text(tmp_path, path.read_text(), "bt.txt")
+    assert (d.side, d.suspect) == ("transfer_engine", "mooncake::MemcpyWorkerPool::workerThread")
+    assert "#1  mooncake::MemcpyWorkerPool::workerThread ()" in next(iter(d.labelled("cause"))).text
+
+
+def test_a_cuda_error_names_the_rank_as_torch_printed_it(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("traceback/sglang13234-kimi-k2-watchdog-ima.txt"), "t.txt")
+    assert d.suspect == "rank6"
+
+
+def test_prefill_freeing_kv_no_decode_read_is_a_consequence_at_the_send(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/vllm25562-nixl-expired-kv-blocks-prefill.log"),
+                      "engine.log")
+    assert {c.key for c in d.labelled("consequence")} == {"NIXL_KV_EXPIRED"}
+    assert (d.stage, d.side, d.wedge) == ("kv_send", "not_established", False)
+
+
+def test_an_errors_chain_of_causes_names_the_innermost(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/dynamo1188-etcd-connection-refused.log"), "w.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "ERROR_CHAIN_ROOT" and "Connection refused (os error 111)" in cause.text
+    heads = [c for c in d.labelled("consequence") if c.key == "ERROR_CHAIN_HEAD"]
+    assert heads and "Application shutdown with error" in heads[0].text

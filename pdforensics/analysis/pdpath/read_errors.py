@@ -88,3 +88,45 @@ def _inside_traceback(lines: list[str], no: int) -> bool:
             continue
         return prev[:1].isspace() or prev.lstrip().startswith(("File \"", "Traceback", "^"))
     return False
+
+
+#: an error's chain of causes as Rust's anyhow / eyre print it: the error, "Caused by:", then
+#: its causes one per line ("    0: creating primary lease", "    1: grpc request error: ..."),
+#: the innermost last
+_CAUSED_BY = "Caused by:"
+_CHAIN_ITEM = linear.compile(r"^\s{2,12}(?:\d{1,3}: )?(\S.{0,1000})$")
+_MAX_CHAINS = 20
+
+
+@reader("error_chains")
+def error_chains(src: Source) -> Iterator[Clue]:
+    """An error printed with its chain of causes: the innermost cause (the chain's last line)
+    is the cause, the error it surfaced as is its consequence."""
+    if not src.text or src.kind in ("metrics", "server_info", "load", "goroutines"):
+        return
+    found = first_lines_with(src.text, (_CAUSED_BY,), _MAX_CHAINS)
+    if not found:
+        return
+    every = src.text.split("\n")
+    for no, line in found:
+        if line.strip() != _CAUSED_BY:
+            continue
+        head = next(((k, every[k - 1]) for k in range(no - 1, max(no - 4, 0), -1)
+                     if every[k - 1].strip()), None)
+        items = []
+        for k in range(no, min(no + 30, len(every))):
+            m = _CHAIN_ITEM.match(every[k].rstrip("\r"))
+            if m is None:
+                break
+            items.append((k + 1, every[k]))
+        if head is None or not items:
+            continue
+        last_no, last = items[-1]
+        yield Clue(key="ERROR_CHAIN_ROOT", label="cause", text=last.strip()[:_MAX_TEXT],
+                   source=src.path, line=last_no, role=src.role, host=src.host,
+                   side=side_of_words(last), wedge=False, strength=2,
+                   why="the innermost cause of an error's chain (\"Caused by:\", the last line)")
+        yield Clue(key="ERROR_CHAIN_HEAD", label="consequence", text=head[1].strip()[:_MAX_TEXT],
+                   source=src.path, line=head[0], time=parse_log_timestamp(head[1]),
+                   role=src.role, host=src.host, wedge=False, strength=1,
+                   why="the error its chain of causes explains, below it")

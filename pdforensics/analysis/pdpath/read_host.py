@@ -246,7 +246,31 @@ def native_stacks(src: Source) -> Iterator[Clue]:
                                         frame_lines if throws <= _QUOTED_THROWS else [])
                 continue
             kind = _leaf_kind(fns, _code_after(src.text, t.frames[0].line if t.frames else None))
+            engine = next((f for f in fns[:3] if f.startswith(_ENGINE_FRAMES)), None)
+            if kind == "other" and engine is not None and len(d.threads) == 1 \
+                    and "Caught signal" not in src.text:  # (UCX's report: read_signals/_transfer)
+                yield _engine_thread(src, t.thread_id, fns, engine)
+                continue
             yield _native_clue(src, t.thread_id, t.name, fns, kind)
+
+
+#: a transfer engine's own code in a native frame (Mooncake's C++, NIXL's, UCX's)
+_ENGINE_FRAMES = ("mooncake::", "nixl", "ucp_", "uct_")  # (ucs_: UCX's own error handler too)
+
+
+def _engine_thread(src: Source, thread: str, fns: list[str], engine: str) -> Clue:
+    """The one thread a backtrace shows runs in a transfer engine's code (or a libc call it
+    made): where the process was stopped, a crash's or a debugger's; a weak cause."""
+    head = thread if thread not in ("", "?") else "the thread"
+    quoted = next((ln.strip() for ln in src.text.split("\n", 400)[:400]
+                   if ln.lstrip().startswith("#") and engine in ln), None)  # gdb's frame line
+    text = f"{head}: {quoted} (innermost: {fns[0]})" if quoted else \
+        f"{head}: {' <- '.join(fns[:4])}"
+    return Clue(key="NATIVE_THREAD_TRANSFER", label="cause",
+                text=text[:500], source=src.path, host=src.host,
+                role=src.role, side="transfer_engine", suspect=engine, strength=1,
+                why="the one thread of the backtrace runs in the transfer engine's code: where "
+                    "the process stopped (a crash, or the debugger)")
 
 
 #: torch.distributed's key-value store (the rendezvous every rank meets at as it starts)

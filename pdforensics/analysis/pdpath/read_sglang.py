@@ -256,14 +256,15 @@ def _line_side(key: str, line: str, place: Place | None) -> Side | None:
     return place.side if place else None
 
 
-_TORCH_RANK = linear.compile(r"\[Rank (\d{1,7})\]")
+_TORCH_RANK = linear.compile(r"^\[(rank\d{1,7})\]:|[\[ ](Rank \d{1,7})\]")
 
 
 def _torch_rank(key: str, line: str) -> str | None:
-    """The rank torch's line names ("[Rank 7] NCCL watchdog thread terminated with exception:
-    CUDA error ..."), for a CUDA error: the rank whose GPU failed."""
+    """The rank torch's line names, as printed ("[rank6]:[E1113 ...", "[Rank 7] NCCL watchdog
+    thread terminated with exception: CUDA error ..."), for a CUDA error: the rank whose GPU
+    failed."""
     m = _TORCH_RANK.search(line) if key == "CUDA_ERROR" else None
-    return f"Rank {m.group(1)}" if m is not None else None
+    return (m.group(1) or m.group(2)) if m is not None else None
 
 
 _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, int, str], ...] = (

@@ -10,6 +10,9 @@ vllm-ascend's mooncake_connector.py).
 - A connector reporting it completed no transfer at all ("Number of completed KV cache send
   requests: 0, receive requests: 0") while requests wait: the transfer engine carried nothing,
   so it is the side to look at before prefill.
+- "Releasing expired KV blocks for request X which were retrieved by 0 decode worker(s) within
+  120 seconds" (the NIXL connector on prefill): the KV waited at prefill and no decode read it:
+  a consequence at the KV send; whether decode never asked or the transfer failed is not said.
 - "NIXL transfer failure: <reason>" (the NIXL connector, decode's side, which reads the KV
   from prefill) and "Skipping KV post-processing for failed request": a transfer or handshake
   that failed, reported after its cause (the exception printed near it): consequences at
@@ -33,8 +36,10 @@ _NOTHING_DONE = linear.compile(r"completed KV cache send requests: 0, receive re
 #: the layerwise connector: no receive completed of the N a worker waits for
 _RECV_PENDING = linear.compile(r"completed KV cache recv requests: 0, receive requests: [1-9]")
 _FAILED = ("NIXL transfer failure", "Skipping KV post-processing for failed request")
+#: the NIXL connector on prefill freeing KV blocks no decode worker read in time
+_EXPIRED = "Releasing expired KV blocks for request"
 _WORDS = ("WAITING_FOR_REMOTE_KVS", "completed KV cache send requests",
-          "completed KV cache recv requests", *_FAILED)
+          "completed KV cache recv requests", _EXPIRED, *_FAILED)
 _MARKS = marks(*_WORDS)
 _HELD = 2  # the same request reported waiting this many times: it is held
 _MAX_LINES = 200
@@ -71,6 +76,13 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
             yield _clue(src, "KV_RECV_PENDING", no, line, strength=1, side=NOT_ESTABLISHED,
                         why="the KV connector completed none of the receives it waits for: "
                             "decode waits for KV (whether prefill sent it is not said)")
+        elif _EXPIRED in line:
+            yield Clue(key="NIXL_KV_EXPIRED", label="consequence", text=line.strip()[:_MAX_TEXT],
+                       source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
+                       host=src.host, rank=parse_rank(line), stage="kv_send", wedge=False,
+                       strength=1, why="the NIXL connector on prefill freed KV blocks no decode "
+                                       "worker read in time: decode never fetched them, or the "
+                                       "transfer never completed")
         elif any(w in line for w in _FAILED):
             yield _clue(src, "NIXL_TRANSFER_FAILED", no, line, side="decode", wedge=False,
                         why="vLLM's NIXL connector reports a failed transfer or handshake; "

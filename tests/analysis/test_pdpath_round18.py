@@ -275,3 +275,32 @@ def test_an_errors_chain_of_causes_names_the_innermost(tmp_path: Path) -> None:
     assert cause.key == "ERROR_CHAIN_ROOT" and "Connection refused (os error 111)" in cause.text
     heads = [c for c in d.labelled("consequence") if c.key == "ERROR_CHAIN_HEAD"]
     assert heads and "Application shutdown with error" in heads[0].text
+
+
+# -- the twenty-third round's open set (AS, 6/12 before tuning) -------------------------------
+
+
+def test_a_start_up_failure_line_is_read_in_a_log_holding_a_traceback(tmp_path: Path) -> None:
+    path = FIELD / "log" / "vllm22532-nixl-lmcache-enginecore-start-fail.log"
+    from pdforensics.triage.read import read_path
+    assert read_path(str(path)).kind == "stacks"  # (its traceback makes it one)
+    d = diagnose_text(tmp_path, path.read_text(), "engine.log")
+    assert d.stage == "startup"
+    assert any("EngineCore failed to start." in c.text for c in d.labelled("consequence"))
+
+
+def test_a_pod_that_is_not_running_is_a_consequence_at_start_up(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/kubeflow794-tfserving-gpu-pod-pending.txt"), "p.txt")
+    assert (d.stage, d.side) == ("startup", "host")
+    assert [c.key for c in d.labelled("cause")] == ["K8S_FAILEDSCHEDULING"]
+    assert [c.key for c in d.labelled("consequence")] == ["K8S_POD_NOT_RUNNING"]
+    text = _field("log/k8sdeviceplugin430-triton-pod-pending-describe.txt")
+    d = diagnose_text(tmp_path, text, "describe.txt")
+    assert d.stage == "startup"
+    assert [c.text for c in d.labelled("consequence")] == ["PodScheduled   False"]
+    looping = ("NAME       READY   STATUS             RESTARTS   AGE\n"
+               "router-0   1/1     Running            0          12m\n"
+               "decode-0   0/1     CrashLoopBackOff   7          12m\n"
+               "prefill-0  1/1     Running            0          12m\n")
+    d = diagnose_text(tmp_path, looping, "pods.txt")
+    assert [(c.key, c.stage) for c in d.labelled("consequence")] == [("K8S_POD_NOT_RUNNING", None)]

@@ -8,6 +8,8 @@ kubelet and the scheduler did to a server's pod.
   the pod could not start on the node: the host's side, at start-up.
 - ``Killing`` ("Stopping container x"), ``BackOff`` ("Back-off restarting failed container"):
   what follows from a failure (an eviction, a failed probe, a crash): consequences.
+- A pod not running (``kubectl get pods``: Pending, CrashLoopBackOff, ...; describe's condition
+  ``PodScheduled False``): a consequence, at start-up while it was never scheduled.
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ _HOST_CAUSES = ("Evicted", "FailedScheduling", "FailedMount", "FailedCreatePodSa
                 "FailedAttachVolume")
 _STARTING = ("FailedScheduling", "FailedMount", "FailedCreatePodSandBox", "FailedAttachVolume")
 _FOLLOWS = ("Killing", "BackOff")
-_MARKS = marks(*(f" {r} " for r in (*_HOST_CAUSES, *_FOLLOWS)))
+_MARKS = marks(*(f" {r} " for r in (*_HOST_CAUSES, *_FOLLOWS)), "PodScheduled", " Pending ",
+               "CrashLoopBackOff")
+#: a pod not running: ``kubectl get pods``' row ("name  0/1  Pending  0  15m"), describe's
+#: "PodScheduled   False" condition
+_NOT_RUNNING = linear.compile(r"^\S{1,253}\s{1,40}\d{1,3}/\d{1,3}\s{1,40}(Pending|CrashLoopBackOff|"
+                              r"Error|ContainerCreating|Init:\S{1,40})\s{1,40}\d")
+_UNSCHEDULED = linear.compile(r"^\s{1,8}PodScheduled\s{1,40}False\s*$")
 _MAX_ROWS = 200
 
 
@@ -37,6 +45,7 @@ def k8s_event_clues(src: Source) -> Iterator[Clue]:
         return
     if not has_any(src.text, _MARKS):
         return
+    yield from _not_running(src)
     for no, line in first_lines_with(src.text, ("Warning", "Normal"), _MAX_ROWS):
         m = _ROW.match(line)
         if m is None:
@@ -54,3 +63,23 @@ def k8s_event_clues(src: Source) -> Iterator[Clue]:
                        wedge=False, strength=1,
                        why=f"{source}: {reason}: a container stopped or restarted because of "
                            "what failed before it")
+
+
+def _not_running(src: Source) -> Iterator[Clue]:
+    """A pod that is not running (pending, crash-looping) or not scheduled: a consequence, at
+    start-up while it was never scheduled or still pending."""
+    for no, line in first_lines_with(src.text, ("PodScheduled", " Pending ", "CrashLoopBackOff",
+                                                " Error ", "ContainerCreating", " Init:"),
+                                     _MAX_ROWS):
+        m = _NOT_RUNNING.match(line)
+        unscheduled = _UNSCHEDULED.match(line) is not None
+        if m is None and not unscheduled:
+            continue
+        starting = unscheduled or m is not None and m.group(1) != "CrashLoopBackOff" \
+            and m.group(1) != "Error"
+        yield Clue(key="K8S_POD_NOT_RUNNING", label="consequence", text=line.strip(),
+                   source=src.path, line=no, host=src.host, role=src.role,
+                   stage="startup" if starting else None, wedge=False, strength=1,
+                   why="the pod is not running" + (" (never scheduled, or still starting): "
+                                                   "the scheduler's or kubelet's events say why"
+                                                   if starting else ": its container failed"))

@@ -31,7 +31,7 @@ _MARKS = marks(*_FAILED, *(w[0].upper() + w[1:] for w in _FAILED), *_TO_START)
 _MAX_TEXT = 500
 _MAX_LINES = 20  # a few are enough to place the failure
 _WAITS_TO_HANG = 3  # this many waits for a part to start, with nothing after them: a hang
-_SKIP_KINDS = ("metrics", "server_info", "load", "stacks", "goroutines")
+_SKIP_KINDS = ("metrics", "server_info", "load", "goroutines")  # (a log with a traceback is "stacks")
 
 
 @reader("startup_lines")

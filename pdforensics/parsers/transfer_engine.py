@@ -238,7 +238,7 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         out = [e for e in out if e.kind != "crash" or _in_transfer(crash_frame(every, e.lineno))]
     if any(f in text for f in _STORE_FILES):
         out = _store_stages(text, out)
-    done = _results_at(text)
+    done = _results_at(text) if out else None
     if done is not None:  # the program went on to finish its run: what it met, it got past
         out = [replace(e, label="noise", detail=f"{e.detail} (the run finished after it: "
                        f"results at line {done})") if e.lineno < done else e for e in out]
@@ -331,7 +331,14 @@ def _results_at(text: str) -> int | None:
     if m is None:
         return None
     no = text.count("\n", 0, m.start()) + 1
-    for k, line in enumerate(text[m.start():].split("\n", 12)[1:12], no + 1):
-        if _RESULT_ROW.match(line):
+    end = m.start()
+    for k in range(no + 1, no + 12):  # the rows just under the header (no copy of the rest)
+        start = text.find("\n", end) + 1
+        if start == 0:
+            return None
+        end = text.find("\n", start)
+        if _RESULT_ROW.match(text[start:end if end >= 0 else len(text)]):
             return k
+        if end < 0:
+            return None
     return None

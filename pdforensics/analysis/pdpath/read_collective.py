@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Stage
+from pdforensics.analysis.pdpath.read_engine import ENGINE_MARKS
 from pdforensics.analysis.pdpath.read_host_faults import host_fault
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.errors import ParseError
@@ -104,11 +105,6 @@ def nccl_watchdog(src: Source) -> Iterator[Clue]:
                     why="every rank shown waits in it: the watchdog names no rank behind")
 
 
-#: a serving engine's words in a log (vLLM's Ray workers print only their class name)
-_ENGINE_MARKS = marks("vllm", "vLLM", "sglang", "SGLang", "RayWorkerWrapper", "tensorrt_llm",
-                      "lmdeploy")
-
-
 @reader("nccl_debug")
 def nccl_debug(src: Source) -> Iterator[Clue]:
     """NCCL's WARN lines that name a failure (causes), the error chains and aborts that
@@ -129,7 +125,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
         return
     peers = {(n.peer or "").split("<")[0] for n in lines if n.kind == IB_COMPLETION}
     first_init = next((n.lineno for n in lines if n.kind == INIT), len(src.text))
-    serving = has_any(src.text, _ENGINE_MARKS)
+    serving = has_any(src.text, ENGINE_MARKS)  # (read_engine's words)
     for n in lines:
         if n.kind == INIT:
             continue

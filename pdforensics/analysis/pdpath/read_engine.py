@@ -14,11 +14,12 @@ from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import first_line_with, marks
 
 #: (engine, its words as printed)
-_ENGINES = (("vllm", ("vllm/", "vllm.", "RayWorkerVllm", "VllmWorker", "EngineCore", "vLLM",
-                      "shm_broadcast.py")),
-            ("sglang", ("sglang/", "sglang.", "sglang::")),
+_ENGINES = (("vllm", ("vllm/", "vllm.", "RayWorkerVllm", "RayWorkerWrapper", "VllmWorker",
+                      "EngineCore", "vLLM", "shm_broadcast.py")),
+            ("sglang", ("sglang/", "sglang.", "sglang::", "SGLang")),
             ("tensorrt_llm", ("tensorrt_llm",)), ("lmdeploy", ("lmdeploy",)))
-_MARKS = marks(*(w for _e, words in _ENGINES for w in words))
+#: every engine's words, for a reader that only asks whether a serving engine wrote a text
+ENGINE_MARKS = marks(*(w for _e, words in _ENGINES for w in words))
 
 
 @reader("serving_engine")
@@ -26,7 +27,7 @@ def serving_engine(src: Source) -> Iterator[Clue]:
     """One noise clue naming the serving engine whose words the text holds."""
     if not src.text or src.kind in ("metrics", "server_info", "load"):
         return
-    found = first_line_with(src.text, _MARKS)
+    found = first_line_with(src.text, ENGINE_MARKS)
     if found is None:
         return
     no, line = found

@@ -46,7 +46,9 @@ SPECS: tuple[SigSpec, ...] = (
             r"^Decode transfer failed", ("srt/disaggregation/",),
             external=_short(r"Decode transfer failed", "decode transfer failed")),
     SigSpec("PREFILL_TRANSFER_FAILED", "cause", "the prefill side saw a KV transfer fail",
-            r"^Prefill transfer failed", ("srt/disaggregation/",)),
+            r"^Prefill transfer failed", ("srt/disaggregation/",),
+            # (later releases' words: "... rank=0 req.rid='..' with exception ...")
+            external=_short(r"Prefill transfer failed", "prefill transfer failed")),
     SigSpec("PREFILL_BOOTSTRAP_FAILED", "cause",
             "the prefill side could not bootstrap a request with decode",
             r"^Prefill bootstrap failed", ("srt/disaggregation/",),

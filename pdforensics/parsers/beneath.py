@@ -16,6 +16,7 @@ from pdforensics.parsers.cuda_gdb import CudaKernel, looks_like_cuda_gdb, parse_
 from pdforensics.parsers.flight_recorder import FrTraceReport, looks_like_fr_trace, parse_fr_trace_text
 from pdforensics.parsers.kernel_log import KernelEvent, looks_like_kernel_log, parse_kernel_log
 from pdforensics.parsers.linescan import has_any, marks
+from pdforensics.parsers.nccl_coll import CollMismatch, read_coll_mismatches
 from pdforensics.parsers.nccl_debug import NcclLine, read_nccl_lines
 from pdforensics.parsers.nccl_ras import RasReport, parse_ras
 from pdforensics.parsers.nccl_watchdog import WatchdogRecord, read_watchdog
@@ -39,16 +40,17 @@ class Beneath:
     fr_trace: tuple[FrTraceReport, ...] = ()
     top: PyspyTop | None = None
     debugger_no_stack: int | None = None  # line of a gdb banner after which no stack came
+    coll: tuple[CollMismatch, ...] = ()  # ranks posting different collectives
 
     def __bool__(self) -> bool:
-        return bool(self.watchdog or self.nccl or self.ras or self.kernel or self.transfer
+        return bool(self.watchdog or self.nccl or self.coll or self.ras or self.kernel or self.transfer
                     or self.cuda or self.fr_trace or self.top
                     or self.debugger_no_stack is not None)
 
     @property
     def lines(self) -> int:
         """How many records were read (for a file's one-line description)."""
-        return (len(self.watchdog) + len(self.nccl) + len(self.kernel) + len(self.transfer)
+        return (len(self.watchdog) + len(self.nccl) + len(self.coll) + len(self.kernel) + len(self.transfer)
                 + len(self.cuda) + len(self.fr_trace) + (self.ras is not None)
                 + (self.top is not None) + (self.debugger_no_stack is not None))
 
@@ -76,6 +78,7 @@ def read_beneath(text: str) -> Beneath:
     return Beneath(
         watchdog=read_watchdog(text),
         nccl=read_nccl_lines(text),
+        coll=read_coll_mismatches(text) if " opCount " in text else (),
         ras=parse_ras(text),
         kernel=klog.events if klog is not None else (),
         driver=klog.driver if klog is not None else None,

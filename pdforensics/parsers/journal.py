@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import first_line_with, numbers_with
+from pdforensics.parsers.linescan import first_line_with, numbers_with, split_lines
 from pdforensics.parsers.log_trends import BatchLine, batch_line
 from pdforensics.parsers.logtime import (
     SGLANG_PREFIX,
@@ -230,7 +230,7 @@ def iter_signature_lines(text: str, since_epoch: float | None = None,
     ``until_epoch`` only lines known to be older than it."""
     if "\x1b[" in text:
         text = ANSI_CODE.sub("", text)
-    lines = text.split("\n")
+    lines = split_lines(text)
     times = NewestStamp(lines, parse_log_timestamp)
     for i in _candidates(text):
         line = lines[i].rstrip("\r")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from pdforensics import linear
 from pdforensics.parsers.journal import parse_log_timestamp
-from pdforensics.parsers.linescan import has_any, line_numbers, marks
+from pdforensics.parsers.linescan import has_any, line_numbers, marks, split_lines
 from pdforensics.parsers.nvidia_smi import XidEvent
 
 XID = "xid"
@@ -218,7 +218,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     events: list[KernelEvent] = []
     driver = None
     gsp_seen: set[str | None] = set()
-    lines = text.split("\n")
+    lines = split_lines(text)
     skip_to = 0  # AER detail lines already taken with their severity line
     for no in line_numbers(text, _LINE_MARKS):  # only the lines that can be an event
         if no <= skip_to:

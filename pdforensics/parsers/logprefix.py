@@ -39,8 +39,9 @@ _SGLANG = linear.compile(
 _BRACKETS = linear.compile(r"^\[[^\]]{0,60}\d\d:\d\d:\d\d[^\]]{0,60}\](?: \[[^\]]{1,60}\])* ")
 _QUOTE = linear.compile(r"^> ?")  # a log quoted in Markdown
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|TRACE|SUCCESS)"
-# vLLM's logger: "ERROR 05-01 15:00:23 [nixl_connector.py:1263] " (level, month-day time, file:line)
-_VLLM = linear.compile(r"^" + _LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]{1,80}:\d+\] ")
+# vLLM's logger: "ERROR 05-01 15:00:23 [nixl_connector.py:1263] " (level, month-day time, file:line;
+# before 0.8 without the opening bracket: "ERROR 03-21 05:31:41 multiproc_worker_utils.py:242] ")
+_VLLM = linear.compile(r"^" + _LEVEL + r" \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\]\s]{1,80}:\d+\] ")
 # a severity, then an RFC 3339 time: Google Cloud Logging's lines as the console or
 # `gcloud logging read` copy them ("ERROR 2026-06-15T14:10:59.392125190Z ")
 _SEVERITY_ISO = linear.compile(

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.linescan import has_any, lines_with, marks, split_lines
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
 LITERALS = marks("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
@@ -135,14 +135,14 @@ def _records_with_literals(text: str) -> Iterator[tuple[int, str]]:
     """The `_logical_lines` records that hold one of LITERALS (no other one is a record):
     only a record opened by a line with "ProcessGroupNCCL" has continuations, so each such
     record opens on a line holding a literal, found by one scan of the text."""
-    every: list[str] | None = None
+    every: Sequence[str] | None = None
     consumed = 0  # lines up to this number belong to a record already given
     for no, raw in lines_with(text, LITERALS):
         if no <= consumed:
             continue
         cur = [raw.rstrip("\r")]
         if "ProcessGroupNCCL" in cur[0]:
-            every = text.split("\n") if every is None else every
+            every = split_lines(text) if every is None else every
             j = no  # the index of the line after this one
             while len(cur) - 1 < 40 and j < len(every):
                 nxt = every[j].rstrip("\r")

@@ -14,10 +14,11 @@ those. Never raises on arbitrary text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks, split_lines
 
 # glog: E0708 09:26:26.525108   368 file.cpp:136] msg  (also E20260530 ... with the year; absl
 # before its logging is set up: E0000 00:00:1762238119.118504 with the epoch as seconds)
@@ -44,7 +45,7 @@ _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 #: connect()10.0.0.30:15041: Connection refused [111]", "Failed to connect to 10.0.0.2:1234")
 _CONNECT_TO = linear.compile(r"(?:connect\(\) ?|[Cc]onnect(?:ing)? to )([\w.-]{1,100}:\d{1,5})")
 #: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
-_BENIGN = ("Local segment descriptor not found",)
+BENIGN_ERRORS = ("Local segment descriptor not found",)
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 #: Mooncake's RDMA context when ibv_reg_mr fails ("Failed to register memory 0x7fa3ce000000:
 #: Input/output error [5]"), printed without glog's prefix
@@ -158,7 +159,7 @@ def _line(no: int, line: str) -> TransferError | None:
     if g is not None:
         src, msg = g.group(5), g.group(7)
         if g.group(1) == "I" or not (src.startswith(_TE_FILES) or "_transport." in src) \
-                or msg.startswith(_BENIGN):  # (any *_transport.cpp is one of its transports)
+                or msg.startswith(BENIGN_ERRORS):  # (any *_transport.cpp is one of its transports)
             return None
         kind, stage, detail = _mooncake_kind(src, msg)
         peer = _PEER_NIC.search(msg) or _CONNECT_TO.search(msg)
@@ -234,7 +235,7 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         warned = []
         out.append(e)
     if any(e.kind == "crash" for e in out):
-        every = text.split("\n")
+        every = split_lines(text)
         out = [e for e in out if e.kind != "crash" or _in_transfer(crash_frame(every, e.lineno))]
     if any(f in text for f in _STORE_FILES):
         out = _store_stages(text, out)
@@ -293,7 +294,7 @@ def transfer_context(text: str) -> str | None:
     return None
 
 
-def crash_frame(lines: list[str], lineno: int) -> tuple[str, str] | None:
+def crash_frame(lines: Sequence[str], lineno: int) -> tuple[str, str] | None:
     """(owner, function) of the faulting frame of the backtrace UCX printed after its "Caught
     signal" line ``lineno`` (1-based): the first frame past its own handler and the signal
     trampoline; None when no backtrace follows."""

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from pdforensics import linear
 from pdforensics.parsers.eval_summary import EVAL_SUMMARY
 from pdforensics.parsers.journal import parse_log_timestamp
-from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.linescan import line_numbers, split_lines
 from pdforensics.parsers.textcache import by_text
 
 _COMPOSE = linear.compile(r"^([A-Za-z0-9][\w.-]*)\s+\| ?")
@@ -152,7 +152,7 @@ def split_by_writer(text: str) -> Mapping[str, str]:
     numbers = line_numbers(text, _WRITER_LINE)
     if not numbers:  # no line names a writer: one group, the text itself (nothing split)
         return MappingProxyType({"": text})
-    lines = text.split("\n")
+    lines = split_lines(text)
     groups: dict[str, list[str]] = {}
     current, start = "", 0
     for no in numbers:

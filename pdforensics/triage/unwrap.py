@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import SMALL, lines_with
+from pdforensics.parsers.linescan import SMALL, lines_with, split_lines
 from pdforensics.parsers.logtime import epoch, month, read_stamp
 from pdforensics.parsers.textcache import by_text
 
@@ -89,7 +89,7 @@ def unwrap(text: str) -> Unwrapped:
     In a large text without curl -v chatter, once the payload has begun, only a prompt or a
     ``< `` line can be anything but payload: those lines are found by one scan of the text and
     the runs between them are taken whole."""
-    lines = text.split("\n")
+    lines = split_lines(text)
     verbose = any(ln.startswith(("< HTTP/", "> GET ", "> POST ")) for ln in lines[:200])
     # the lines that may be a prompt or a response line: in a large text, found by one scan
     special = (None if len(text) < LARGE or verbose

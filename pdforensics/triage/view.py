@@ -369,7 +369,7 @@ def _merge_beneath(parts: Sequence[Beneath]) -> Beneath | None:
     return Beneath(tuple(r for p in parts for r in p.watchdog), tuple(n for p in parts for n in p.nccl),
                    ras, (), None, tuple(t for p in parts for t in p.transfer),
                    tuple(c for p in parts for c in p.cuda), tuple(f for p in parts for f in p.fr_trace),
-                   top, gdb)
+                   top, gdb, tuple(m for p in parts for m in p.coll))
 
 
 def _name(path: str) -> str:

@@ -44,8 +44,10 @@ def roles_of(clues: Sequence[Clue]) -> set[str]:
     return {r for r in from_batches if r in _PD} if "unified" not in from_batches else set()
 
 
-#: evidence that start-up finished: a server that reported ready, a test run that completed
-_PAST_STARTUP = frozenset({"SERVER_READY", "NCCL_TEST_PASSED"})
+#: evidence that start-up finished: a server that reported ready, a test run that completed,
+#: a benchmark whose requests completed (its own warm-up is the client's, not a server's)
+_PAST_STARTUP = frozenset({"SERVER_READY", "NCCL_TEST_PASSED", "BENCH_REQUESTS_DONE",
+                           "BENCH_EVAL_DONE"})
 
 
 def _startup(clues: Sequence[Clue]) -> bool:

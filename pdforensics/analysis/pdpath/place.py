@@ -174,6 +174,9 @@ FRAME_STAGES: tuple[tuple[str, Stage | Literal["forward"]], ...] = (
     ("handle_inflight_transfer_failure", "kv_send"),
     ("DecodePreallocQueue", "decode_prealloc"), ("DecodeTransferQueue", "decode_transfer_wait"),
     ("KVSender.send", "kv_send"), ("transfer_worker", "kv_send"), ("send_kvcache", "kv_send"),
+    # vLLM's KV connector API (KVConnectorBase_V1, every connector: NIXL, LMCache, Mooncake):
+    # the consumer loads the remote KV before its forward
+    ("start_load_kv", "decode_transfer_wait"), ("wait_for_layer_load", "decode_transfer_wait"),
     # the model runner's mode: extend is a prefill (chunk), decode a decode step, whatever
     # the server's role (0.4-0.5.23 model_runner.forward_extend / forward_decode, eager_runner)
     ("forward_extend", "prefill_forward"), ("_execute_extend", "prefill_forward"),
@@ -206,6 +209,8 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     # a KV transfer backend created or its memory registered: before any request
     ("createBackend(", "startup"), ("registerMem(", "startup"), ("register_memory(", "startup"),
     ("register_kv_caches(", "startup"),
+    # vLLM's KV connector loading the remote KV (FRAME_STAGES)
+    ("start_load_kv(", "decode_transfer_wait"), ("wait_for_layer_load(", "decode_transfer_wait"),
     # an engine or runtime being built in-process (sgl.Runtime / sgl.Engine launch the server)
     ("Runtime(", "startup"), ("sgl.Engine(", "startup"), ("launch_server(", "startup"),
 )

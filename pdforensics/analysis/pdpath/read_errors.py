@@ -9,14 +9,22 @@ A line another reader already placed keeps that reading only (diagnose.read_all)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import first_lines_with, has_any, lines_with, marks
+from pdforensics.parsers.linescan import (
+    first_lines_with,
+    has_any,
+    line_numbers,
+    lines_with,
+    marks,
+    split_lines,
+)
 from pdforensics.parsers.logtime import parse_log_timestamp
+from pdforensics.parsers.transfer_engine import BENIGN_ERRORS
 
 #: a level word as loggers print it (upper case, a separator after it), logfmt's level, glog's
 #: error/fatal prefix
@@ -26,20 +34,30 @@ _WORDS = ("ERROR", "FATAL", "CRITICAL", "level=error", "level=fatal")
 _MARKS = marks(*_WORDS)
 _MAX_LINES = 400  # per source: a log that errs on every line says so in its first ones
 _MAX_TEXT = 500
+#: glog's error and fatal lines: "E20260528 17:58:58.306107  2881 etcd_helper.cpp:135] ..."
+#: (the year since glog 0.7), "F0312 10:00:00.123 42 x.cc:9] Check failed"
+_GLOG = linear.compile(rb"^[EF](?:\d{4})?\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})? {1,8}\d{1,10} "
+                       rb"[^\s\]]{1,200}:\d{1,7}\] ", linear.M)
+
+
 @reader("error_lines")
 def error_lines(src: Source) -> Iterator[Clue]:
     """Lines marked as errors by their logger (weak causes; see the module docstring)."""
     if not src.text or src.kind in ("metrics", "server_info", "load", "stacks", "goroutines"):
         return
-    if not has_any(src.text, _MARKS):
+    leveled = has_any(src.text, _MARKS)
+    glog = line_numbers(src.text, _GLOG) if "] " in src.text else []
+    if not leveled and not glog:
         return
-    n = 0
-    for no, line in lines_with(src.text, _WORDS):
-        if _LEVEL.search(line[:300]) is None or "NVRM" in line:
-            continue  # (the driver's lines are the kernel readers')
-        n += 1
+    every = split_lines(src.text) if glog else ()
+    found = sorted({*((no, line) for no, line in lines_with(src.text, _WORDS)
+                      if _LEVEL.search(line[:300]) is not None),
+                    *((no, every[no - 1]) for no in glog)})
+    for n, (no, line) in enumerate(found, 1):
         if n > _MAX_LINES:
             return
+        if "NVRM" in line or any(b in line for b in BENIGN_ERRORS):
+            continue  # (the driver's lines are the kernel readers'; Mooncake's healthy start)
         yield Clue(key="LOG_ERROR", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
                    host=src.host, side=side_of_words(line), strength=1,
@@ -64,12 +82,12 @@ def exception_lines(src: Source) -> Iterator[Clue]:
     found = first_lines_with(src.text, ("Error: ", "Exception: "), _MAX_LINES + 1)
     if len(found) > _MAX_LINES:
         return  # (a log full of them is read by the readers of its format)
-    text_lines: list[str] | None = None
+    text_lines: Sequence[str] | None = None
     for no, line in found:
         if _EXCEPTION.search(line.strip()) is None or line[:1].isspace():
             continue
         if text_lines is None:
-            text_lines = src.text.split("\n")
+            text_lines = split_lines(src.text)
         if _inside_traceback(text_lines, no):
             continue
         yield Clue(key="EXCEPTION_LINE", label="cause", text=line.strip()[:_MAX_TEXT],
@@ -79,7 +97,7 @@ def exception_lines(src: Source) -> Iterator[Clue]:
                        "raised it is not in the evidence")
 
 
-def _inside_traceback(lines: list[str], no: int) -> bool:
+def _inside_traceback(lines: Sequence[str], no: int) -> bool:
     """The exception line ``no`` (1-based) ends a traceback or a chained one: a frame, a code
     line or another exception's context is right above it."""
     for k in range(no - 2, max(no - 4, -1), -1):
@@ -107,7 +125,7 @@ def error_chains(src: Source) -> Iterator[Clue]:
     found = first_lines_with(src.text, (_CAUSED_BY,), _MAX_CHAINS)
     if not found:
         return
-    every = src.text.split("\n")
+    every = split_lines(src.text)
     for no, line in found:
         if line.strip() != _CAUSED_BY:
             continue

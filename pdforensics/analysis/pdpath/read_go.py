@@ -159,8 +159,13 @@ def _gateway_place(g: ThreadStack | None) -> tuple[Side | None, Stage]:
 def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
     """The program crashed: the runtime's panic or fatal error line is the cause, the first
     goroutine of the trace (the running one) the suspect; a crash is no wedge."""
-    found = first_line_with(src.text, ("panic: ", "fatal error: "))
-    if found is None or _PANIC.match(found[1]) is None:
+    found = first_line_with(src.text, ("panic: ", "fatal error: ", "http: panic serving "))
+    why = "the Go runtime's panic / fatal error: the program crashed here"
+    if found is not None and _PANIC.match(found[1]) is None and "http: panic serving " in found[1]:
+        # net/http recovered a handler's panic ("http: panic serving ADDR: ERR", then the
+        # handler's goroutine): that request failed, the server goes on
+        why = "net/http recovered a panic of the handler serving this request: it failed here"
+    elif found is None or _PANIC.match(found[1]) is None:
         found = first_line_with(src.text, ("Observed a panic",))  # k8s HandleCrash's log line
         if found is None or "panic" not in found[1].split("Observed a panic", 1)[1]:
             return None
@@ -181,8 +186,7 @@ def _panic_clue(src: Source, gs: list[ThreadStack]) -> Clue | None:
                 text=line.strip()[:500] + (f" [panicked in {where}]" if where else ""),
                 source=src.path, line=no, host=src.host,
                 suspect=f"goroutine {running.thread_id}" if running is not None else None,
-                wedge=False, strength=3,
-                why="the Go runtime's panic / fatal error: the program crashed here")
+                wedge=False, strength=3, why=why)
 
 
 def _panicked_in(g: ThreadStack | None) -> str | None:

@@ -83,3 +83,21 @@ def _not_running(src: Source) -> Iterator[Clue]:
                    why="the pod is not running" + (" (never scheduled, or still starting): "
                                                    "the scheduler's or kubelet's events say why"
                                                    if starting else ": its container failed"))
+
+
+#: an operator's ``kubectl logs [-f] [-n NS] [-c C] POD`` pasted before the pod's log
+_LOGS_OF = linear.compile(r"kubectl (?:-n \S{1,63} )?logs (?:(?:-f|--follow|-p|--previous|"
+                          r"-[nc] \S{1,63}|--(?:namespace|container|tail|since)[= ]\S{1,63}) )*"
+                          r"(?:pod/)?([a-z0-9][a-z0-9.-]{0,252})")
+
+
+@reader("kubectl_logs_of")
+def logs_of_pod(src: Source) -> Iterator[Clue]:
+    """The pod whose log follows a pasted ``kubectl logs`` command (noise: it names where the
+    lines after it come from, the suspect of a failure among them)."""
+    for no, line in first_lines_with(src.text, ("kubectl logs", "kubectl -n "), 20):
+        m = _LOGS_OF.search(line)
+        if m is not None and m.group(1) not in ("f", "n", "c", "p"):
+            yield Clue(key="LOGS_OF_POD", label="noise", text=line.strip()[:300],
+                       source=src.path, line=no, host=src.host, suspect=m.group(1), strength=1,
+                       why=f"the lines after it are the log of pod {m.group(1)}")

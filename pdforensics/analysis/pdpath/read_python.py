@@ -4,7 +4,7 @@ its frames run through (analysis/pdpath/place.py FRAME_STAGES)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from pdforensics import linear
@@ -17,7 +17,7 @@ from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.analysis.pdpath.traceback_lines import mangled_frames
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
-from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks
+from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks, split_lines
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.parsers.logtime import NewestStamp
 
@@ -58,7 +58,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
     if ("File \"" not in src.text and "^^^" not in src.text and "~~~" not in src.text) \
             or src.kind in ("metrics", "server_info", "load"):
         return  # (a traceback's tail pasted alone keeps its caret line)
-    every = src.text.split("\n")
+    every = split_lines(src.text)
     funcs: list[str] = []
     code: list[str] = []
     last_frame = -_NEAR - 1
@@ -129,7 +129,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         funcs, code, last_frame = [], [], -_NEAR - 1
 
 
-def _ends_inside(src: Source, every: list[str], times: NewestStamp, innermost: tuple[int, str],
+def _ends_inside(src: Source, every: Sequence[str], times: NewestStamp, innermost: tuple[int, str],
                  funcs: list[str], code: list[str], run_head: str,
                  ahead: tuple[int, str, str] | None, head_rank: str | None) -> Clue | None:
     """The text ends inside a traceback (cut before its exception line): the exception line
@@ -149,7 +149,7 @@ def _ends_inside(src: Source, every: list[str], times: NewestStamp, innermost: t
     return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) if chained else cut
 
 
-def _exception_ahead(every: list[str], first_frame: int) -> tuple[int, str, str] | None:
+def _exception_ahead(every: Sequence[str], first_frame: int) -> tuple[int, str, str] | None:
     """The one exception line with its message among the three lines above a traceback's
     first frame (1-based ``first_frame``): (its number, text, raw line); None where there are
     none or several (errors of other calls, logged before it: which one it ends is not said)."""
@@ -158,9 +158,14 @@ def _exception_ahead(every: list[str], first_frame: int) -> tuple[int, str, str]
         raw = every[no - 1].rstrip("\r")
         text = strip_prefixes(raw).text.strip()
         m = _EXC_LINE.match(text)
-        if m is not None and m.group(2) is not None:
+        if (m is not None and m.group(2) is not None) or _EXC_REPR.match(text) is not None:
             found.append((no, text, raw))
     return found[0] if len(found) == 1 else None
+
+
+#: an exception logged as its repr before its traceback (vLLM's engine: "AssertionError()",
+#: "ValueError('bad shape')")
+_EXC_REPR = linear.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)\(.{0,800}\)$")
 
 
 def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,

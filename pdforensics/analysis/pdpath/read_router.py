@@ -113,14 +113,19 @@ def no_workers_configured(src: Source) -> Iterator[Clue]:
 
 #: the gateway refusing a request because no worker may take it (smg's 503 body
 #: ``no_available_workers``: "No available workers (all circuits open or unhealthy)"; the
-#: Python router's "No available prefill workers")
+#: Python router's "No available prefill workers"; a NATS-based frontend's "no responders":
+#: no worker subscribed to the request's subject, Dynamo's "Failed to generate completions:
+#: no responders")
 _NO_WORKERS = linear.compile(r"No (?:available )?(?:(?:prefill|decode) )?workers(?: available)?"
-                             r"(?: \([^)\n]{0,80}\))?|no_available_workers")
+                             r"(?: \([^)\n]{0,80}\))?|no_available_workers|: no responders\b")
 #: an HTTP client reporting the error status it got (httpx: "Server error '503 Service
 #: Unavailable' for url 'http://.../generate'")
 _REFUSAL_MARKS = marks("No available", "No prefill", "No decode", "no_available_workers",
-                       "Server error '5")
+                       "Server error '5", ": no responders")
 _CLIENT_5XX = linear.compile(r"Server error '(5\d\d) [^'\n]{0,60}' for url")
+
+
+_REFUSALS_SAID = 5
 
 
 @reader("router_refusals")
@@ -129,13 +134,13 @@ def router_refusals(src: Source) -> Iterator[Clue]:
     workers' failure), and the client's error statuses that follow from it."""
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _REFUSAL_MARKS):
         return
-    said = False
+    said = 0
     served = [no for no, _ in lines_with(src.text, _SERVED)]
     for no, raw in lines_with(src.text, _REFUSAL_MARKS):
         line = ANSI.sub("", raw)  # smg colours its log even into a file
         when = parse_log_timestamp(line)
-        if _NO_WORKERS.search(line) is not None and not said:
-            said = True
+        if _NO_WORKERS.search(line) is not None and said < _REFUSALS_SAID:
+            said += 1  # (the first few: the refusals that follow are the same reading)
             if served and served[-1] > no:  # requests were served after it: it passed
                 yield Clue(key="ROUTER_REFUSED_NO_WORKER_PASSED", label="noise",
                            text=line.strip()[:500], source=src.path, line=no, time=when,
@@ -149,8 +154,8 @@ def router_refusals(src: Source) -> Iterator[Clue]:
                        stage="router_dispatch", side="router", role="router", host=src.host,
                        wedge=False, strength=1,
                        why="the router had no worker it could send the request to (every "
-                           "circuit open or unhealthy, or none registered) and answered 503: "
-                           "what made the workers fail or go unhealthy is the cause")
+                           "circuit open or unhealthy, none registered, none subscribed) and "
+                           "answered an error: what made the workers fail or go is the cause")
         elif _CLIENT_5XX.search(line) is not None:
             yield Clue(key="CLIENT_HTTP_5XX", label="consequence", text=line.strip()[:500],
                        source=src.path, line=no, time=when, side="client", host=src.host,
@@ -192,3 +197,22 @@ def access_errors(src: Source) -> Iterator[Clue]:
                    stage=NOT_ESTABLISHED if on_path else None,
                    why=f"the server answered {m.group(3)} to {m.group(1)} {m.group(2)}: the "
                        "request failed there; the error it hit is its cause")
+
+
+@reader("served_requests")
+def served_requests(src: Source) -> Iterator[Clue]:
+    """The first generation request a router or server answered with 200: it was serving
+    (a failure after it is not one of start-up). Probes are left out: SGLang's launcher
+    asks /get_model_info while it starts."""
+    if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _SERVED_MARKS):
+        return
+    for no, line in lines_with(src.text, _SERVED_MARKS):
+        if any(p in line for p in _GENERATION) and any(s in line for s in _SERVED):
+            yield Clue(key="REQUEST_SERVED", label="progress", text=line.strip()[:300],
+                       source=src.path, line=no, time=parse_log_timestamp(line),
+                       role=src.role, host=src.host, wedge=False, strength=1,
+                       why="a generation request answered with success: requests were served")
+            return
+
+
+_SERVED_MARKS = marks(*_SERVED)

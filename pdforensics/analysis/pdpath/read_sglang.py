@@ -6,7 +6,7 @@ launcher's SIGQUIT, a bare ``Killed``, "from another rank").
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pdforensics import linear
@@ -32,7 +32,7 @@ from pdforensics.parsers.journal import (
     parse_rank,
     signature_lines,
 )
-from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_line_with, has_any, lines_with, marks, split_lines
 from pdforensics.parsers.log_trends import counts_busy, req_fields
 from pdforensics.parsers.logtime import NewestStamp
 from pdforensics.parsers.requests import parse_request_lines
@@ -128,7 +128,7 @@ class _Traceback:
     cut_frame: tuple[int, str] | None
 
 
-def _traceback(every: list[str], no: int, role: str | None) -> _Traceback:
+def _traceback(every: Sequence[str], no: int, role: str | None) -> _Traceback:
     """The traceback that opens at line ``no`` (a scheduler dying in Scheduler.__init__ ->
     init_torch_distributed is at start-up), read even when it is cut before its exception
     line."""
@@ -168,7 +168,7 @@ def _cut_frame_clue(src: Source, tb: _Traceback, hit: SignatureLine, role: str |
                     "frame is where it raised")
 
 
-def _continued(every: list[str], no: int) -> str:
+def _continued(every: Sequence[str], no: int) -> str:
     """The reason an exception record gives on the indented lines after line ``no``
     ("with exception KVTransferError(bootstrap_room=N):" then "  follow_bootstrap_room
     conflict: ..."): at most two lines, up to a blank or unindented one."""
@@ -190,11 +190,11 @@ def signature_clues(src: Source) -> Iterator[Clue]:
     """Lines of SGLang's catalogued messages (and the software inside a PD server)."""
     if not src.text or src.kind in _NOT_LOGS:
         return
-    every: list[str] = []  # the text's lines, split only when a record continues
+    every: Sequence[str] = ()  # the text's lines, split only when a record continues
     for hit in signature_lines(src.text):
         line = hit.line
         if line.rstrip().endswith("):") and "KVTransferError(" in line:
-            every = every or src.text.split("\n")
+            every = every or split_lines(src.text)
             line = line.rstrip() + " " + _continued(every, hit.no)
         if len(hit.matched) == 1 and hit.matched[0].key == "BATCH_STATS":
             yield _batch_clue(src, hit, src.role)  # the periodic line: nothing else to read
@@ -224,7 +224,7 @@ def signature_clues(src: Source) -> Iterator[Clue]:
             stage = place.stage if place else None
             if sig.key == "SCHEDULER_EXCEPTION" and line.rstrip().endswith(
                     "(most recent call last):"):
-                every = every or src.text.split("\n")
+                every = every or split_lines(src.text)
                 tb = _traceback(every, hit.no, line_role)
                 stage = stage or tb.stage
                 if tb.cut_frame is not None:
@@ -285,6 +285,10 @@ _CONTEXT: tuple[tuple[str, Label, tuple[str, ...], Stage | None, bool | None, in
                                    "cuda graph begin", "init torch distributed begin",
                                    "loading safetensors checkpoint shards", "capturing batches ("),
      "startup", False, 1, "a step of sglang's model runner while the server starts"),
+    # sglang-router's (0.1-0.2, Rust) first lines: "🚧 Initializing router on HOST:PORT",
+    # "🚧 Initializing workers on [...]" (src/server.rs)
+    ("ROUTER_STARTUP_PHASE", "progress", ("initializing router on", "initializing workers on"),
+     "startup", False, 1, "a step of the router while it starts"),
     # sglang 0.1's controller reporting its start failed (manager_single.py: "Initialization
     # failed. router_init_state: <traceback>"): the traceback or error before it says what
     ("SERVER_INIT_FAILED", "consequence", ("initialization failed. router_init_state",),
@@ -330,7 +334,7 @@ def context_clues(src: Source) -> Iterator[Clue]:
     a line's time is that of the newest stamped line at or before it."""
     if not src.text or src.kind in _NOT_LOGS:
         return
-    all_lines = src.text.split("\n")
+    all_lines = split_lines(src.text)
     role_seen = marked = False
     time_at = NewestStamp(all_lines, _stamp).at
 

@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.read_python import _stamp
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import first_lines_with, has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_lines_with, has_any, lines_with, marks, split_lines
 from pdforensics.parsers.transfer_engine import TRANSFER_LIBS, UCX_PREFIX, UCX_SIGNAL, crash_frame
 
 _ABSL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
@@ -50,12 +50,12 @@ def native_signal_clues(src: Source) -> Iterator[Clue]:
 
 
 def _ucx_caught(src: Source) -> Iterator[Clue]:
-    every: list[str] | None = None
+    every: Sequence[str] | None = None
     for no, line in lines_with(src.text, ("Caught signal",))[:_MAX_UCX_REPORTS]:
         m = UCX_SIGNAL.search(line)
         if m is None or UCX_PREFIX.search(line) is None:
             continue
-        every = every if every is not None else src.text.split("\n")
+        every = every if every is not None else split_lines(src.text)
         frame = crash_frame(every, no)
         if frame is not None and frame[0].rsplit("/", 1)[-1].startswith(TRANSFER_LIBS):
             continue  # (the transfer engine's own crash: read_host's)
@@ -76,7 +76,7 @@ def _opal_report(src: Source) -> Iterator[Clue]:
     found = first_lines_with(src.text, ("] Signal: ",), _MAX_UCX_REPORTS)
     if not found:
         return
-    every = src.text.split("\n")
+    every = split_lines(src.text)
     for no, line in found:
         m = _OPAL_SIGNAL.match(line.strip())
         if m is None:

@@ -153,11 +153,12 @@ _STARTUP_WORDS = ("initializ", "initialis", "loading", "load_model", "to start",
                   "captured in a graph", "capture cuda graph")
 #: evidence that requests were being served in a source
 _SERVING = frozenset({"BATCH_STATS", "REQUEST_RECEIVED", "REQUEST_FINISHED", "STACK_ACTIVE_FORWARD",
+                      "REQUEST_SERVED",
                       "BENCH_REQUESTS_DONE", "ROUTER_WORKER_REQUEST_FAILED"})
 
 
-#: SGLang's own start-up steps (read_sglang.py): a server that prints them is starting
-_SGLANG_STARTING = frozenset({"STARTUP_PHASE"})
+#: SGLang's and its router's own start-up steps (read_sglang.py): a server that prints them is starting
+_SGLANG_STARTING = frozenset({"STARTUP_PHASE", "ROUTER_STARTUP_PHASE"})
 
 
 def _starting_up(c: Clue, clues: Sequence[Clue]) -> bool:
@@ -194,6 +195,17 @@ def _suspect(clues: Sequence[Clue], p: int) -> str | None:
     c = clues[p]
     if c.suspect is not None:
         return c.suspect
+    return _ranked_suspect(clues, c) or _pod_of(clues, c)
+
+
+def _pod_of(clues: Sequence[Clue], c: Clue) -> str | None:
+    """The pod a pasted ``kubectl logs POD`` before the cause's line says its log is."""
+    pods = [x for x in clues if x.key == "LOGS_OF_POD" and x.source == c.source
+            and x.line is not None and c.line is not None and x.line < c.line]
+    return max(pods, key=lambda x: x.line or 0).suspect if pods else None
+
+
+def _ranked_suspect(clues: Sequence[Clue], c: Clue) -> str | None:
     # the ranks of the causes as strong as it (a weaker failure on another rank, a refused
     # transfer beside a crash, does not hide the rank that crashed)
     failing = {x.rank for x in clues if x.rank is not None and x.label == "cause"

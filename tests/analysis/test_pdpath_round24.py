@@ -1,0 +1,169 @@
+"""Readings added from the twenty-fourth and twenty-fifth blind rounds' open sets (6 December,
+session 7): a Rust router's panic while it starts; uvicorn's handler exception and curl's
+error; the pod a pasted ``kubectl logs`` names; a benchmark's own warm-up; NCCL's collective
+trace with one rank posting other arguments; a recovered net/http handler panic; vLLM's
+pre-0.8 log prefix; vLLM's KV connector loading; glog's error lines;
+a NATS frontend with no responder; SGLang's later words for a prefill transfer failure. Texts
+are the real artifacts or cut from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdforensics.parsers.nccl_coll import read_coll_mismatches
+from tests.support.diagnosis import diagnose_text
+
+FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
+
+
+def _field(path: str) -> str:
+    return (FIELD / path).read_text()
+
+
+def test_a_rust_router_panic_after_its_start_lines_is_a_startup_crash(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("router_log/sglang7619-router-startup-runtime-drop-panic.log"),
+                      "router.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "RUST_PANIC"
+    assert cause.text.startswith("Cannot drop a runtime in a context where blocking")
+    assert (d.stage, d.side, d.suspect, d.wedge) == ("startup", "router", "thread '<unnamed>'",
+                                                     False)
+    # the old format quotes its message on the panic line; after requests it is no start-up
+    old = ("2025-06-25 15:01:45  INFO sglang_router_rs::server: Initializing router on 0.0.0.0:30000\n"
+           "2025-06-25 15:02:00  INFO smg::middleware: finished processing request method=POST "
+           "uri=/generate status_code=200\n"
+           "thread 'tokio-runtime-worker' panicked at 'called `Option::unwrap()` on a `None` "
+           "value', src/router.rs:412:18\n")
+    d = diagnose_text(tmp_path, old, "router2.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.text == "called `Option::unwrap()` on a `None` value"
+    assert d.suspect == "thread 'tokio-runtime-worker'" and d.stage != "startup"
+
+
+def test_an_asgi_exception_on_a_router_fails_dispatch_and_curl_sees_it_cut(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "router_log/productionstack747-router-asgi-exception-no-max-tokens.log"), "router.log")
+    assert [c.key for c in d.labelled("cause")] == ["ASGI_EXCEPTION"]
+    assert (d.stage, d.side, d.wedge) == ("router_dispatch", "router", False)
+    # the pod a pasted "kubectl logs -f POD" says the lines come from
+    assert d.suspect == "pd-deployment-router-6589f888d6-zm9cb"
+    curl = next(c for c in d.labelled("consequence") if c.key == "CLIENT_HTTP_ERROR")
+    assert curl.text.startswith("curl: (18)")
+    # curl's own usage errors are the client's, not a failure upstream
+    d = diagnose_text(tmp_path, "2025-01-01 00:00:00 ERROR upstream gone\n"
+                                "curl: (3) URL using bad/illegal format\n", "c.log")
+    assert not any(c.key == "CLIENT_HTTP_ERROR" for c in d.clues)
+
+
+def test_a_pod_named_after_the_cause_is_not_its_suspect(tmp_path: Path) -> None:
+    text = ("ERROR:    Exception in ASGI application\n"
+            "$ kubectl logs -n prod router-5f6d7-abcde\n"
+            "INFO: nothing\n")
+    d = diagnose_text(tmp_path, text, "x.log")
+    assert d.suspect is None
+
+
+def test_a_benchmark_that_completed_requests_is_past_its_warm_up(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("load/sglang5571-bench-serving-50-of-50-ok.log"), "b.log")
+    assert d.stage == "not_applicable" and d.wedge is not True
+    assert not d.labelled("cause")
+
+
+def test_one_rank_posting_other_collective_arguments_is_the_suspect(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/nccl147-ddp-broadcast-count-mismatch-rank0.log"),
+                      "nccl.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "NCCL_COLL_MISMATCH" and "count 25503912 datatype 6" in cause.text
+    assert (d.side, d.wedge) == ("collective", True)
+    assert d.suspect == "learnfair062:32615:32615 [0] NCCL INFO Broadcast"
+
+
+def _coll(pid: int, dev: int, count: int, op: str = "0", nranks: int = 4) -> str:
+    return (f"node1:{pid}:{pid} [{dev}] NCCL INFO AllReduce: opCount {op} sendbuff 0x7f00 "
+            f"recvbuff 0x7f00 count {count} datatype 7 op 0 root 0 comm 0x55{pid} "
+            f"[nranks={nranks}] stream 0x56")
+
+
+def test_collective_trace_agreement_and_undecidable_splits() -> None:
+    same = "\n".join(_coll(100 + r, r, 4096) for r in range(4))
+    assert read_coll_mismatches(same) == ()
+    odd = "\n".join(_coll(100 + r, r, 4096 if r != 2 else 8) for r in range(4))
+    [mm] = read_coll_mismatches(odd)
+    assert mm.writer == "node1:102:102 [2] NCCL INFO AllReduce" and mm.odd[0][0] == 3
+    # two against two: which side is odd is not decidable
+    split = "\n".join(_coll(100 + r, r, 4096 if r < 2 else 8) for r in range(4))
+    assert read_coll_mismatches(split) == ()
+    # more processes than the group has: several groups of one size, not comparable
+    many = "\n".join(_coll(100 + r, r % 4, 4096 if r != 5 else 8) for r in range(8))
+    assert read_coll_mismatches(many) == ()
+    # a part of the group seen: only a clear minority (3 of 8 seen, 1 odd: a third)
+    part = "\n".join(_coll(100 + r, r, 4096 if r != 0 else 8, nranks=8) for r in range(3))
+    assert len(read_coll_mismatches(part)) == 1
+    half = "\n".join(_coll(100 + r, r, 4096 if r % 2 else 8, nranks=8) for r in range(4))
+    assert read_coll_mismatches(half) == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(1, 9), st.sampled_from(["0", "1"])),
+                max_size=12))
+def test_collective_trace_reader_never_names_a_majority(rows: list[tuple[int, int, str]]) -> None:
+    text = "\n".join(_coll(100 + pid, pid, count, op, nranks=8) for pid, count, op in rows)
+    for mm in read_coll_mismatches(text):
+        group = [(p, c) for p, c, o in rows if o == mm.op_count]
+        odd = {int(line.split(":")[1]) - 100 for _no, line in mm.odd}
+        assert 0 < len(odd) < len(group) - len(odd)
+
+
+def test_net_http_recovered_handler_panic_is_the_cause(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("go/mcrouter603-go-nil-default-route-panic.txt"), "g.txt")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "GO_PANIC" and "http: panic serving 172.17.0.1:38104" in cause.text
+    assert "net/http recovered" in cause.why and d.wedge is False
+
+
+def test_vllm_old_prefix_traceback_is_read(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "traceback/dynamo331-vllm-specdec-initialize-nixl-not-implemented.log"), "w.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "PYTHON_EXCEPTION"
+    assert cause.text == "NotImplementedError: Method 'initialize_nixl' is not implemented."
+
+
+def test_vllm_kv_connector_loading_is_decode_transfer_wait(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("traceback/vllmascend13934-decode-start-load-kv-crash.txt"),
+                      "w.log")
+    assert d.stage == "decode_transfer_wait"
+
+
+def test_glog_error_lines_are_read_as_one_failure(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "transfer_engine/mooncake2253-master-ha-etcd-sigstop-lease.log"), "master.log")
+    [cause] = d.labelled("cause")
+    assert "error=keep alive channel closed" in cause.text
+    assert {c.line for c in d.labelled("consequence")} == {3, 4}  # the I-line is no error
+    # a glog-looking line inside a sentence, or an info line, is none
+    d = diagnose_text(tmp_path, "see E0101 00:00:00.1 1 x.cc:1] in the docs\n"
+                                "I0101 00:00:00.100000  1 x.cc:1] fine\n", "y.log")
+    assert not d.labelled("cause")
+
+
+def test_no_responders_is_a_dispatch_refusal_each_time(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "router_log/dynamo732-frontend-no-responders-dead-instance.log"), "f.log")
+    assert (d.stage, d.side, d.wedge) == ("router_dispatch", "router", False)
+    assert not d.labelled("cause")  # the instance that went away is the cause: not here
+    assert {c.key for c in d.labelled("consequence")} == {"ROUTER_REFUSED_NO_WORKER"}
+
+
+@pytest.mark.parametrize("line", [
+    "Prefill transfer failed for request rank=0 req.rid='5b02' with exception boom",
+    "Prefill transfer failed for request rank=0 req.rid='5b02' req.bootstrap_room=7 with "
+    "exception boom",
+])
+def test_prefill_transfer_failed_in_both_releases_words(tmp_path: Path, line: str) -> None:
+    d = diagnose_text(tmp_path, line + "\n", "p.log")
+    assert any(c.key == "PREFILL_TRANSFER_FAILED" and c.role == "prefill" for c in d.clues)

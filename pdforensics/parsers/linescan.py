@@ -169,6 +169,16 @@ def _loop(text: str, wanted: tuple[str, ...], ignore_case: bool) -> list[tuple[i
 FOLDS_TO_ASCII = ("\u0130", "\u212a")
 
 
+def first_line_matching(text: str, pattern: linear.Pattern[bytes]) -> tuple[int, str] | None:
+    """(1-based number, line) of the first line of ``text`` holding a match of the bytes
+    ``pattern``, found by one scan that stops there; None when no line does."""
+    data = encoded(text)
+    for start, end in linear.matching_lines(pattern, data):
+        return (data.count(b"\n", 0, start) + 1,
+                data[start:end].decode("utf-8", "surrogatepass"))
+    return None
+
+
 def line_numbers(text: str, pattern: linear.Pattern[bytes]) -> list[int]:
     """The 1-based numbers of the lines of ``text`` (split on ``\\n``) holding a match of the
     bytes ``pattern`` (one scan of the text's UTF-8)."""

@@ -21,9 +21,18 @@ from pdforensics.parsers.linescan import has_any, marks
 LITERAL = "NCCL "
 _LITERAL_MARK = marks(LITERAL)
 
+#: (NCCL before 2.3 printed the level without its name: "host:1:2 [0] INFO ...",
+#: "host:1:2 [0] include/socket.h:360 WARN Call to connect failed")
 _LINE = linear.compile(r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):(\d{1,10}) \[(\d{1,4})\] "
-                   r"(?:([\w./-]{1,300}:\d{1,7}) )?NCCL (WARN|INFO|TRACE|ABORT) ?(.*)$")
-_CHAIN = linear.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})(?: \[([^\]]{1,40})\])?\s*$")
+                   r"(?:([\w./-]{1,300}:\d{1,7}) )?(?:NCCL )?(WARN|INFO|TRACE|ABORT) ?(.*)$")
+#: a step of an error chain: "misc/socket.cc:621 -> 2", with the thread it reached
+#: ("group.cc:64 -> 2 [Async thread]") or the errno's words ("socket.cc:505 -> 2 (Operation
+#: now in progress)")
+_CHAIN = linear.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})"
+                        r"(?: \[([^\]]{1,40})\]| \([^)\n]{1,120}\))?\s*$")
+#: the old format's lines hold one of these, and no "NCCL " before the level
+_OLD_MARKS = marks("] INFO ", " WARN ")
+_NEW_MARKS = marks("NCCL INFO", "NCCL WARN")
 _IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
                             r"status=(\d{1,5}))")
 _IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
@@ -105,11 +114,12 @@ def read_nccl_lines(text: str) -> tuple[NcclLine, ...]:
     ERROR_CHAIN line (its last ``-> code`` line)."""
     if not has_any(text, _LITERAL_MARK):
         return ()
+    old = not has_any(text, _NEW_MARKS) and has_any(text, _OLD_MARKS)
     out: list[NcclLine] = []
     chains: dict[tuple[str, int, str], NcclLine] = {}  # open chain per (host, pid, tid)
     for no, raw in enumerate(text.split("\n"), 1):
         line = raw.rstrip("\r")
-        if "NCCL " not in line:
+        if "NCCL " not in line and not (old and ("] INFO " in line or " WARN " in line)):
             continue
         m = _LINE.search(line)
         if m is None:

@@ -103,6 +103,11 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
              "real_client", "transfer_task", "store_py", "master_client", "client.",
              "gpunetio_backend", "libfabric_backend", "gds_backend", "mooncake_backend",
              "posix_backend", "obj_backend")
+#: Mooncake's source files (transfer engine, store client, master, its storage and HA): an
+#: error line of one (glog's "file.cpp:N]") is Mooncake's
+MOONCAKE_FILES = (*_TE_FILES, "file_storage", "storage_backend", "master_service",
+                  "master_metric", "etcd_helper", "ha_helper", "segment_manager", "rpc_service",
+                  "data_manager", "client_buffer", "offset_allocator", "eviction_strategy")
 #: Mooncake Store's client files: a text holding them is a KV cache store's (SGLang HiCache,
 #: LMCache) putting and getting KV, not prefill sending it to decode: its transfer failures
 #: are not at the PD path's kv_send (start-up ones stay at start-up)

@@ -167,3 +167,43 @@ def test_no_responders_is_a_dispatch_refusal_each_time(tmp_path: Path) -> None:
 def test_prefill_transfer_failed_in_both_releases_words(tmp_path: Path, line: str) -> None:
     d = diagnose_text(tmp_path, line + "\n", "p.log")
     assert any(c.key == "PREFILL_TRANSFER_FAILED" and c.role == "prefill" for c in d.clues)
+
+
+def test_old_nccl_lines_without_its_name_are_read(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/nccltests15-bootstrap-connect-timed-out.log"),
+                      "nccl.log")
+    [cause] = d.labelled("cause")
+    assert cause.key == "NCCL_WARN" and "Call to connect failed : Connection timed out" in cause.text
+    assert d.side == "collective"
+    assert any(c.key == "NCCL_PEER_CLOSED" for c in d.labelled("consequence"))
+    # a file in the new format keeps its "NCCL INFO" lines only: a bare INFO is another's
+    mixed = ("h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2\n"
+             "h:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n")
+    d = diagnose_text(tmp_path, mixed, "m.log")
+    assert not any(c.key == "NCCL_WARN" for c in d.clues)
+
+
+def test_an_error_chain_without_a_warn_names_its_innermost_failing_call(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/pytorch131781-nccl-bootstrap-socket-einprogress.log"),
+                      "nccl.log")
+    causes = d.labelled("cause")
+    assert {c.key for c in causes} == {"NCCL_CALL_FAILED"}
+    assert all("misc/socket.cc:505 -> 2 (Operation now in progress)" in c.text for c in causes)
+    assert len(causes) == 3  # one per rank whose chain starts there
+    # a WARN naming the failure keeps the chain its consequences
+    warned = ("h:1:2 [0] NCCL WARN Net : Connect to 10.0.0.2<4242> failed : Connection refused\n"
+              "h:1:2 [0] NCCL INFO misc/socket.cc:505 -> 2 (Operation now in progress)\n"
+              "h:1:2 [0] NCCL INFO bootstrap.cc:275 -> 2\n")
+    d = diagnose_text(tmp_path, warned, "w.log")
+    assert not any(c.key == "NCCL_CALL_FAILED" for c in d.clues)
+
+
+def test_mooncake_glog_errors_point_at_the_transfer_engine(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "transfer_engine/mooncake2827-ssd-offload-phantom-replica-invalid-key.log"), "m.log")
+    assert d.side == "transfer_engine"
+    cause = next(iter(d.labelled("cause")))
+    assert "file_storage.cpp:731] Key not found" in cause.text
+    other = "E0323 09:34:39.531279  3922 my_server.cpp:48] lost the thing\n" * 2
+    d = diagnose_text(tmp_path, other, "o.log")
+    assert d.side != "transfer_engine"

@@ -105,6 +105,10 @@ def nccl_watchdog(src: Source) -> Iterator[Clue]:
                     why="every rank shown waits in it: the watchdog names no rank behind")
 
 
+#: NCCL line kinds that are no failure of their own (set-up, chains and ends that follow one)
+_NOT_A_FAILURE = (INIT, HARMLESS, ERROR_CHAIN, ABORT, PEER_CLOSED)
+
+
 @reader("nccl_debug")
 def nccl_debug(src: Source) -> Iterator[Clue]:
     """NCCL's WARN lines that name a failure (causes), the error chains and aborts that
@@ -126,6 +130,11 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
     peers = {(n.peer or "").split("<")[0] for n in lines if n.kind == IB_COMPLETION}
     first_init = next((n.lineno for n in lines if n.kind == INIT), len(src.text))
     serving = has_any(src.text, ENGINE_MARKS)  # (read_engine's words)
+    # no WARN names the failure: each chain's innermost step, where NCCL saw it fail (with
+    # the errno's words: "misc/socket.cc:505 -> 2 (Operation now in progress)")
+    innermost = set() if any(n.kind not in _NOT_A_FAILURE for n in lines) else {
+        n.steps[0] for n in lines if n.kind == ERROR_CHAIN and n.steps
+        and n.steps[0][1].rstrip().endswith(")")}
     for n in lines:
         if n.kind == INIT:
             continue
@@ -139,6 +148,12 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
             # set-up failed while the server started (nccl-tests' own runs are no server's)
             init = n.kind == ERROR_CHAIN and serving and any(" init.cc:" in t for _no, t in n.steps)
             for no, text in n.steps or ((n.lineno, n.text),):  # every step of a chain
+                if (no, text) in innermost:
+                    yield _clue(src, "NCCL_CALL_FAILED", "cause", text, no, strength=2,
+                                side="collective", stage="startup" if init else None,
+                                why="the innermost step of NCCL's error chain, with the "
+                                    "error's words; no WARN line says more")
+                    continue
                 yield _clue(src, f"NCCL_{n.kind.upper()}", "consequence", text, no, strength=1,
                             stage="startup" if init else None,
                             why="NCCL passing an error up" + (

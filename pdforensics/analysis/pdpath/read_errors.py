@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import (
@@ -24,7 +24,7 @@ from pdforensics.parsers.linescan import (
     split_lines,
 )
 from pdforensics.parsers.logtime import parse_log_timestamp
-from pdforensics.parsers.transfer_engine import BENIGN_ERRORS
+from pdforensics.parsers.transfer_engine import BENIGN_ERRORS, MOONCAKE_FILES
 
 #: a level word as loggers print it (upper case, a separator after it), logfmt's level, glog's
 #: error/fatal prefix
@@ -40,13 +40,27 @@ _GLOG = linear.compile(rb"^[EF](?:\d{4})?\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})? {1,8
                        rb"[^\s\]]{1,200}:\d{1,7}\] ", linear.M)
 
 
+_GLOG_FILE = linear.compile(r"\d {1,8}\d{1,10} ([\w.-]{1,80})\.(?:cpp|cc|h):\d{1,7}\] ")
+
+
+def _glog_side(line: str) -> Side | None:
+    """transfer_engine for a glog line of one of Mooncake's source files."""
+    m = _GLOG_FILE.search(line[:200])
+    return "transfer_engine" if m is not None and m.group(1).startswith(MOONCAKE_FILES) else None
+
+
+#: a line that opens with glog's E or F and a month (or a year) holds one of these
+_GLOG_MARKS = marks("\nE0", "\nE1", "\nE2", "\nF0", "\nF1", "\nF2")
+
+
 @reader("error_lines")
 def error_lines(src: Source) -> Iterator[Clue]:
     """Lines marked as errors by their logger (weak causes; see the module docstring)."""
     if not src.text or src.kind in ("metrics", "server_info", "load", "stacks", "goroutines"):
         return
     leveled = has_any(src.text, _MARKS)
-    glog = line_numbers(src.text, _GLOG) if "] " in src.text else []
+    glog = line_numbers(src.text, _GLOG) if (has_any(src.text, _GLOG_MARKS) or src.text[:1]
+                                              in ("E", "F")) else []
     if not leveled and not glog:
         return
     every = split_lines(src.text) if glog else ()
@@ -60,7 +74,7 @@ def error_lines(src: Source) -> Iterator[Clue]:
             continue  # (the driver's lines are the kernel readers'; Mooncake's healthy start)
         yield Clue(key="LOG_ERROR", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
-                   host=src.host, side=side_of_words(line), strength=1,
+                   host=src.host, side=side_of_words(line) or _glog_side(line), strength=1,
                    why="its logger marks this line as an error; no catalogued message says "
                        "more of it")
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pdforensics import linear
 from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import has_any, lines_with, marks
+from pdforensics.parsers.linescan import first_line_matching, has_any, lines_with, marks
 from pdforensics.parsers.logtime import parse_log_timestamp
 from pdforensics.parsers.router_log import ANSI
 
@@ -206,13 +206,17 @@ def served_requests(src: Source) -> Iterator[Clue]:
     asks /get_model_info while it starts."""
     if src.kind in ("metrics", "server_info", "load") or not has_any(src.text, _SERVED_MARKS):
         return
-    for no, line in lines_with(src.text, _SERVED_MARKS):
-        if any(p in line for p in _GENERATION) and any(s in line for s in _SERVED):
-            yield Clue(key="REQUEST_SERVED", label="progress", text=line.strip()[:300],
-                       source=src.path, line=no, time=parse_log_timestamp(line),
-                       role=src.role, host=src.host, wedge=False, strength=1,
-                       why="a generation request answered with success: requests were served")
-            return
+    found = first_line_matching(src.text, _SERVED_GENERATION)
+    if found is not None:
+        no, line = found
+        yield Clue(key="REQUEST_SERVED", label="progress", text=line.strip()[:300],
+                   source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
+                   host=src.host, wedge=False, strength=1,
+                   why="a generation request answered with success: requests were served")
 
 
 _SERVED_MARKS = marks(*_SERVED)
+#: a generation endpoint and a success status on one line (uvicorn's access line, smg's span)
+_SERVED_GENERATION = linear.compile(
+    rb"(?:/generate|/v1/chat/completions|/v1/completions)[^\n]{0,300}?"
+    rb"(?:\" 200\b| 200 OK|status(?:_code)?=200\b)")

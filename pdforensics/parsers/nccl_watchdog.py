@@ -24,15 +24,18 @@ from pdforensics import linear
 from pdforensics.parsers.linescan import has_any, lines_with, marks, split_lines
 
 #: the literal every record of interest holds (a cheap prefilter for callers)
-LITERALS = marks("ProcessGroupNCCL", "WorkNCCL", "NCCL work")
+#: (torch_npu prints the same records for Ascend's HCCL: "WorkHCCL(SeqNum=196, ...)", its
+#: glog tag naming "compiler_depend.ts")
+LITERALS = marks("ProcessGroupNCCL", "WorkNCCL", "NCCL work", "WorkHCCL", "HCCL operations",
+                 "HCCL watchdog", "compiler_depend.ts:")
 
 _RANK_TAG = linear.compile(r"\[rank(\d{1,7})\]:")
 _GLOG = linear.compile(r"\[([EWIF])(?:(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?)? "
-                   r"ProcessGroupNCCL\.cpp:\d{1,6}\]")
+                   r"(?:ProcessGroupNCCL\.cpp|compiler_depend\.ts):\d{1,6}\]")
 _PG = linear.compile(r"\[PG (?:ID (\d{1,6}) PG GUID (\d{1,6})(?:\(([^)\]]{0,80})\))?|(\d{1,6})"
                  r"(?: \(([^)\]]{0,80})\))?) Rank (\d{1,7})\]")
 _RANK = linear.compile(r"\[Rank (\d{1,7})\]")
-_WORK = linear.compile(r"WorkNCCL\(SeqNum=(\d{1,12}), OpType=(\w{1,60})(?:, NumelIn=(\d{1,24}), "
+_WORK = linear.compile(r"Work[NH]CCL\(SeqNum=(\d{1,12}), OpType=(\w{1,60})(?:, NumelIn=(\d{1,24}), "
                    r"NumelOut=(\d{1,24}))?, Timeout\(ms\)=(\d{1,12})\)(?: ran for (\d{1,14}) "
                    r"milliseconds)?")
 _STATUS = linear.compile(r"(?:at work|Timeout at NCCL work|work sequence id): (-?\d{1,12}),? "
@@ -181,7 +184,8 @@ def _kind(rec: str) -> str | None:
         return HEARTBEAT
     if ("taking the entire process down" in rec or "Terminating the process" in rec
             or "watchdog thread terminated with exception" in rec
-            or "Some NCCL operations have failed or timed out" in rec):
+            or "Some NCCL operations have failed or timed out" in rec
+            or "Some HCCL operations have failed or timed out" in rec):
         return TAKEDOWN
     if "dump debug info" in rec or "signal dumping" in rec:
         return DUMP

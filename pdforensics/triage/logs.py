@@ -63,8 +63,11 @@ def looks_like_log(text: str, has_hits: bool) -> bool:
 _PROMPT = linear.compile(r"^(?:[\w.-]{1,64}@[\w.-]{1,64}:\S{0,300}[#$]|(?:\([\w.-]{1,40}\) ?)?\$) \S")
 
 
-#: the summary nccl-tests prints after its results table (its check of the data, its mean)
-_NCCL_TESTS_SUMMARY = linear.compile(r"^[#\s]*(?:Out of bounds values : \d|Avg bus bandwidth +: )",
+#: the summary nccl-tests prints after its results table (its check of the data, its mean),
+#: and its header (its version, the test it starts, its table's column names)
+_NCCL_TESTS_SUMMARY = linear.compile(r"^[#\s]*(?:Out of bounds values : \d|Avg bus bandwidth +: )|"
+                                     r"^# (?:nccl-tests version \d|Collective test starting: )|"
+                                     r"^#\s+size\s+count\s+type\s+redop\s+root\s+time",
                                      linear.M)
 
 

@@ -16,6 +16,7 @@ from pdforensics.errors import ParseError
 from pdforensics.parsers.beneath import Beneath
 from pdforensics.parsers.flight_recorder import FrDump
 from pdforensics.parsers.frames import ProcessDump, PyspyFailure, ThreadStack
+from pdforensics.parsers.grep_prefix import grep_prefixed, strip_grep_prefix
 from pdforensics.parsers.journal import SignatureHit, merge_hits, scan_log_signatures, written_by_sglang
 from pdforensics.parsers.load_json import LoadDoc
 from pdforensics.parsers.nvidia_smi import looks_like_nvidia_smi
@@ -250,9 +251,12 @@ def _first_line(text: str) -> str:
 def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     """Detect the kind of ``text`` and read it; an error names what went wrong. The text
     (and the bytes of a binary file) stay on the artifact for the evidence readers; a log
-    printed through Ray (every line prefixed ``(Actor pid=N)``) is read without the prefix, and
+    printed through Ray (every line prefixed ``(Actor pid=N)``) or grepped from several files
+    (``name.log:``) is read without the prefix, and
     a paste quoted in Markdown (every line opened by ``>``) without its quote marks, and one
     with an editor's line numbers without them."""
+    if grep_prefixed(text):  # (grep's file names first: Ray's prefix may follow them)
+        text = strip_grep_prefix(text)
     if ray_prefixed(text):
         text = strip_ray_prefix(text)
     else:

@@ -266,7 +266,8 @@ def test_prefill_freeing_kv_no_decode_read_is_a_consequence_at_the_send(tmp_path
     d = diagnose_text(tmp_path, _field("log/vllm25562-nixl-expired-kv-blocks-prefill.log"),
                       "engine.log")
     assert {c.key for c in d.labelled("consequence")} == {"NIXL_KV_EXPIRED"}
-    assert (d.stage, d.side, d.wedge) == ("kv_send", "not_established", False)
+    # the connector freeing them is prefill's (session 7: three threads agree on the side)
+    assert (d.stage, d.side, d.wedge) == ("kv_send", "prefill", False)
 
 
 def test_an_errors_chain_of_causes_names_the_innermost(tmp_path: Path) -> None:

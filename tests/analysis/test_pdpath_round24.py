@@ -207,3 +207,37 @@ def test_mooncake_glog_errors_point_at_the_transfer_engine(tmp_path: Path) -> No
     other = "E0323 09:34:39.531279  3922 my_server.cpp:48] lost the thing\n" * 2
     d = diagnose_text(tmp_path, other, "o.log")
     assert d.side != "transfer_engine"
+
+
+def test_kv_freed_early_then_read_by_decode_makes_the_release_the_cause(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/awsdoeks84-nixl-kv-lease-expired-stale-read.log"),
+                      "prefill.log")
+    [cause] = d.labelled("cause")
+    assert cause.key == "NIXL_KV_EXPIRED" and cause.line == 1 and "read them afterwards" in cause.why
+    assert (d.stage, d.side) == ("kv_send", "prefill")
+    # no decode read after the release: it stays a consequence (decode never fetched them)
+    d = diagnose_text(tmp_path, _field("log/vllm25562-nixl-expired-kv-blocks-prefill.log"), "p.log")
+    assert all(c.label == "consequence" for c in d.clues if c.key == "NIXL_KV_EXPIRED")
+    assert d.side == "prefill"
+
+
+def test_a_log_grepped_from_several_files_is_read_without_the_names(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "transfer_engine/vllmascend15420-mooncake-force-freed-before-decode-pull.log"), "p.log")
+    assert (d.stage, d.side, d.wedge) == ("kv_send", "prefill", False)
+    freed = [c for c in d.clues if c.key == "NIXL_KV_EXPIRED"]
+    assert len(freed) == 2 and all(c.text.startswith("ERROR 08-29") for c in freed)
+
+
+def test_nccl_tests_results_without_their_summary_are_a_log(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/dgxspark103-gb10-pair-allreduce-perf.log"), "t.log")
+    assert d.wedge is False and not d.labelled("cause")
+
+
+def test_torch_npu_hccl_watchdog_reads_as_nccls(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/vllmascend382-hccl-watchdog-allreduce-timeout.log"),
+                      "npu.log")
+    assert (d.side, d.wedge) == ("collective", True)
+    keys = {c.key for c in d.labelled("consequence")}
+    assert {"NCCL_WATCHDOG_TIMEOUT", "NCCL_PROCESS_TAKEN_DOWN"} <= keys
+    assert any("SeqNum 196" in c.text for c in d.labelled("cause"))

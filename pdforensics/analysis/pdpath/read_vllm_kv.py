@@ -11,8 +11,12 @@ vllm-ascend's mooncake_connector.py).
   requests: 0, receive requests: 0") while requests wait: the transfer engine carried nothing,
   so it is the side to look at before prefill.
 - "Releasing expired KV blocks for request X which were retrieved by 0 decode worker(s) within
-  120 seconds" (the NIXL connector on prefill): the KV waited at prefill and no decode read it:
-  a consequence at the KV send; whether decode never asked or the transfer failed is not said.
+  120 seconds" (the NIXL connector on prefill; vllm-ascend's Mooncake connector: "Force freed
+  expired request X"): the KV waited at prefill and no decode read it: a consequence at the
+  KV send, on prefill; whether decode never asked or the transfer failed is not said. When a
+  decode worker then read the freed blocks ("Potentially invalid KV blocks for unrecognized
+  request X were retrieved by a decode worker"), prefill freed them too early (its lease ran
+  out first): the release is the cause, the stale read its consequence.
 - "NIXL transfer failure: <reason>" (the NIXL connector, decode's side, which reads the KV
   from prefill) and "Skipping KV post-processing for failed request": a transfer or handshake
   that failed, reported after its cause (the exception printed near it): consequences at
@@ -36,10 +40,13 @@ _NOTHING_DONE = linear.compile(r"completed KV cache send requests: 0, receive re
 #: the layerwise connector: no receive completed of the N a worker waits for
 _RECV_PENDING = linear.compile(r"completed KV cache recv requests: 0, receive requests: [1-9]")
 _FAILED = ("NIXL transfer failure", "Skipping KV post-processing for failed request")
-#: the NIXL connector on prefill freeing KV blocks no decode worker read in time
-_EXPIRED = "Releasing expired KV blocks for request"
+#: the connector on prefill freeing KV blocks no decode worker read in time (NIXL's,
+#: vllm-ascend's Mooncake connector's)
+_EXPIRED = ("Releasing expired KV blocks for request", "Force freed expired request")
+#: a decode worker reading blocks prefill had already freed
+_STALE = "were retrieved by a decode worker"
 _WORDS = ("WAITING_FOR_REMOTE_KVS", "completed KV cache send requests",
-          "completed KV cache recv requests", _EXPIRED, *_FAILED)
+          "completed KV cache recv requests", *_EXPIRED, _STALE, *_FAILED)
 _MARKS = marks(*_WORDS)
 _HELD = 2  # the same request reported waiting this many times: it is held
 _MAX_LINES = 200
@@ -56,6 +63,7 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
     found = first_lines_with(src.text, _WORDS, _MAX_LINES)
     waits = Counter(m.group(1) for _, line in found if (m := _WAITING.search(line)))
     idle_engine = any(_NOTHING_DONE.search(line) for _, line in found)
+    stale = any(_STALE in line for _, line in found)
     held = [rid for rid, n in waits.items() if n >= _HELD]
     side: Side = "transfer_engine" if idle_engine else "prefill"
     for no, line in found:
@@ -76,13 +84,22 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
             yield _clue(src, "KV_RECV_PENDING", no, line, strength=1, side=NOT_ESTABLISHED,
                         why="the KV connector completed none of the receives it waits for: "
                             "decode waits for KV (whether prefill sent it is not said)")
-        elif _EXPIRED in line:
-            yield Clue(key="NIXL_KV_EXPIRED", label="consequence", text=line.strip()[:_MAX_TEXT],
-                       source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
-                       host=src.host, rank=parse_rank(line), stage="kv_send", wedge=False,
-                       strength=1, why="the NIXL connector on prefill freed KV blocks no decode "
-                                       "worker read in time: decode never fetched them, or the "
-                                       "transfer never completed")
+        elif any(w in line for w in _EXPIRED):
+            yield Clue(key="NIXL_KV_EXPIRED", label="cause" if stale else "consequence",
+                       text=line.strip()[:_MAX_TEXT], source=src.path, line=no,
+                       time=parse_log_timestamp(line), role=src.role, host=src.host,
+                       rank=parse_rank(line), stage="kv_send", side="prefill", wedge=False,
+                       strength=2 if stale else 1,
+                       why="the KV connector on prefill freed KV blocks no decode worker read "
+                           "in time: " + ("a decode worker read them afterwards, so prefill "
+                                          "freed them too early (its lease ran out first)"
+                                          if stale else "decode never fetched them, or the "
+                                          "transfer never completed"))
+        elif _STALE in line:
+            yield _clue(src, "KV_READ_AFTER_FREE", no, line, strength=1, side="prefill",
+                        stage="kv_send", wedge=False,
+                        why="a decode worker read KV blocks prefill had already freed: the "
+                            "request was served on blocks that may have been reused")
         elif any(w in line for w in _FAILED):
             yield _clue(src, "NIXL_TRANSFER_FAILED", no, line, side="decode", wedge=False,
                         why="vLLM's NIXL connector reports a failed transfer or handshake; "

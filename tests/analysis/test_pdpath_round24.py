@@ -241,3 +241,38 @@ def test_torch_npu_hccl_watchdog_reads_as_nccls(tmp_path: Path) -> None:
     keys = {c.key for c in d.labelled("consequence")}
     assert {"NCCL_WATCHDOG_TIMEOUT", "NCCL_PROCESS_TAKEN_DOWN"} <= keys
     assert any("SeqNum 196" in c.text for c in d.labelled("cause"))
+
+
+def test_vllm_waits_said_again_and_again_are_held(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/vllmascend3977-shm-broadcast-no-block-repeated.log"),
+                      "engine.log")
+    [wait] = d.labelled("consequence")
+    assert wait.key == "VLLM_SHM_WAIT" and wait.wedge is True and "said 5 times" in wait.why
+    assert d.wedge is True and d.stage == "not_established"
+    d = diagnose_text(tmp_path, _field("log/awsneuron1163-vllm-waiting-for-mqllmengine.log"), "a.log")
+    assert d.wedge is True and [c.key for c in d.labelled("consequence")] == ["VLLM_ENGINE_WAIT"]
+    # said once, it is no held wait
+    once = "INFO 11-04 18:54:33 [shm_broadcast.py:466] No available shared memory broadcast " \
+           "block found in 60 seconds.\nINFO 11-04 18:55:00 [loggers.py:1] Avg throughput: 9\n"
+    d = diagnose_text(tmp_path, once, "o.log")
+    assert d.wedge is not True
+
+
+def test_vllm_failure_header_is_a_consequence_of_its_traceback(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "traceback/vllmascend3195-enginecore-fatal-error-in-step.log"), "core.log")
+    header = next(c for c in d.clues if c.key == "VLLM_FAILURE_HEADER")
+    assert header.label == "consequence" and "EngineCore encountered a fatal error" in header.text
+
+
+def test_gin_access_lines_answering_500_to_generation(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("log/ollama8387-gin-500-30m-client-timeout.log"), "o.log")
+    [fail] = d.labelled("consequence")
+    assert fail.key == "SERVER_HTTP_5XX" and "| 500 |         30m0s |" in fail.text
+    assert d.stage == "not_established"
+    # a request that generates nothing failed off the request path; a probe is no failure
+    other = ('[GIN] 2025/01/12 - 01:23:05 | 503 |   1ms |  10.0.0.1 | GET      "/api/version"\n'
+             '[GIN] 2025/01/12 - 01:23:06 | 503 |   1ms |  10.0.0.1 | GET      "/health"\n')
+    d = diagnose_text(tmp_path, "Jan 12 00:52:46 h ollama[1]: started\n" + other, "p.log")
+    [off] = [c for c in d.clues if c.key == "SERVER_HTTP_5XX"]
+    assert "/api/version" in off.text and off.stage is None

@@ -166,11 +166,17 @@ def router_refusals(src: Source) -> Iterator[Clue]:
 #: an HTTP server's access line (uvicorn's, SGLang's HTTP server): the request line and the
 #: status it answered ('"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
 _ACCESS_5XX = linear.compile(r'"([A-Z]{3,7}) (/[^\s"]{0,300}) HTTP/\d(?:\.\d)?" (5\d\d)\b')
-_ACCESS_MARKS = marks('" 500', '" 502', '" 503', '" 504')
+#: Gin's access line (Go servers: Ollama, gateways): "[GIN] 2025/01/12 - 01:23:05 | 500 |
+#: 30m0s | 10.0.0.123 | POST "/api/chat""
+_GIN_5XX = linear.compile(r'\[GIN\] [^|\n]{0,40}\| (5\d\d) \|[^|\n]{0,40}\|[^|\n]{0,80}\| '
+                          r'([A-Z]{3,7}) {1,10}"(/[^"\s]{0,300})"')
+_ACCESS_MARKS = marks('" 500', '" 502', '" 503', '" 504', "| 500 |", "| 502 |", "| 503 |",
+                      "| 504 |")
 _PROBES = ("/health", "/metrics", "/get_model_info", "/model_info", "/get_server_info")
 _ACCESS_MAX = 5  # first lines per status and path: the rest only counted
 #: the endpoints that generate (SGLang's own and its OpenAI-compatible ones)
-_GENERATION = ("/generate", "/v1/chat/completions", "/v1/completions")
+_GENERATION = ("/generate", "/v1/chat/completions", "/v1/completions",
+               "/api/generate", "/api/chat")  # (the last two: Ollama's)
 
 
 @reader("access_errors")
@@ -183,20 +189,27 @@ def access_errors(src: Source) -> Iterator[Clue]:
     seen: dict[tuple[str, str], int] = {}
     for no, raw in lines_with(src.text, _ACCESS_MARKS):
         m = _ACCESS_5XX.search(raw[:2000])
-        if m is None or m.group(2).startswith(_PROBES):
+        g = _GIN_5XX.search(raw[:2000]) if m is None else None
+        if g is not None:  # (its groups in the uvicorn line's order: method, path, status)
+            method, path, status = g.group(2), g.group(3), g.group(1)
+        elif m is not None:
+            method, path, status = m.group(1), m.group(2), m.group(3)
+        else:
             continue
-        key = (m.group(3), m.group(2))
+        if path.startswith(_PROBES):
+            continue
+        key = (status, path)
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > _ACCESS_MAX:
             continue
         # a generation request failed somewhere on the request path: which stage, its log says
-        on_path = m.group(2).startswith(_GENERATION)
+        on_path = path.startswith(_GENERATION)
         yield Clue(key="SERVER_HTTP_5XX", label="consequence", text=raw.strip()[:500],
                    source=src.path, line=no, time=parse_log_timestamp(raw), role=src.role,
                    host=src.host, wedge=False, strength=1,
                    stage=NOT_ESTABLISHED if on_path else None,
-                   why=f"the server answered {m.group(3)} to {m.group(1)} {m.group(2)}: the "
-                       "request failed there; the error it hit is its cause")
+                   why=f"the server answered {status} to {method} {path}: the request "
+                       "failed there; the error it hit is its cause")
 
 
 @reader("served_requests")
@@ -218,5 +231,5 @@ def served_requests(src: Source) -> Iterator[Clue]:
 _SERVED_MARKS = marks(*_SERVED)
 #: a generation endpoint and a success status on one line (uvicorn's access line, smg's span)
 _SERVED_GENERATION = linear.compile(
-    rb"(?:/generate|/v1/chat/completions|/v1/completions)[^\n]{0,300}?"
+    rb"(?:/generate|/v1/chat/completions|/v1/completions|/api/chat)[^\n]{0,300}?"
     rb"(?:\" 200\b| 200 OK|status(?:_code)?=200\b)")

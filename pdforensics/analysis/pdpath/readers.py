@@ -20,5 +20,6 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_signals,
     read_stacks,
     read_startup,
+    read_vllm_engine,
     read_vllm_kv,
 )

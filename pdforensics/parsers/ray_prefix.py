@@ -6,6 +6,8 @@ SGLang, NCCL and torch lines read them without either; line numbers stay."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from pdforensics import linear
 from pdforensics.parsers.linescan import line_numbers
 
@@ -43,3 +45,22 @@ def strip_ray_prefix(text: str) -> str:
                 line = line[:d.start()] if d is not None else line
             lines[no - 1] = line
     return "\n".join(lines)
+
+
+def prefix_runs(text: str) -> tuple[tuple[int, str], ...]:
+    """(first line number, process) of each run of lines one process's prefix opens
+    (``(Worker_TP0 pid=2940)`` -> ``Worker_TP0 pid=2940``), in order: what stripping the
+    prefix loses, kept to name the process a failure line came from."""
+    runs: list[tuple[int, str]] = []
+    lines = text.split("\n")
+    for no in line_numbers(text, _PREFIX_B):
+        m = _PREFIX.match(lines[no - 1])
+        if m is not None and (not runs or runs[-1][1] != m.group(1)):
+            runs.append((no, m.group(1)))
+    return tuple(runs)
+
+
+def process_at(runs: tuple[tuple[int, str], ...], no: int) -> str | None:
+    """The process whose prefix line ``no`` (or the run it is in) carried; None before any."""
+    at = bisect_right(runs, (no, "\U0010ffff")) - 1
+    return runs[at][1] if at >= 0 else None

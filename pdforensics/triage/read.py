@@ -23,7 +23,7 @@ from pdforensics.parsers.nvidia_smi import looks_like_nvidia_smi
 from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
-from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix
+from pdforensics.parsers.ray_prefix import prefix_runs, ray_prefixed, strip_ray_prefix
 from pdforensics.parsers.tracebacks import is_py_bt
 from pdforensics.triage import lower
 from pdforensics.triage.logs import command_output, looks_like_log, split_by_writer
@@ -72,6 +72,7 @@ class Artifact:
     load: LoadDoc | None = None  # /v1/loads, /get_load(s), /workers, /model_info
     json_doc: Any = None  # the load document as parsed (it becomes a fetch of a service)
     unread_stacks: str | None = None  # why the stack dumps the file holds could not be read
+    processes: tuple[tuple[int, str], ...] = ()  # the worker prefixes stripped (ray_prefix)
 
     @property
     def usable(self) -> bool:
@@ -257,12 +258,14 @@ def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
     with an editor's line numbers without them."""
     if grep_prefixed(text):  # (grep's file names first: Ray's prefix may follow them)
         text = strip_grep_prefix(text)
+    processes: tuple[tuple[int, str], ...] = ()
     if ray_prefixed(text):
+        processes = prefix_runs(text)
         text = strip_ray_prefix(text)
     else:
         text = unwrap_paste(text)
     art = _read_text(path, text, size)
-    return replace(art, text=text, data=data)
+    return replace(art, text=text, data=data, processes=processes)
 
 
 def _read_text(path: str, text: str, size: int) -> Artifact:

@@ -54,7 +54,7 @@ def artifact_sources(art: Artifact) -> Iterator[Source]:
             yield Source(art.path, "stacks", role=role, dumps=art.dumps, taken_at=art.taken_at)
         return
     yield Source(art.path, kind, role=role, text=art.text, dumps=art.dumps,
-                 taken_at=art.taken_at)
+                 taken_at=art.taken_at, processes=art.processes)
 
 
 def triage_sources(artifacts: Sequence[Artifact]) -> list[Source]:

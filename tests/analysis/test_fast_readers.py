@@ -45,6 +45,7 @@ from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.logprefix import strip_prefixes
+from pdforensics.parsers.ray_prefix import process_at
 from pdforensics.parsers.settings import in_setting_name
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -110,6 +111,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                        "startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                    side=_side(exc, role), role=role, host=src.host,
                    rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=timeout,
+                   suspect=process_at(src.processes, no) if src.processes and not (
+                       parse_rank(raw) or head_rank) else None,
                    strength=3,
                    why="the exception a traceback ends with: what the failing code raised"
                    + (_CANCELLED_WHY if cancelled else _TIMEOUT_WHY if timeout

@@ -276,3 +276,13 @@ def test_gin_access_lines_answering_500_to_generation(tmp_path: Path) -> None:
     d = diagnose_text(tmp_path, "Jan 12 00:52:46 h ollama[1]: started\n" + other, "p.log")
     [off] = [c for c in d.clues if c.key == "SERVER_HTTP_5XX"]
     assert "/api/version" in off.text and off.stage is None
+
+
+def test_the_worker_a_stripped_prefix_named_is_the_suspect(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "traceback/vllm33074-nixl-dsv32-indexer-startup-assert.log"), "w.log")
+    assert d.suspect is not None and d.suspect.startswith("Worker_TP0")
+    # an SGLang rank printed inside the prefix names the suspect as before
+    d = diagnose_text(tmp_path, _field(
+        "traceback/verl705-ray-tqdm-interleaved-scheduler-exception.log"), "v.log")
+    assert d.suspect is not None and "TP0" in d.suspect and "pid=" not in d.suspect

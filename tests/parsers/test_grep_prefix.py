@@ -34,3 +34,17 @@ def test_stripping_keeps_every_line_and_only_shortens(lines: list[str]) -> None:
     out = strip_grep_prefix(text).split("\n")
     assert len(out) == len(text.split("\n"))
     assert all(a.endswith(b) for a, b in zip(text.split("\n"), out, strict=True))
+
+
+def test_worker_prefix_runs_name_the_process_of_each_line() -> None:
+    from pdforensics.parsers.ray_prefix import prefix_runs, process_at
+
+    text = ("plain first\n"
+            "(Worker_TP0 pid=1) ERROR a\n"
+            "(Worker_TP0 pid=1) ERROR b\n"
+            "(Worker_TP1 pid=2) ERROR c\n"
+            "continued without a prefix\n")
+    runs = prefix_runs(text)
+    assert runs == ((2, "Worker_TP0 pid=1"), (4, "Worker_TP1 pid=2"))
+    assert [process_at(runs, n) for n in range(1, 6)] == [
+        None, "Worker_TP0 pid=1", "Worker_TP0 pid=1", "Worker_TP1 pid=2", "Worker_TP1 pid=2"]

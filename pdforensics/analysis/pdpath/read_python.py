@@ -20,6 +20,7 @@ from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks, split_lines
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.parsers.logtime import NewestStamp
+from pdforensics.parsers.ray_prefix import process_at
 
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 _CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16}|Stack) \(most recent call first\):")
@@ -181,11 +182,14 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
         chained, why, held = True, _TIMEOUT_WHY, True  # a wait that ran out
     else:
         why = _CHAIN_WHY if chained else ""
+    rank = parse_rank(raw) or head_rank
     return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                 text=exc[:_MAX_TEXT], source=src.path, line=no, time=when,
                 stage=stage or ("startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                 side=_side(exc, role), role=role, host=src.host,
-                rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=held,
+                rank=rank, rids=rids, rooms=rooms, wedge=held,
+                # the worker process its lost prefix named, where no rank is printed
+                suspect=process_at(src.processes, no) if src.processes and not rank else None,
                 strength=3, why="the exception a traceback ends with: what the failing code "
                                 "raised" + why)
 
@@ -216,6 +220,8 @@ def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],
     return Clue(key="PYTHON_TRACEBACK_CUT", label="cause", text=innermost[1][:_MAX_TEXT],
                 source=src.path, line=innermost[0], stage=frames_stage(funcs, code, role),
                 role=role, side=side, host=src.host, rank=rank, wedge=False, strength=2,
+                suspect=process_at(src.processes, innermost[0]) if src.processes and not rank
+                else None,
                 why="a traceback cut before its exception line: its innermost frame is where "
                     "it raised")
 

@@ -30,6 +30,7 @@ class Source:
     (a Flight Recorder pickle: never unpickled). ``json``: the parsed JSON document.
     ``metrics``: (time, snapshot) samples in time order; ``dumps`` / ``goroutines``: stacks.
     ``taken_at``: when the evidence was taken (epoch), when known.
+    ``processes``: the worker processes whose prefix the text's lines lost.
     """
 
     path: str
@@ -43,6 +44,9 @@ class Source:
     dumps: tuple[ProcessDump, ...] = ()
     goroutines: tuple[ThreadStack, ...] = ()
     taken_at: float | None = None
+    #: (first line, process) of the runs of lines a worker prefix (``(Worker_TP0 pid=9)``)
+    #: opened before triage stripped it (parsers/ray_prefix.prefix_runs)
+    processes: tuple[tuple[int, str], ...] = ()
 
 
 ReaderFn = Callable[[Source], Iterable[Clue]]

@@ -78,7 +78,7 @@ def read_beneath(text: str) -> Beneath:
     return Beneath(
         watchdog=read_watchdog(text),
         nccl=read_nccl_lines(text),
-        coll=read_coll_mismatches(text) if " opCount " in text else (),
+        coll=read_coll_mismatches(text),
         ras=parse_ras(text),
         kernel=klog.events if klog is not None else (),
         driver=klog.driver if klog is not None else None,

@@ -6,10 +6,10 @@ without it (the lines after it are the log's own); line numbers stay."""
 from __future__ import annotations
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.linescan import strip_line_prefix
 
 #: a log file's name (a path, a log/text extension, a rotated log's number), grep -n's number
-PREFIX = r"^[\w./-]{0,200}[\w-]\.(?:log|txt|out|err)(?:\.\d{1,3})?(?::\d{1,9})?:"
+PREFIX = r"^([\w./-]{0,200}[\w-]\.(?:log|txt|out|err)(?:\.\d{1,3})?)(?::\d{1,9})?:"
 _PREFIX = linear.compile(PREFIX)
 _PREFIX_B = linear.compile(PREFIX.encode(), linear.M)
 _SAMPLE = 200
@@ -27,12 +27,5 @@ def grep_prefixed(text: str) -> bool:
 
 def strip_grep_prefix(text: str) -> str:
     """The text with the file-name prefix removed from every line that has one."""
-    marked = line_numbers(text, _PREFIX_B)
-    if not marked:
-        return text
-    lines = text.split("\n")
-    for no in marked:
-        m = _PREFIX.match(lines[no - 1])
-        if m is not None:
-            lines[no - 1] = lines[no - 1][m.end():]
-    return "\n".join(lines)
+    lines, found = strip_line_prefix(text, _PREFIX_B, _PREFIX)
+    return "\n".join(lines) if found else text

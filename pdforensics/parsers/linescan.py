@@ -179,6 +179,25 @@ def first_line_matching(text: str, pattern: linear.Pattern[bytes]) -> tuple[int,
     return None
 
 
+def strip_line_prefix(text: str, scan: linear.Pattern[bytes], prefix: linear.Pattern[str]
+                      ) -> tuple[list[str], list[tuple[int, str]]]:
+    """The lines of ``text`` with ``prefix`` removed from each line it opens (found by one
+    scan of the bytes pattern ``scan``, its multiline twin), and (1-based number, the prefix's
+    first group: the writer it names) of each such line; ``([], [])`` when no line has it. A
+    paste's per-line prefix (Ray's worker, grep's file name) goes; the line numbers stay."""
+    numbers = line_numbers(text, scan)
+    if not numbers:
+        return [], []
+    lines = text.split("\n")
+    found: list[tuple[int, str]] = []
+    for no in numbers:
+        m = prefix.match(lines[no - 1])
+        if m is not None:
+            lines[no - 1] = lines[no - 1][m.end():]
+            found.append((no, m.group(1)))
+    return lines, found
+
+
 def line_numbers(text: str, pattern: linear.Pattern[bytes]) -> list[int]:
     """The 1-based numbers of the lines of ``text`` (split on ``\\n``) holding a match of the
     bytes ``pattern`` (one scan of the text's UTF-8)."""

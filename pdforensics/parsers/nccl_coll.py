@@ -13,13 +13,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import first_lines_with
+from pdforensics.parsers.linescan import first_lines_with, has_any, marks
 from pdforensics.parsers.textcache import by_text
 
 _COLL = linear.compile(
     r"(?:^|[\s:\]])([\w.-]{1,200}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] NCCL INFO ([A-Za-z]{2,30}): "
     r"opCount ([0-9a-fA-Fx]{1,18}) sendbuff \S{1,20} recvbuff \S{1,20} count (\d{1,20}) "
     r"datatype (\d{1,3}) op (\d{1,3}) root (-?\d{1,7}) comm \S{1,20} \[nranks=(\d{1,6})\]")
+_MARKS = marks(" opCount ")
 #: the first lines read: a mismatch shows at the first collective that differs
 _MAX_LINES = 20000
 
@@ -39,6 +40,8 @@ class CollMismatch:
 def read_coll_mismatches(text: str) -> tuple[CollMismatch, ...]:
     """The opCounts at which one group's ranks disagree (each process once, the whole group
     seen), in file order; at most a few."""
+    if not has_any(text, _MARKS):
+        return ()
     groups: dict[tuple[str, int], dict[tuple[str, str], tuple[int, str, str, str]]] = {}
     for no, line in first_lines_with(text, (" opCount ",), _MAX_LINES):
         m = _COLL.search(line)

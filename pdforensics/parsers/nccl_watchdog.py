@@ -184,8 +184,7 @@ def _kind(rec: str) -> str | None:
         return HEARTBEAT
     if ("taking the entire process down" in rec or "Terminating the process" in rec
             or "watchdog thread terminated with exception" in rec
-            or "Some NCCL operations have failed or timed out" in rec
-            or "Some HCCL operations have failed or timed out" in rec):
+            or "CCL operations have failed or timed out" in rec):  # (NCCL's, HCCL's)
         return TAKEDOWN
     if "dump debug info" in rec or "signal dumping" in rec:
         return DUMP

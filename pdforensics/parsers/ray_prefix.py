@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from pdforensics import linear
-from pdforensics.parsers.linescan import line_numbers
+from pdforensics.parsers.linescan import strip_line_prefix
 
 #: the prefix; its group is the actor and pid (logprefix reads it as the line's stream)
 PREFIX = r"^\(((?:[A-Za-z_][\w.:-]{0,80} )?pid=\d{1,10})(?:, ip=[0-9a-fA-F.:]{1,45})?\) ?"
@@ -31,33 +31,30 @@ def ray_prefixed(text: str) -> bool:
 
 def strip_ray_prefix(text: str) -> str:
     """The text with Ray's prefix removed from every line that has one (one scan finds them)."""
-    marked = line_numbers(text, _PREFIX_B)
-    if not marked:
-        return text
-    lines = text.split("\n")
-    for no in marked:
-        line = lines[no - 1]
-        m = _PREFIX.match(line)
-        if m is not None:
-            line = line[m.end():]
-            if line.endswith("across cluster]"):
-                d = DEDUP.search(line)
-                line = line[:d.start()] if d is not None else line
-            lines[no - 1] = line
-    return "\n".join(lines)
+    return strip_ray_prefix_runs(text)[0]
 
 
 def prefix_runs(text: str) -> tuple[tuple[int, str], ...]:
     """(first line number, process) of each run of lines one process's prefix opens
     (``(Worker_TP0 pid=2940)`` -> ``Worker_TP0 pid=2940``), in order: what stripping the
     prefix loses, kept to name the process a failure line came from."""
+    return strip_ray_prefix_runs(text)[1]
+
+
+def strip_ray_prefix_runs(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """`strip_ray_prefix` and `prefix_runs` of one text, from one scan."""
+    lines, found = strip_line_prefix(text, _PREFIX_B, _PREFIX)
+    if not found:
+        return text, ()
     runs: list[tuple[int, str]] = []
-    lines = text.split("\n")
-    for no in line_numbers(text, _PREFIX_B):
-        m = _PREFIX.match(lines[no - 1])
-        if m is not None and (not runs or runs[-1][1] != m.group(1)):
-            runs.append((no, m.group(1)))
-    return tuple(runs)
+    for no, process in found:
+        line = lines[no - 1]
+        if line.endswith("across cluster]"):
+            d = DEDUP.search(line)
+            lines[no - 1] = line[:d.start()] if d is not None else line
+        if not runs or runs[-1][1] != process:
+            runs.append((no, process))
+    return "\n".join(lines), tuple(runs)
 
 
 def process_at(runs: tuple[tuple[int, str], ...], no: int) -> str | None:

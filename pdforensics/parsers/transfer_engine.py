@@ -108,6 +108,12 @@ _TE_FILES = ("tcp_transport", "rdma_transport", "rdma_endpoint", "rdma_context",
 MOONCAKE_FILES = (*_TE_FILES, "file_storage", "storage_backend", "master_service",
                   "master_metric", "etcd_helper", "ha_helper", "segment_manager", "rpc_service",
                   "data_manager", "client_buffer", "offset_allocator", "eviction_strategy")
+def mooncake_glog(line: str) -> bool:
+    """The line is a glog line of one of Mooncake's source files (MOONCAKE_FILES)."""
+    g = _GLOG.search(line) if "] " in line else None
+    return g is not None and g.group(5).startswith(MOONCAKE_FILES)
+
+
 #: Mooncake Store's client files: a text holding them is a KV cache store's (SGLang HiCache,
 #: LMCache) putting and getting KV, not prefill sending it to decode: its transfer failures
 #: are not at the PD path's kv_send (start-up ones stay at start-up)

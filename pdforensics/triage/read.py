@@ -23,7 +23,7 @@ from pdforensics.parsers.nvidia_smi import looks_like_nvidia_smi
 from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.pyspy import classify_pyspy_error
 from pdforensics.parsers.pyspy_top import PyspyTop, parse_pyspy_top
-from pdforensics.parsers.ray_prefix import prefix_runs, ray_prefixed, strip_ray_prefix
+from pdforensics.parsers.ray_prefix import ray_prefixed, strip_ray_prefix_runs
 from pdforensics.parsers.tracebacks import is_py_bt
 from pdforensics.triage import lower
 from pdforensics.triage.logs import command_output, looks_like_log, split_by_writer
@@ -260,8 +260,7 @@ def read_text(path: str, text: str, size: int, data: bytes = b"") -> Artifact:
         text = strip_grep_prefix(text)
     processes: tuple[tuple[int, str], ...] = ()
     if ray_prefixed(text):
-        processes = prefix_runs(text)
-        text = strip_ray_prefix(text)
+        text, processes = strip_ray_prefix_runs(text)
     else:
         text = unwrap_paste(text)
     art = _read_text(path, text, size)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue, Side
+from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import (
@@ -24,7 +24,7 @@ from pdforensics.parsers.linescan import (
     split_lines,
 )
 from pdforensics.parsers.logtime import parse_log_timestamp
-from pdforensics.parsers.transfer_engine import BENIGN_ERRORS, MOONCAKE_FILES
+from pdforensics.parsers.transfer_engine import BENIGN_ERRORS, mooncake_glog
 
 #: a level word as loggers print it (upper case, a separator after it), logfmt's level, glog's
 #: error/fatal prefix
@@ -38,15 +38,6 @@ _MAX_TEXT = 500
 #: (the year since glog 0.7), "F0312 10:00:00.123 42 x.cc:9] Check failed"
 _GLOG = linear.compile(rb"^[EF](?:\d{4})?\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})? {1,8}\d{1,10} "
                        rb"[^\s\]]{1,200}:\d{1,7}\] ", linear.M)
-
-
-_GLOG_FILE = linear.compile(r"\d {1,8}\d{1,10} ([\w.-]{1,80})\.(?:cpp|cc|h):\d{1,7}\] ")
-
-
-def _glog_side(line: str) -> Side | None:
-    """transfer_engine for a glog line of one of Mooncake's source files."""
-    m = _GLOG_FILE.search(line[:200])
-    return "transfer_engine" if m is not None and m.group(1).startswith(MOONCAKE_FILES) else None
 
 
 #: a line that opens with glog's E or F and a month (or a year) holds one of these
@@ -74,7 +65,8 @@ def error_lines(src: Source) -> Iterator[Clue]:
             continue  # (the driver's lines are the kernel readers'; Mooncake's healthy start)
         yield Clue(key="LOG_ERROR", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=parse_log_timestamp(line), role=src.role,
-                   host=src.host, side=side_of_words(line) or _glog_side(line), strength=1,
+                   host=src.host, side=side_of_words(line) or (
+                       "transfer_engine" if mooncake_glog(line) else None), strength=1,
                    why="its logger marks this line as an error; no catalogued message says "
                        "more of it")
 

@@ -17,8 +17,6 @@ from pdforensics.parsers.nccl_coll import read_coll_mismatches
 @reader("nccl_coll_mismatch")
 def coll_mismatch_clues(src: Source) -> Iterator[Clue]:
     """One cause per opCount the ranks disagree at: the first odd rank's line."""
-    if " opCount " not in src.text:
-        return
     for mm in read_coll_mismatches(src.text):
         no, line = mm.odd[0]
         others = f" (and {len(mm.odd) - 1} more)" if len(mm.odd) > 1 else ""

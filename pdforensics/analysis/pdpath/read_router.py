@@ -165,11 +165,12 @@ def router_refusals(src: Source) -> Iterator[Clue]:
 
 #: an HTTP server's access line (uvicorn's, SGLang's HTTP server): the request line and the
 #: status it answered ('"POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error')
-_ACCESS_5XX = linear.compile(r'"([A-Z]{3,7}) (/[^\s"]{0,300}) HTTP/\d(?:\.\d)?" (5\d\d)\b')
+_ACCESS_5XX = linear.compile(r'"(?P<method>[A-Z]{3,7}) (?P<path>/[^\s"]{0,300}) HTTP/\d(?:\.\d)?" '
+                             r'(?P<status>5\d\d)\b')
 #: Gin's access line (Go servers: Ollama, gateways): "[GIN] 2025/01/12 - 01:23:05 | 500 |
 #: 30m0s | 10.0.0.123 | POST "/api/chat""
-_GIN_5XX = linear.compile(r'\[GIN\] [^|\n]{0,40}\| (5\d\d) \|[^|\n]{0,40}\|[^|\n]{0,80}\| '
-                          r'([A-Z]{3,7}) {1,10}"(/[^"\s]{0,300})"')
+_GIN_5XX = linear.compile(r'\[GIN\] [^|\n]{0,40}\| (?P<status>5\d\d) \|[^|\n]{0,40}\|[^|\n]{0,80}\| '
+                          r'(?P<method>[A-Z]{3,7}) {1,10}"(?P<path>/[^"\s]{0,300})"')
 _ACCESS_MARKS = marks('" 500', '" 502', '" 503', '" 504', "| 500 |", "| 502 |", "| 503 |",
                       "| 504 |")
 _PROBES = ("/health", "/metrics", "/get_model_info", "/model_info", "/get_server_info")
@@ -188,14 +189,10 @@ def access_errors(src: Source) -> Iterator[Clue]:
         return
     seen: dict[tuple[str, str], int] = {}
     for no, raw in lines_with(src.text, _ACCESS_MARKS):
-        m = _ACCESS_5XX.search(raw[:2000])
-        g = _GIN_5XX.search(raw[:2000]) if m is None else None
-        if g is not None:  # (its groups in the uvicorn line's order: method, path, status)
-            method, path, status = g.group(2), g.group(3), g.group(1)
-        elif m is not None:
-            method, path, status = m.group(1), m.group(2), m.group(3)
-        else:
+        m = _ACCESS_5XX.search(raw[:2000]) or _GIN_5XX.search(raw[:2000])
+        if m is None:
             continue
+        method, path, status = m["method"], m["path"], m["status"]
         if path.startswith(_PROBES):
             continue
         key = (status, path)
@@ -231,5 +228,5 @@ def served_requests(src: Source) -> Iterator[Clue]:
 _SERVED_MARKS = marks(*_SERVED)
 #: a generation endpoint and a success status on one line (uvicorn's access line, smg's span)
 _SERVED_GENERATION = linear.compile(
-    rb"(?:/generate|/v1/chat/completions|/v1/completions|/api/chat)[^\n]{0,300}?"
+    b"(?:" + b"|".join(linear.escape(p.encode()) for p in _GENERATION) + b")[^\n]{0,300}?"
     rb"(?:\" 200\b| 200 OK|status(?:_code)?=200\b)")

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pdforensics import linear
+from pdforensics.analysis.pdpath.earlier import EarlierCauses
 from pdforensics.analysis.pdpath.model import Clue, Label
 
 _ENVELOPE = "SCHEDULER_EXCEPTION"
@@ -94,7 +95,7 @@ REPORT_KEYS = frozenset({"DECODE_HANDSHAKE_FAILED", "DECODE_TRANSFER_FAILED",
 
 def _reports(clues: list[Clue]) -> list[Clue]:
     out = list(clues)
-    strong = [c for c in out if c.label == "cause" and c.strength >= 2]
+    earlier = EarlierCauses([c for c in out if c.label == "cause" and c.strength >= 2])
     report_lines = {(c.source, c.line) for c in out if c.key in REPORT_KEYS}
     on_line: dict[tuple[str, int | None], list[int]] = {}  # the report lines' clues
     first_of: dict[tuple[str, str], Clue] = {}  # (source, key) -> its first cause
@@ -110,9 +111,7 @@ def _reports(clues: list[Clue]) -> list[Clue]:
         same = first_of.get((c.source, c.key))
         if same is not None and same is not c and _repeats(c, same):
             continue  # the first cause said again (another process, another request)
-        up = next((s for s in strong if _before(s, c) and (s.source, s.line) != (c.source, c.line)
-                   and (s.source == c.source or set(s.rids) & set(c.rids)
-                        or set(s.rooms) & set(c.rooms))), None)
+        up = earlier.first_before(c)
         if up is None or on_report and any(_repeats(clues[j], up)
                                            for j in on_line[(c.source, c.line)]):
             continue  # (a report line that says the first failure again, for another request)
@@ -185,14 +184,6 @@ def _generic_after_known(clues: list[Clue]) -> list[Clue]:
             out[i] = replace(c, label="consequence",
                              why=f"{c.why}; printed right after {prev.key} at {prev.where()}")
     return out
-
-
-def _before(a: Clue, b: Clue) -> bool:
-    if a.time is not None and b.time is not None and a.time != b.time:
-        return a.time < b.time
-    if a.source == b.source and a.line is not None and b.line is not None:
-        return a.line < b.line
-    return a.time is not None and b.time is not None and a.time == b.time
 
 
 #: a burst: error lines of one source at most this far apart report one failure

@@ -33,6 +33,10 @@ _DMESG_T_RE = linear.compile(
 )
 
 
+#: TensorRT's and TensorRT-LLM's logger: "[06/13/2024-13:01:19] [TRT-LLM] [I] ..."
+_TENSORRT_RE = linear.compile(r"^\[(\d\d)/(\d\d)/(\d{4})-(\d\d):(\d\d):(\d\d)\]")
+
+
 def month(name: str) -> int | None:
     """``Jan`` -> 1."""
     return _MONTHS.get(name.lower())
@@ -82,7 +86,8 @@ SEVERITIES = frozenset({"DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "WARN",
 
 
 def parse_log_timestamp(line: str) -> float | None:
-    """Epoch of a log line's leading time (SGLang prefix, journal short-iso, ISO, dmesg -T)."""
+    """Epoch of a log line's leading time (SGLang prefix, journal short-iso, ISO, dmesg -T,
+    TensorRT's)."""
     first = line[:1]
     if first.isascii() and first.isalnum():  # a compose prefix opens so (an ISO time too)
         line = strip_compose_prefix(line)
@@ -172,7 +177,8 @@ def _sglang_bracket(head: str) -> float | None | bool:
 
 
 def _bracketed(head: str) -> float | None:
-    """The epoch of an SGLang prefix or a dmesg -T time opening ``head``, else None."""
+    """The epoch of an SGLang prefix, a dmesg -T or a TensorRT time opening ``head``, else
+    None."""
     fast = _sglang_bracket(head)
     if fast is not False:
         return fast
@@ -185,7 +191,8 @@ def _bracketed(head: str) -> float | None:
         if mon is None:
             return None
         return epoch((m.group(6), mon, m.group(2), m.group(3), m.group(4), m.group(5)))
-    return None
+    m = _TENSORRT_RE.match(head)  # month first: "[06/13/2024-13:01:19]"
+    return epoch((m.group(3), m.group(1), m.group(2), *m.groups()[3:])) if m else None
 
 
 def read_stamp(stamp: str | None) -> float | None:

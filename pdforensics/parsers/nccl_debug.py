@@ -34,8 +34,10 @@ _CHAIN = linear.compile(r"^(?:NCCL INFO )?([\w./-]{1,300}:\d{1,7}) -> (\d{1,4})"
 _OLD_MARKS = marks("] INFO ", " WARN ")
 _NEW_MARKS = marks("NCCL INFO", "NCCL WARN")
 _IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
-                            r"status=(\d{1,5}))")
+                            r"status=(\d{1,5}|IBV_WC_\w{1,40}))")  # (newer: the status's name)
 _IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
+#: a socket NCCL could not connect (socketStartConnect, ncclSocketConnect): the peer it tried
+_CONNECT_FAILED = linear.compile(r"[Cc]onnect to (\S{1,120}) failed")
 _BOOTSTRAP_MSG = ("Bootstrap", "cudaDriverVersion", "NET/IB : Using", "NET/Socket : Using",
                   "Using network", "Plugin Path", "P2P plugin", "NET/Plugin")
 _SETUP_CALLS = ("ibv_create", "ibv_reg", "ibv_open", "ibv_query", "ibv_modify_qp", "ibv_alloc",
@@ -99,6 +101,8 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
             return MISMATCH, extra
         if "closed by remote peer" in msg or "reset by peer" in msg or "Connection closed" in msg:
             return PEER_CLOSED, extra
+        if (m := _CONNECT_FAILED.search(msg)) is not None:
+            extra["peer"] = m.group(1)
         return WARN, extra
     if "Abort COMPLETE" in msg:
         return ABORT, extra

@@ -43,9 +43,11 @@ _SLICE = linear.compile(r"Process failed for slice \(.{0,600}\): (.{1,120})$")
 _PEER_NIC = linear.compile(r"peer_nic: ([\w.:@-]{1,80})")
 #: the address a connection that failed was made to ("SocketHandShakePlugin:
 #: connect()10.0.0.30:15041: Connection refused [111]", "Failed to connect to 10.0.0.2:1234")
-_CONNECT_TO = linear.compile(r"(?:connect\(\) ?|[Cc]onnect(?:ing)? to )([\w.-]{1,100}:\d{1,5})")
-#: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here)
-BENIGN_ERRORS = ("Local segment descriptor not found",)
+_CONNECT_TO = linear.compile(r"(?:connect\(\) ?|[Cc]onnect(?:ing| timeout)? to:? ?)([\w.-]{1,100}:\d{1,5})")
+#: error lines Mooncake prints on a healthy start (seen on every start of SGLang 0.5.23 here),
+#: and its store refusing a put of a key it already holds (several requests store one prefix's
+#: pages: the first put wins, the others are told so; Mooncake's maintainers: expected)
+BENIGN_ERRORS = ("Local segment descriptor not found", "OBJECT_ALREADY_EXISTS")
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
 #: Mooncake's RDMA context when ibv_reg_mr fails ("Failed to register memory 0x7fa3ce000000:
 #: Input/output error [5]"), printed without glog's prefix
@@ -262,7 +264,8 @@ def read_transfer_errors(text: str) -> tuple[TransferError, ...]:
         TransferError(e.lineno, e.text, e.engine, e.kind, e.stage, "consequence", e.detail,
                       e.peer, e.level)
         if ("Flushed" in e.detail and first_real is not None and first_real < e.lineno)
-        or (qp is not None and qp < e.lineno and any(w in e.text for w in _AFTER_QP))
+        or (qp is not None and qp < e.lineno and e.kind != "qp_setup"  # (another QP: again)
+            and any(w in e.text for w in _AFTER_QP))
         or (backend is not None and backend < e.lineno and "nixl_agent." in e.text)
         else e for e in out)
 

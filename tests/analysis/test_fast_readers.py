@@ -19,6 +19,7 @@ from pdforensics.analysis.pdpath.read_python import (
     _CHAIN_WHY,
     _CHAINED,
     _IMPORT_ERRORS,
+    _INTERRUPT_WHY,
     _MAX_TEXT,
     _NEAR,
     _TIMEOUT_WHY,
@@ -42,6 +43,7 @@ from pdforensics.analysis.pdpath.read_sglang import (
 from pdforensics.analysis.pdpath.sources import Source, lines
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
+from pdforensics.analysis.pdpath.traceback_lines import EXC_QUALIFIED, MP_PROCESS
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.logprefix import strip_prefixes
@@ -88,7 +90,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         if no - last_frame > _NEAR or not line.strip():
             recent = [line.strip()]
             continue
-        m = _EXC_LINE.match(line.strip())
+        m = _EXC_LINE.match(line.strip()) or EXC_QUALIFIED.match(line.strip())
         if m is None:
             code.insert(0, line.strip())
             continue
@@ -103,20 +105,23 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
         name = exc.split(":", 1)[0].split(" ", 1)[0]
         cancelled = name.endswith("CancelledError")
         timeout = not cancelled and name.rsplit(".", 1)[-1] == "TimeoutError"
+        interrupt = name == "KeyboardInterrupt"
         said.add(no)
         yield Clue(key="PYTHON_EXCEPTION",
-                   label="consequence" if chained or cancelled or timeout else "cause",
+                   label="consequence" if chained or cancelled or timeout or interrupt
+                   else "cause",
                    text=exc[:_MAX_TEXT], source=src.path,
                    line=no, time=when, stage=frames_stage(funcs, code, role) or (
                        "startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                    side=_side(exc, role), role=role, host=src.host,
                    rank=parse_rank(raw) or head_rank, rids=rids, rooms=rooms, wedge=timeout,
-                   suspect=process_at(src.processes, no) if src.processes and not (
-                       parse_rank(raw) or head_rank) else None,
+                   suspect=None if parse_rank(raw) or head_rank
+                   else process_at(src.processes, no) if src.processes
+                   else mp.group(1) if (mp := MP_PROCESS.search(run_head)) else None,
                    strength=3,
                    why="the exception a traceback ends with: what the failing code raised"
                    + (_CANCELLED_WHY if cancelled else _TIMEOUT_WHY if timeout
-                      else _CHAIN_WHY if chained else ""))
+                      else _INTERRUPT_WHY if interrupt else _CHAIN_WHY if chained else ""))
         funcs, code, last_frame = [], [], -_NEAR - 1
     # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
     if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
@@ -133,7 +138,7 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                 if t is not None:
                     break
             yield _exception(src, ahead[1], ahead[0], t, frames_stage(funcs, code, role), role,
-                             ahead[2], _CHAINED.search(run_head) is not None, head_rank)
+                             ahead[2], run_head, head_rank)
             return
         cut = _cut_at_end(src, innermost, funcs, code, head_rank)
         yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \

@@ -224,6 +224,8 @@ WORD_SIDES: tuple[tuple[tuple[str, ...], Side], ...] = (
     (("mooncake", "nixl", "ucx", "ucp_", "uct_", "ucs_", "ibv_", "rdma", "transfer engine",
       "transfer_engine"), "transfer_engine"),
     (("cuda error", "xid", "ecc error"), "gpu"),
+    # the operating system refusing the host's resources (errno ENOMEM, ENOSPC, EMFILE)
+    (("cannot allocate memory", "no space left on device", "too many open files"), "host"),
 )
 
 
@@ -261,7 +263,14 @@ def frames_stage(funcs: list[str], code: list[str], role: str | None) -> Stage |
                 return where
             return "decode_forward" if role == "decode" else (
                 "prefill_forward" if role == "prefill" else None)
+    if funcs and funcs[0] in _PROCESS_ENTRIES:
+        return "startup"  # raised in the entry's own body: before the loop it ends in
     return None
+
+
+#: SGLang's process entry points (0.4-0.5.23): each sets its process up, then runs its event
+#: loop (a deeper frame); an exception raised in the entry's own frame is a set-up failure
+_PROCESS_ENTRIES = frozenset({"run_scheduler_process", "run_data_parallel_controller_process"})
 
 
 def sglang_role(line: str) -> str | None:

@@ -37,7 +37,6 @@ from pdforensics.parsers.nccl_debug import (
     ABORT,
     ERROR_CHAIN,
     HARMLESS,
-    IB_COMPLETION,
     IBV_CALL,
     INIT,
     PEER_CLOSED,
@@ -127,7 +126,7 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
                    why="NCCL communicator start-up lines, no failure" if phase == "bootstrap"
                    else "NCCL communicators set up (rings, channels), no failure")
         return
-    peers = {(n.peer or "").split("<")[0] for n in lines if n.kind == IB_COMPLETION}
+    peers = {n.peer.split("<")[0] for n in lines if n.peer}  # (IB completions, connects)
     first_init = next((n.lineno for n in lines if n.kind == INIT), len(src.text))
     serving = has_any(src.text, ENGINE_MARKS)  # (read_engine's words)
     # no WARN names the failure: each chain's innermost step, where NCCL saw it fail (with
@@ -168,8 +167,9 @@ def nccl_debug(src: Source) -> Iterator[Clue]:
         yield _clue(src, f"NCCL_{n.kind.upper()}", "cause", n.text, n.lineno, stage=stage,
                     wedge=False, strength=3 if n.kind != "warn" or fault else 2,
                     side="host" if fault else "collective",
-                    # IB work completions that failed, all from one peer: that link
-                    suspect=fault[0] if fault else (n.peer if n.kind == IB_COMPLETION
+                    # IB work completions that failed, or connections refused, all of one
+                    # peer: that link, that host
+                    suspect=fault[0] if fault else (n.peer if n.peer
                                                      and len(peers) == 1 else None),
                     why=fault[1] if fault else "NCCL's own line names the failure" + (
                         " (a verbs call of connection set-up)" if stage else ""))

@@ -17,7 +17,10 @@ from pdforensics.parsers.linescan import first_line_with, marks
 _ENGINES = (("vllm", ("vllm/", "vllm.", "RayWorkerVllm", "RayWorkerWrapper", "VllmWorker",
                       "EngineCore", "vLLM", "shm_broadcast.py")),
             ("sglang", ("sglang/", "sglang.", "sglang::", "SGLang")),
-            ("tensorrt_llm", ("tensorrt_llm",)), ("lmdeploy", ("lmdeploy",)))
+            ("tensorrt_llm", ("tensorrt_llm",)), ("lmdeploy", ("lmdeploy",)),
+            # NVIDIA Dynamo's runtime and workers (not torch._dynamo: "/_dynamo/", "._dynamo")
+            ("dynamo", ("/dynamo/", "dynamo.runtime", "dynamo.llm", "dynamo_runtime")),
+            ("text-generation-inference", ("text_generation_server", "text_generation_router")))
 #: every engine's words, for a reader that only asks whether a serving engine wrote a text
 ENGINE_MARKS = marks(*(w for _e, words in _ENGINES for w in words))
 

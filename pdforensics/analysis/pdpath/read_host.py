@@ -77,6 +77,7 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
     lost = {e.device for e in events if e.kind == GPU_LOST or (e.kind == XID and e.xid == 79)}
     fatal_aer = False
     failed_devices: set[str | None] = set()
+    alone = not any(x.kind == OOM_KILL for x in events)  # no OOM victim line (cut before it)
     for i, e in enumerate(events):
         base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
         if e.kind == XID and e.xid is not None:
@@ -118,9 +119,10 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why=f"the {e.process} driver failed on its device" + (
                            "" if first else ": after its first failure, what followed from it"),
                        **base)  # type: ignore[arg-type]
-        elif e.kind == OOM_INVOKED:
-            yield Clue(key="OOM_INVOKED", label="consequence", text=e.text[:500], side="host",
-                       wedge=False, strength=1,
+        elif e.kind == OOM_INVOKED:  # (the cause itself where no victim line follows: cut)
+            yield Clue(key="OOM_INVOKED", label="cause" if alone else "consequence",
+                       text=e.text[:500], side="host", wedge=False, strength=2 if alone else 1,
+                       suspect=e.process if alone else None,
                        why="this process asked for memory when none was left and so set the OOM "
                            "killer off: the host's memory was exhausted (it is the trigger, not "
                            "necessarily what used the memory)", **base)  # type: ignore[arg-type]
@@ -147,7 +149,8 @@ def _refused_peer(e: TransferError) -> str | None:
     """The peer a connection was refused by or could not reach: where to look."""
     low = e.text.lower()
     return e.peer if e.peer and ("refused" in low or "unreachable" in low
-                                 or "failed to connect" in low) else None
+                                 or "failed to connect" in low or "connect timeout" in low
+                                 ) else None
 
 
 def _transfer_clues(src: Source, b: object) -> Iterator[Clue]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import Clue
+from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.read_python import _stamp
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import first_lines_with
+from pdforensics.parsers.linescan import first_lines_with, split_lines
 
 _ASGI = "Exception in ASGI application"
 _CURL = linear.compile(r"^curl: \((\d{1,3})\) (.{1,300})$")
@@ -47,3 +47,42 @@ def http_clues(src: Source) -> Iterator[Clue]:
                    strength=1,
                    why=f"curl's error {m.group(1)}: {_CURL_UPSTREAM[m.group(1)]}; the client "
                        "saw a failure upstream of it")
+
+
+#: uvicorn's shutdown sequence (uvicorn.server.Server.shutdown, then the lifespan's), in order
+_SHUTDOWN = ("Shutting down", "Waiting for connections to close.", "Waiting for background tasks",
+             "Waiting for application shutdown.")
+_ACCESS = linear.compile(r'"(?:GET|POST|PUT|DELETE) \S{1,400} HTTP/[\d.]{1,3}" \d{3}')
+_APP_STEPS = 4  # the application's own shutdown lines read after uvicorn's
+_ROLE_SIDES: dict[str, Side] = {"router": "router", "prefill": "prefill", "decode": "decode"}
+
+
+@reader("http_server_stopped")
+def shutdown_clues(src: Source) -> Iterator[Clue]:
+    """uvicorn stopping a server that was still answering requests (access lines after its
+    "Shutting down"): each step of the shutdown, and the application's own steps after
+    "Waiting for application shutdown.", is a consequence of whatever stopped it (a signal,
+    its supervisor, a liveness probe): that is not in the log."""
+    if "Shutting down" not in src.text or "Waiting for application shutdown." not in src.text:
+        return
+    lines = split_lines(src.text)
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip().endswith("Shutting down")), None)
+    if start is None or not any(_ACCESS.search(ln) for ln in lines[start + 1:start + 200]):
+        return
+    app = None
+    for i in range(start, min(len(lines), start + 200)):
+        line = lines[i].strip()
+        ours = any(w in line for w in _SHUTDOWN)
+        if app is not None and (i - app > _APP_STEPS or "shutdown complete" in line):
+            break
+        if not ours and app is None:
+            continue
+        if "Waiting for application shutdown." in line:
+            app = i
+        yield Clue(key="SERVER_STOPPED", label="consequence", text=line[:500], source=src.path,
+                   line=i + 1, time=_stamp(line), role=src.role, host=src.host, wedge=False,
+                   side=_ROLE_SIDES.get(src.role or ""),
+                   strength=1,
+                   why="uvicorn shutting the server down while it still answered requests: "
+                       "something stopped it (a signal, its supervisor); this log does not "
+                       "say what")

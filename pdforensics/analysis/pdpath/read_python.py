@@ -14,8 +14,8 @@ from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
+from pdforensics.analysis.pdpath.traceback_lines import EXC_QUALIFIED, MP_PROCESS, mangled_frames
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
-from pdforensics.analysis.pdpath.traceback_lines import mangled_frames
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks, split_lines
 from pdforensics.parsers.logprefix import strip_prefixes
@@ -24,8 +24,6 @@ from pdforensics.parsers.ray_prefix import process_at
 
 _FATAL = linear.compile(r"^Fatal Python error: (.{1,300})$")
 _CURRENT = linear.compile(r"^(Current thread 0x[0-9a-fA-F]{1,16}|Stack) \(most recent call first\):")
-#: absl's / glog's failure signal handler (Ray's, TensorFlow's C++ core): "*** SIGSEGV received
-#: at time=1709021359 on cpu 44 ***"
 _NEAR = 4  # an exception line at most this many lines after a frame belongs to its traceback
 _MAX_TEXT = 500
 
@@ -33,12 +31,12 @@ _MAX_TEXT = 500
 def _side(exc: str, role: str | None) -> Side | None:
     low = exc.lower()
     named = side_of_words(exc)
-    if named in ("collective", "transfer_engine"):  # the exception names whose code failed
+    if named in ("collective", "transfer_engine", "host"):  # it names whose code failed
         return named
     if "cuda" in low and "out of memory" not in low and "cuda graph" not in low \
             and "illegal memory access" not in low:  # (a kernel's bug: the server's, not the GPU's)
         return "gpu"  # (a CUDA graph that failed to capture is the software's, not the GPU's)
-    return role if role in ("prefill", "decode", "router") else None  # type: ignore[return-value]
+    return None  # (the writer's role, where nothing else names a side: reason._side_of)
 
 
 #: a line that can be a frame or a caret line holds one of these (a superset)
@@ -113,7 +111,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if no - last_frame > _NEAR or not line.strip():
             recent = [line.strip()]
             continue
-        m = _EXC_LINE.match(line.strip())
+        m = _EXC_LINE.match(line.strip()) or EXC_QUALIFIED.match(line.strip())
         if m is None:
             code.insert(0, line.strip())
             continue
@@ -126,7 +124,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             exc = f"{exc} ({failing})" if failing else exc
         said.add(no)
         yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
-                         _CHAINED.search(run_head) is not None, head_rank)
+                         run_head, head_rank)
         funcs, code, last_frame = [], [], -_NEAR - 1
 
 
@@ -141,13 +139,13 @@ def _ends_inside(src: Source, every: Sequence[str], times: NewestStamp, innermos
     after = strip_prefixes(every[innermost[0]]).text.strip() if innermost[0] < len(every) else ""
     if after and _FRAME.match(after) is None and _CARET.match(after) is None:
         innermost = (innermost[0], f"{innermost[1]}: {after}")  # its failing code
-    chained = _CHAINED.search(run_head) is not None
     if ahead is not None:  # its exception, printed before it
         role = frames_role(funcs) or src.role
         return _exception(src, ahead[1], ahead[0], times.at(ahead[0] - 1),
-                          frames_stage(funcs, code, role), role, ahead[2], chained, head_rank)
+                          frames_stage(funcs, code, role), role, ahead[2], run_head, head_rank)
     cut = _cut_at_end(src, innermost, funcs, code, head_rank)
-    return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) if chained else cut
+    return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
+        if _CHAINED.search(run_head) else cut
 
 
 def _exception_ahead(every: Sequence[str], first_frame: int) -> tuple[int, str, str] | None:
@@ -170,16 +168,21 @@ _EXC_REPR = linear.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|
 
 
 def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,
-               role: str | None, raw: str, chained: bool, head_rank: str | None) -> Clue:
+               role: str | None, raw: str, run_head: str, head_rank: str | None) -> Clue:
     """The exception line a traceback ends with: a cause, or the consequence of the one a
     chain printed above it; its rank is its own prefix's, else that of the line its frames
-    follow ("[... TP0] Traceback (most recent call last):")."""
+    follow ("[... TP0] Traceback (most recent call last):"); its process, where no rank is
+    printed, the one a Ray prefix or multiprocessing's header ("Process Process-6:") names."""
     rids, rooms = ids(exc)
     name, held = exc.split(":", 1)[0].split(" ", 1)[0], False
+    chained = _CHAINED.search(run_head) is not None
+    named = MP_PROCESS.search(run_head)
     if name.endswith("CancelledError"):
         chained, why = True, _CANCELLED_WHY  # a task some other party cancelled
     elif name.rsplit(".", 1)[-1] == "TimeoutError":
         chained, why, held = True, _TIMEOUT_WHY, True  # a wait that ran out
+    elif name == "KeyboardInterrupt":  # Ctrl-C, or a supervisor's SIGINT
+        chained, why = True, _INTERRUPT_WHY
     else:
         why = _CHAIN_WHY if chained else ""
     rank = parse_rank(raw) or head_rank
@@ -187,9 +190,8 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
                 text=exc[:_MAX_TEXT], source=src.path, line=no, time=when,
                 stage=stage or ("startup" if name.rsplit(".", 1)[-1] in _IMPORT_ERRORS else None),
                 side=_side(exc, role), role=role, host=src.host,
-                rank=rank, rids=rids, rooms=rooms, wedge=held,
-                # the worker process its lost prefix named, where no rank is printed
-                suspect=process_at(src.processes, no) if src.processes and not rank else None,
+                rank=rank, rids=rids, rooms=rooms, wedge=held, suspect=None if rank
+                else process_at(src.processes, no) if src.processes else named and named[1],
                 strength=3, why="the exception a traceback ends with: what the failing code "
                                 "raised" + why)
 
@@ -204,6 +206,8 @@ _TIMEOUT_WHY = ("; a TimeoutError is a wait that ran out: what it waited for (a 
                 "peer, a lock) was held, and that is the cause")
 _CANCELLED_WHY = ("; a CancelledError is raised in a task another party cancelled (a timeout, "
                  "an abort, a shutdown): what cancelled it is the cause")
+_INTERRUPT_WHY = ("; a KeyboardInterrupt is the program interrupted from outside (Ctrl-C, a "
+                  "SIGINT): where it was is the question, not the cause")
 _CHAIN_WHY = ("; raised because of, or while handling, the exception printed above it (Python's "
               "chain): that one is the cause")
 

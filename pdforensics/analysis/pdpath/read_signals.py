@@ -1,6 +1,7 @@
 """A native failure signal handler's report: the process took a fatal signal.
 
 - absl's / glog's handler: "*** SIGSEGV received at time=... ***".
+- glibc's malloc checks ("double free or corruption (fasttop)"): it aborts the process.
 - UCX's handler ("[host:pid:0:tid] Caught signal 11 (Segmentation fault: ...)", then its own
   backtrace): UCX installs it in every process that loads it, so it reports the process's
   crash wherever it happened. The faulting frame (the first past the handler and the signal
@@ -25,7 +26,11 @@ _ABSL = linear.compile(r"\*\*\* (SIG[A-Z]{2,6}) received at time=\d{1,12}")
 _OPAL_SIGNAL = linear.compile(r"^\[([\w.-]{1,200}:\d{1,10})\] Signal: (.{1,80}) \((\d{1,3})\)\s*$")
 _OPAL_FRAME = linear.compile(r"^\[[\w.-]{1,200}:\d{1,10}\] \[ {0,3}\d{1,3}\] ([^\s(\[]{1,300})"
                              r"\(([^)+\s]{0,200})(?:\+0x[0-9a-fA-F]{1,16})?\)")
-_MARKS = marks("received at time=", "Caught signal", "*** Process received signal ***")
+#: glibc's malloc checks, printed just before it aborts the process (malloc/malloc.c)
+_HEAP = ("double free or corruption", "free(): invalid pointer", "malloc(): corrupted",
+         "corrupted size vs. prev_size", "munmap_chunk(): invalid pointer",
+         "free(): invalid next size", "malloc(): memory corruption")
+_MARKS = marks("received at time=", "Caught signal", "*** Process received signal ***", *_HEAP)
 #: UCX's calls that set a worker or an interface up: a crash under them is at start-up
 _SETUP_CALLS = ("ucp_init", "ucp_worker_create", "ucp_worker_iface_open", "uct_iface_open",
                 "uct_md_open")
@@ -40,6 +45,12 @@ def native_signal_clues(src: Source) -> Iterator[Clue]:
         return
     yield from _ucx_caught(src)
     yield from _opal_report(src)
+    for no, line in first_lines_with(src.text, _HEAP, _MAX_UCX_REPORTS):
+        yield Clue(key="HEAP_CORRUPTION", label="cause", text=line.strip()[:_MAX_TEXT],
+                   source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,
+                   wedge=False, strength=3,
+                   why="glibc found the process's heap corrupted (memory freed twice or "
+                       "written over) and aborted it")
     for no, line in lines_with(src.text, ("received at time=",)):
         m = _ABSL.search(line)
         if m is not None:  # (each copy: a log that repeats the report keeps it one burst)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.linescan import has_any, lines_with, marks
@@ -24,6 +25,8 @@ from pdforensics.parsers.logtime import parse_log_timestamp
 _FAILED = ("failed to start", "initialization failed", "failed to initiali", "init failed",
            "startup failed", "error loading",
            "capture cuda graph failed")  # sglang cuda_graph_runner.__init__, at start-up
+#: an operation that could not start, not the program ("Master failed to start put operation")
+_OPERATION = linear.compile(r"failed to start (?:the |a )?\w{1,20} (?:operation|transfer|request)")
 _WAITING = "waiting for"
 _TO_START = ("to start", "to be ready")  # vLLM's engine core; TGI's shards
 #: the marks searched for: each phrase as printed at a line's start and inside one
@@ -48,7 +51,7 @@ def startup_clues(src: Source) -> Iterator[Clue]:
         if _WAITING in low and any(w in low for w in _TO_START):
             waits.append((no, line))
             continue
-        if not any(w in low for w in _FAILED):
+        if not any(w in low for w in _FAILED) or _OPERATION.search(low):
             continue
         n += 1
         if n > _MAX_LINES:

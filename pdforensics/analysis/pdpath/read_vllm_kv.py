@@ -17,6 +17,9 @@ vllm-ascend's mooncake_connector.py).
   decode worker then read the freed blocks ("Potentially invalid KV blocks for unrecognized
   request X were retrieved by a decode worker"), prefill freed them too early (its lease ran
   out first): the release is the cause, the stale read its consequence.
+- "Handshake failed for request X" (the NIXL connector on decode): the metadata handshake
+  with the prefill instance failed, before any transfer: a consequence at prefill's
+  bootstrap (the exception printed before it is the cause).
 - "NIXL transfer failure: <reason>" (the NIXL connector, decode's side, which reads the KV
   from prefill) and "Skipping KV post-processing for failed request": a transfer or handshake
   that failed, reported after its cause (the exception printed near it): consequences at
@@ -29,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from pdforensics import linear
-from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side
+from pdforensics.analysis.pdpath.model import NOT_ESTABLISHED, Clue, Side, Stage
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.journal import parse_rank
 from pdforensics.parsers.linescan import first_lines_with, has_any, marks
@@ -45,8 +48,10 @@ _FAILED = ("NIXL transfer failure", "Skipping KV post-processing for failed requ
 _EXPIRED = ("Releasing expired KV blocks for request", "Force freed expired request")
 #: a decode worker reading blocks prefill had already freed
 _STALE = "were retrieved by a decode worker"
+#: the NIXL connector on decode: its metadata handshake with the prefill instance failed
+_HANDSHAKE = "Handshake failed for request"
 _WORDS = ("WAITING_FOR_REMOTE_KVS", "completed KV cache send requests",
-          "completed KV cache recv requests", *_EXPIRED, _STALE, *_FAILED)
+          "completed KV cache recv requests", *_EXPIRED, _STALE, *_FAILED, _HANDSHAKE)
 _MARKS = marks(*_WORDS)
 _HELD = 2  # the same request reported waiting this many times: it is held
 _MAX_LINES = 200
@@ -100,14 +105,22 @@ def vllm_kv_clues(src: Source) -> Iterator[Clue]:
                         stage="kv_send", wedge=False,
                         why="a decode worker read KV blocks prefill had already freed: the "
                             "request was served on blocks that may have been reused")
+        elif _HANDSHAKE in line:
+            yield _clue(src, "NIXL_HANDSHAKE_FAILED", no, line, side="prefill", wedge=False,
+                        stage="prefill_bootstrap",
+                        why="vLLM's NIXL connector on decode could not get the prefill "
+                            "instance's metadata (its side-channel handshake): the request "
+                            "stops before its KV transfer; the exception printed before it "
+                            "says why")
         elif any(w in line for w in _FAILED):
             yield _clue(src, "NIXL_TRANSFER_FAILED", no, line, side="decode", wedge=False,
                         why="vLLM's NIXL connector reports a failed transfer or handshake; "
                             "what failed is the error printed near it")
 
 
-def _clue(src: Source, key: str, no: int, line: str, strength: int = 2, **kw: object) -> Clue:
+def _clue(src: Source, key: str, no: int, line: str, strength: int = 2,
+          stage: Stage = "decode_transfer_wait", **kw: object) -> Clue:
     return Clue(key=key, label="consequence", text=line.strip()[:_MAX_TEXT], source=src.path,
                 line=no, time=parse_log_timestamp(line), role=src.role, host=src.host,
-                rank=parse_rank(line), stage="decode_transfer_wait", strength=strength,
+                rank=parse_rank(line), stage=stage, strength=strength,
                 **kw)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_nccl_coll,
     read_proxy,
     read_python,
+    read_ray,
     read_router,
     read_rust,
     read_scrapes,
@@ -22,4 +23,5 @@ from pdforensics.analysis.pdpath import (  # noqa: F401
     read_startup,
     read_vllm_engine,
     read_vllm_kv,
+    read_vllm_stats,
 )

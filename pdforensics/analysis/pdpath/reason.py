@@ -84,6 +84,8 @@ _ENGINES = ("sglang", "vllm", "tensorrt_llm", "lmdeploy")
 
 
 def _serving(c: Clue) -> bool:
+    if c.key == "SERVING_ENGINE":  # (read_engine named the engine whose words the text holds)
+        return True
     low = c.text.lower()
     return any(e in low for e in _ENGINES)
 
@@ -130,14 +132,21 @@ def _stage_of(c: Clue, side: Side | None, roles: set[str], sglang: bool,
               clues: Sequence[Clue] = ()) -> Stage:
     if c.stage is not None:
         return c.stage
+    placed = [(x, x.stage) for x in clues if x.source == c.source and x is not c and x.stage
+              and x.label in ("cause", "consequence") and x.stage not in ("not_applicable",
+                                                                          "not_established")]
+    # the stage its file's reports after it agree on (an exception, then the connector's
+    # "Handshake failed for request": the stage the failure stopped its request in)
+    after = {stage for x, stage in placed if x.label == "consequence" and x.line is not None
+             and c.line is not None and x.line > c.line}
+    if len(after) == 1:
+        return after.pop()
     role = c.role or (next(iter(roles)) if len(roles) == 1 else None)
     if role in _FORWARD and (side in (role, "collective", "gpu") or c.key == "WATCHDOG_TIMEOUT"):
         return _FORWARD[role]
     # else the stage the other failure lines of its file agree on (a c10d timeout with no
     # stage of its own, then the scheduler's traceback through Scheduler.__init__: start-up)
-    same = {x.stage for x in clues if x.source == c.source and x is not c and x.stage
-            and x.label in ("cause", "consequence") and x.stage not in ("not_applicable",
-                                                                        "not_established")}
+    same = {stage for _x, stage in placed}
     if len(same) == 1:
         return same.pop()
     if _starting_up(c, clues):
@@ -290,7 +299,7 @@ def diagnose(clues_in: Sequence[Clue], sources_read: int = 0) -> Diagnosis:
         confidence = "medium" if clues else "low"
     else:
         c = clues[p]
-        side_or_none = _side_of(c, roles) or _file_side(c, clues)
+        side_or_none = c.side or _file_side(c, clues) or _side_of(c, roles)
         rivals = _rivals(clues, p, side_or_none, roles)
         side = side_or_none if side_or_none is not None and not rivals else NOT_ESTABLISHED
         stage = _stage_of(c, side_or_none, roles, serving, clues)

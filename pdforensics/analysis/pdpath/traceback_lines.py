@@ -12,6 +12,11 @@ CARET = linear.compile(r"^\s*[\^~]{3,}\s*$")
 #: a traceback's last line: "SomeError: message" (module-qualified, after a log prefix or not)
 EXC_LINE = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|"
                           r"Interrupt|Exit|Failure|Timeout))(?::\s+(.{1,800}))?\s*$")
+#: multiprocessing's line above a child process's traceback (BaseProcess._bootstrap)
+MP_PROCESS = linear.compile(r"(?:^|\s)Process ([\w:.\-]{1,60}):\s+Traceback \(most recent")
+#: a module's own exception class of another name, with its message ("zmq.error.Again: ...")
+EXC_QUALIFIED = linear.compile(r"^(?:\[[^\]]{1,80}\]\s*)?((?:[a-z_]\w{0,40}\.){1,6}[A-Z]\w{0,60}):\s+"
+                               r"(.{1,800})$")
 
 
 #: the function a frame line ends with, however mangled the rest ("... in  in

@@ -16,7 +16,11 @@ events beneath SGLang.
 - GSP RPC timeouts and RPC history dumps (``NVRM: GPU6 RPC event history``): the GPU's
   system processor stopped answering;
 - ``Unable to determine the device handle for GPU0000:03:00.0`` (nvidia-smi, often pasted
-  beside the log): the GPU no longer answers the driver.
+  beside the log): the GPU no longer answers the driver;
+- ``INFO: task X:123 blocked for more than 120 seconds.`` (the hung-task detector): a task
+  stuck in uninterruptible sleep, in the kernel (a driver, a disk, a mount);
+- AMD's GPU driver (``amdgpu 0000:1c:00.0: ...``): an uncorrectable hardware (RAS) error or a
+  ring that timed out, and its "[Hardware Error]: ... events logged" reports.
 
 Every line is read on its own (no regex spans lines) and nothing here raises on arbitrary text.
 """
@@ -41,6 +45,9 @@ DRIVER_FAILED = "driver_failed"  # a NIC driver failing on its device ("mlx5_cor
 GSP = "gsp"
 GPU_INIT_REPORT = "gpu_init_report"  # "rm_init_adapter failed, device minor number N": the report
 SMI_UNREACHABLE = "smi_unreachable"
+HUNG_TASK = "hung_task"  # "INFO: task X:123 blocked for more than 120 seconds." (khungtaskd)
+AMD_GPU_FAULT = "amd_gpu_fault"  # amdgpu: an uncorrectable (RAS) error, a ring that timed out
+AMD_GPU_REPORT = "amd_gpu_report"  # amdgpu: "[Hardware Error]: ... events logged" (its report)
 
 _PCI = linear.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?")
 _UPTIME = linear.compile(r"\[\s{0,12}(\d{1,10}\.\d{1,9})\]")
@@ -60,6 +67,11 @@ _RAY_OOM = "killed due to memory pressure (OOM)"
 _RAY_NODE = linear.compile(r"\bIP: ([0-9a-fA-F.:]{3,45}[0-9a-fA-F])")
 _GSP_GPU = linear.compile(r"\bGPU(\d{1,3})\b")
 _SMI = linear.compile(r"Unable to determine the device handle for GPU ?([0-9a-fA-F:.]{7,16})")
+#: AMD's GPU driver: "amdgpu 0000:1c:00.0: {1}uncorrectable hardware error(...) detected!",
+#: "amdgpu 0000:c3:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=..."
+_AMDGPU = linear.compile(r"\bamdgpu ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (.{1,400})$")
+#: the kernel's hung-task detector: a task in uninterruptible sleep (D) that long
+_HUNG = linear.compile(r"\btask ([^\s:]{1,64}):(\d{1,10}) blocked for more than (\d{1,7}) seconds")
 #: the process whose allocation found no memory left (the trigger, not the victim)
 _INVOKED = linear.compile(r"(?:^|[\s\]])(\S{1,64}) invoked oom-killer: ")
 _REAPED = linear.compile(r"oom_reaper: reaped process (\d{1,10}) \((.{1,64}?)\)(?:, |\s*$)")
@@ -199,6 +211,15 @@ def _other(no: int, line: str) -> KernelEvent | None:
                            epoch=epoch, uptime_s=up)
     if (m := _SMI.search(line)) is not None:
         return KernelEvent(no, SMI_UNREACHABLE, line.strip(), _pci(m.group(1)))
+    if "amdgpu " in line and (m := _AMDGPU.search(line)) is not None:
+        msg = m.group(2)
+        fault = "uncorrectable" in msg or ("ring " in msg and " timeout" in msg)
+        if fault or "events logged" in msg:
+            return KernelEvent(no, AMD_GPU_FAULT if fault else AMD_GPU_REPORT, line.strip(),
+                               m.group(1).lower(), epoch=epoch, uptime_s=up)
+    if (m := _HUNG.search(line)) is not None:
+        return KernelEvent(no, HUNG_TASK, line.strip(), pid=int(m.group(2)), process=m.group(1),
+                           epoch=epoch, uptime_s=up)
     return None
 
 
@@ -262,7 +283,7 @@ def parse_kernel_log(text: str) -> KernelLog:
 _LINE_MARKS = linear.compile(
     rb"NVRM|PCIe Bus Error|[Oo]ut of memory|oom_reaper|OOM killer|oom-kill|memory pressure \(OOM\)"
     rb"|fallen off the bus|RmInitAdapter|rm_init_adapter|Unable to determine the device handle"
-    rb"|mlx5_core|mlx4_core|bnxt_en|bnxt_re|irdma|mlx5_ib")
+    rb"|mlx5_core|mlx4_core|bnxt_en|bnxt_re|irdma|mlx5_ib|blocked for more than|amdgpu ")
 #: an RDMA NIC's driver reporting a failure on its device, with the device's PCI address
 #: ("mlx5_core 0000:03:00.0: handle_hca_cap failed", "mlx5_core: probe of 0000:03:00.0 failed")
 _DRIVER_FAILED = linear.compile(
@@ -285,4 +306,5 @@ def looks_like_kernel_log(text: str) -> bool:
 _KERNEL_MARKS = marks("NVRM: ", "PCIe Bus Error", "Out of memory: Kill", "out of memory: Kill",
                       "killed by the OOM killer", "result 'oom-kill'", _RAY_OOM,
                       "invoked oom-killer", "pcieport ", "oom_reaper: ", "mlx5_core",
-                      "mlx4_core", "bnxt_en", "bnxt_re", "irdma", "mlx5_ib")
+                      "mlx4_core", "bnxt_en", "bnxt_re", "irdma", "mlx5_ib",
+                      "blocked for more than", "amdgpu ")

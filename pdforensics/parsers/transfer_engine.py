@@ -49,6 +49,9 @@ _CONNECT_TO = linear.compile(r"(?:connect\(\) ?|[Cc]onnect(?:ing| timeout)? to:?
 #: pages: the first put wins, the others are told so; Mooncake's maintainers: expected)
 BENIGN_ERRORS = ("Local segment descriptor not found", "OBJECT_ALREADY_EXISTS")
 _NIXL = linear.compile(r"NIXL_ERR_\w{1,40}")
+#: a glog line pasted without its level is an error only if it says so
+_FAILURE_WORDS = linear.compile(r"(?i)fail|error|invalid|timeout|timed out|mismatch|refused|"
+                                r"unreachable|abort|cannot|unable")
 #: Mooncake's RDMA context when ibv_reg_mr fails ("Failed to register memory 0x7fa3ce000000:
 #: Input/output error [5]"), printed without glog's prefix
 _REG_FAILED = linear.compile(r"^\s*Failed to register memory 0x[0-9a-fA-F]{1,16}: (.{1,120})$")
@@ -186,7 +189,8 @@ def _line(no: int, line: str) -> TransferError | None:
                              "consequence" if follows else "cause", detail,
                              peer.group(1) if peer else None, level)
     b = _BARE_GLOG.search(line) if g is None else None
-    if b is not None and b.group(2).startswith(_TE_FILES) and b.group(1) != "I":
+    if b is not None and b.group(2).startswith(_TE_FILES) and b.group(1) != "I" and (
+            b.group(1) or _FAILURE_WORDS.search(b.group(4))):  # (no level: its words say)
         # a glog line pasted without its time and thread ("worker_pool.cpp:294] ...",
         # "E ucx_utils.cpp:585] ..."): the transfer engine's file says whose
         kind, stage, detail = _mooncake_kind(b.group(2), b.group(4))

@@ -194,3 +194,42 @@ def test_tensorrt_llm_build_lines_read_as_a_log(tmp_path: Path) -> None:
     d = diagnose_text(tmp_path, _field("log/tensorrtllm1778-unused-embed-positions-info-control.log"),
                       "trt.log")
     assert not d.labelled("cause") and d.wedge is not True
+
+
+def test_gdb_stopped_at_a_fatal_signal(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("gdb/tern5-gdb-segv-initcuda.txt"), "g.txt")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.text == 'Thread 1 "python3" received signal SIGSEGV, Segmentation fault.'
+    assert (d.suspect, d.wedge) == ("Thread 1", False)
+    # the debugger's own stop (Ctrl-C in gdb) is no crash
+    stopped = _field("gdb/tern5-gdb-segv-initcuda.txt").replace(
+        "received signal SIGSEGV, Segmentation fault.", "received signal SIGINT, Interrupt.")
+    d = diagnose_text(tmp_path, stopped, "i.txt")
+    assert not any(c.key == "NATIVE_SIGNAL" for c in d.clues)
+
+
+def test_the_kernels_hung_task_report_is_a_task_held(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("kernel/gpud117-xid45-hung-task-dstate.log"), "k.log")
+    hung = next(c for c in d.labelled("consequence") if c.key == "HUNG_TASK")
+    assert hung.wedge is True and hung.suspect == "cache_mgr_event:620917"
+    assert hung.text.endswith("INFO: task cache_mgr_event:620917 blocked for more than 120 seconds.")
+
+
+def test_amd_gpu_uncorrectable_error_is_the_devices_fault(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("kernel/rocmbuild4021-mi300x-athub-uncorrectable-aca.log"),
+                      "k.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.key == "AMD_GPU_ERROR" and "uncorrectable hardware error" in cause.text
+    assert (d.side, d.suspect) == ("gpu", "0000:1c:00.0")
+    # the driver's own start lines are no fault
+    boot = "[    5.1] amdgpu 0000:1c:00.0: amdgpu: SMU is initialized successfully!\n" * 3
+    assert not any(c.key == "AMD_GPU_ERROR" for c in diagnose_text(tmp_path, boot, "b.log").clues)
+
+
+def test_a_glog_line_pasted_without_its_level_counts_when_it_says_it_failed(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field(
+        "transfer_engine/sglang27730-rocm-mooncake-rdma-handshake-mismatch.log"), "te.log")
+    cause = next(iter(d.labelled("cause")))
+    assert cause.text == "rdma_endpoint.cpp:472] Invalid argument: received packet mismatch,"
+    assert not any("installTransport" in c.text for c in d.labelled("cause"))
+    assert (d.stage, d.side) == ("kv_send", "transfer_engine")

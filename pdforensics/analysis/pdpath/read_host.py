@@ -20,10 +20,13 @@ from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.beneath import read_beneath
 from pdforensics.parsers.kernel_log import (
     AER,
+    AMD_GPU_FAULT,
+    AMD_GPU_REPORT,
     DRIVER_FAILED,
     GPU_INIT_REPORT,
     GPU_LOST,
     GSP,
+    HUNG_TASK,
     OOM_INVOKED,
     OOM_KILL,
     OOM_REAPED,
@@ -78,6 +81,7 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
     fatal_aer = False
     failed_devices: set[str | None] = set()
     alone = not any(x.kind == OOM_KILL for x in events)  # no OOM victim line (cut before it)
+    amd_faulted = False
     for i, e in enumerate(events):
         base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
         if e.kind == XID and e.xid is not None:
@@ -105,11 +109,6 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        suspect=e.suspect, wedge=None if e.device in lost else True, strength=2,
                        why="nvidia-smi cannot reach the GPU: work on it no longer completes",
                        **base)  # type: ignore[arg-type]
-        elif e.kind == OOM_REAPED:
-            yield Clue(key="OOM_REAPED", label="consequence", text=e.text[:500], side="host",
-                       suspect=e.suspect, wedge=False, strength=1,
-                       why="the kernel freed the memory of the process its OOM killer killed",
-                       **base)  # type: ignore[arg-type]
         elif e.kind == DRIVER_FAILED:
             first = e.device not in failed_devices
             failed_devices.add(e.device)
@@ -119,23 +118,17 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why=f"the {e.process} driver failed on its device" + (
                            "" if first else ": after its first failure, what followed from it"),
                        **base)  # type: ignore[arg-type]
-        elif e.kind == OOM_INVOKED:  # (the cause itself where no victim line follows: cut)
-            yield Clue(key="OOM_INVOKED", label="cause" if alone else "consequence",
-                       text=e.text[:500], side="host", wedge=False, strength=2 if alone else 1,
-                       suspect=e.process if alone else None,
-                       why="this process asked for memory when none was left and so set the OOM "
-                           "killer off: the host's memory was exhausted (it is the trigger, not "
-                           "necessarily what used the memory)", **base)  # type: ignore[arg-type]
-        elif e.kind == OOM_UNIT_FAILED:
-            yield Clue(key="OOM_UNIT_FAILED", label="consequence", text=e.text[:500], side="host",
-                       suspect=e.suspect, wedge=False, strength=1,
-                       why="systemd marked the unit failed because the OOM killer killed a "
-                           "process of it", **base)  # type: ignore[arg-type]
-        elif e.kind == OOM_KILL:
-            yield Clue(key="OOM_KILL", label="cause", text=e.text[:500], side="host",
-                       suspect=e.suspect, wedge=False, strength=3,
-                       why="the OOM killer (the kernel's, or Ray's memory monitor) killed this "
-                           "process", **base)  # type: ignore[arg-type]
+        elif e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT):
+            first = e.kind == AMD_GPU_FAULT and not amd_faulted
+            amd_faulted = amd_faulted or first
+            yield Clue(key="AMD_GPU_ERROR", label="cause" if first else "consequence",
+                       text=e.text[:500], side="gpu", suspect=e.device, wedge=False,
+                       strength=3 if first else 1,
+                       why="AMD's GPU driver reports a hardware fault on the device" + (
+                           "" if first else " after the first one: what followed from it"),
+                       **base)  # type: ignore[arg-type]
+        elif (host := _host_clue(e, base, alone)) is not None:
+            yield host
         elif e.kind == GSP:
             # a GSP line names no device; the Xid the driver raises for it just after does
             xid = next((x for x in events[i + 1:] if x.kind == XID and x.lineno - e.lineno <= 20),
@@ -143,6 +136,40 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
             yield Clue(key="GSP_RPC", label="cause", text=e.text[:1000], side="gpu",
                        suspect=e.suspect or (xid.suspect if xid is not None else None), strength=2,
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
+
+
+def _host_clue(e: KernelEvent, base: dict[str, object], alone: bool) -> Clue | None:
+    """The host's memory and tasks: the OOM killer's events, a task hung in the kernel
+    (``alone``: no victim line, the report cut before it)."""
+    if e.kind == OOM_REAPED:
+        return Clue(key="OOM_REAPED", label="consequence", text=e.text[:500], side="host",
+                    suspect=e.suspect, wedge=False, strength=1,
+                    why="the kernel freed the memory of the process its OOM killer killed",
+                    **base)  # type: ignore[arg-type]
+    if e.kind == OOM_INVOKED:  # (the cause itself where no victim line follows: cut)
+        return Clue(key="OOM_INVOKED", label="cause" if alone else "consequence",
+                    text=e.text[:500], side="host", wedge=False, strength=2 if alone else 1,
+                    suspect=e.process if alone else None,
+                    why="this process asked for memory when none was left and so set the OOM "
+                        "killer off: the host's memory was exhausted (it is the trigger, not "
+                        "necessarily what used the memory)", **base)  # type: ignore[arg-type]
+    if e.kind == HUNG_TASK:
+        return Clue(key="HUNG_TASK", label="consequence", text=e.text[:500], side="host",
+                    suspect=f"{e.process}:{e.pid}", wedge=True, strength=1,
+                    why="the kernel's hung-task detector: this task has been stuck in the "
+                        "kernel (uninterruptible sleep) that long; what it waits on (a "
+                        "driver, a disk) is the cause", **base)  # type: ignore[arg-type]
+    if e.kind == OOM_UNIT_FAILED:
+        return Clue(key="OOM_UNIT_FAILED", label="consequence", text=e.text[:500], side="host",
+                    suspect=e.suspect, wedge=False, strength=1,
+                    why="systemd marked the unit failed because the OOM killer killed a "
+                        "process of it", **base)  # type: ignore[arg-type]
+    if e.kind == OOM_KILL:
+        return Clue(key="OOM_KILL", label="cause", text=e.text[:500], side="host",
+                    suspect=e.suspect, wedge=False, strength=3,
+                    why="the OOM killer (the kernel's, or Ray's memory monitor) killed this "
+                        "process", **base)  # type: ignore[arg-type]
+    return None
 
 
 def _refused_peer(e: TransferError) -> str | None:

@@ -2,6 +2,7 @@
 
 - absl's / glog's handler: "*** SIGSEGV received at time=... ***".
 - glibc's malloc checks ("double free or corruption (fasttop)"): it aborts the process.
+- gdb stopping the program at a fatal signal ('Thread 1 "python3" received signal SIGSEGV').
 - UCX's handler ("[host:pid:0:tid] Caught signal 11 (Segmentation fault: ...)", then its own
   backtrace): UCX installs it in every process that loads it, so it reports the process's
   crash wherever it happened. The faulting frame (the first past the handler and the signal
@@ -30,7 +31,13 @@ _OPAL_FRAME = linear.compile(r"^\[[\w.-]{1,200}:\d{1,10}\] \[ {0,3}\d{1,3}\] ([^
 _HEAP = ("double free or corruption", "free(): invalid pointer", "malloc(): corrupted",
          "corrupted size vs. prev_size", "munmap_chunk(): invalid pointer",
          "free(): invalid next size", "malloc(): memory corruption")
-_MARKS = marks("received at time=", "Caught signal", "*** Process received signal ***", *_HEAP)
+#: gdb stopping the program at a fatal signal: 'Thread 1 "python3" received signal SIGSEGV,
+#: Segmentation fault.' (older: "Program received signal SIGSEGV, ..."); a SIGINT or SIGTRAP
+#: there is the debugger's own stop, not a crash
+_GDB_STOP = linear.compile(r'^((?:Thread \d{1,7}(?: "[^"]{0,60}")?)|Program) received signal '
+                           r"(SIG(?:SEGV|BUS|FPE|ILL|ABRT)), (.{1,80})$")
+_MARKS = marks("received at time=", "Caught signal", "*** Process received signal ***", *_HEAP,
+               " received signal SIG")
 #: UCX's calls that set a worker or an interface up: a crash under them is at start-up
 _SETUP_CALLS = ("ucp_init", "ucp_worker_create", "ucp_worker_iface_open", "uct_iface_open",
                 "uct_md_open")
@@ -45,6 +52,14 @@ def native_signal_clues(src: Source) -> Iterator[Clue]:
         return
     yield from _ucx_caught(src)
     yield from _opal_report(src)
+    for no, line in first_lines_with(src.text, (" received signal SIG",), _MAX_UCX_REPORTS):
+        g = _GDB_STOP.match(line.strip())
+        if g is not None:
+            yield Clue(key="NATIVE_SIGNAL", label="cause", text=line.strip()[:_MAX_TEXT],
+                       source=src.path, line=no, role=src.role, host=src.host, wedge=False,
+                       suspect=g.group(1).split(' "')[0] if g.group(1) != "Program" else None,
+                       strength=3, why=f"gdb stopped the program at {g.group(2)} ({g.group(3)}): "
+                                       "it crashed there")
     for no, line in first_lines_with(src.text, _HEAP, _MAX_UCX_REPORTS):
         yield Clue(key="HEAP_CORRUPTION", label="cause", text=line.strip()[:_MAX_TEXT],
                    source=src.path, line=no, time=_stamp(line), role=src.role, host=src.host,

@@ -36,8 +36,10 @@ _NEW_MARKS = marks("NCCL INFO", "NCCL WARN")
 _IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
                             r"status=(\d{1,5}|IBV_WC_\w{1,40}))")  # (newer: the status's name)
 _IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
-#: a socket NCCL could not connect (socketStartConnect, ncclSocketConnect): the peer it tried
-_CONNECT_FAILED = linear.compile(r"[Cc]onnect to (\S{1,120}) failed")
+#: a socket NCCL could not connect (socketStartConnect, ncclSocketConnect), or read from or
+#: write to (socketProgressOpt: the peer went away): that peer
+_CONNECT_FAILED = linear.compile(r"(?:[Cc]onnect to|[Cc]all to (?:recv|send) (?:from|to)) (\S{1,120}) "
+                                 r"failed")
 _BOOTSTRAP_MSG = ("Bootstrap", "cudaDriverVersion", "NET/IB : Using", "NET/Socket : Using",
                   "Using network", "Plugin Path", "P2P plugin", "NET/Plugin")
 _SETUP_CALLS = ("ibv_create", "ibv_reg", "ibv_open", "ibv_query", "ibv_modify_qp", "ibv_alloc",

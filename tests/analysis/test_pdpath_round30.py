@@ -233,3 +233,19 @@ def test_a_glog_line_pasted_without_its_level_counts_when_it_says_it_failed(tmp_
     assert cause.text == "rdma_endpoint.cpp:472] Invalid argument: received packet mismatch,"
     assert not any("installTransport" in c.text for c in d.labelled("cause"))
     assert (d.stage, d.side) == ("kv_send", "transfer_engine")
+
+
+def test_nccl_names_the_peer_a_socket_read_failed_from(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/llamafactory6849-nccl-socket-broken-pipe.log"), "n.log")
+    assert d.suspect == "10.119.24.53<49901>" and d.side == "collective"
+
+
+def test_vllm_finding_a_process_of_its_engine_gone(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("traceback/msswift7933-vllm-enginecore-dp1-died.txt"), "t.txt")
+    died = next(c for c in d.clues if c.key == "VLLM_PROC_DIED")
+    assert died.label == "cause" and died.suspect == "EngineCore_DP1"
+    # the engine core being built when its worker died: start-up
+    d = diagnose_text(tmp_path, _field("traceback/vllm25928-flashinfer-enginecore-init-failed.txt"),
+                      "e.txt")
+    assert d.stage == "startup"
+    assert next(c for c in d.clues if c.key == "VLLM_PROC_DIED").suspect == "VllmWorker-0"

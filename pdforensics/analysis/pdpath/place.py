@@ -213,6 +213,8 @@ CODE_STAGES: tuple[tuple[str, Stage], ...] = (
     ("start_load_kv(", "decode_transfer_wait"), ("wait_for_layer_load(", "decode_transfer_wait"),
     # an engine or runtime being built in-process (sgl.Runtime / sgl.Engine launch the server)
     ("Runtime(", "startup"), ("sgl.Engine(", "startup"), ("launch_server(", "startup"),
+    # vLLM V1's engine core process being built (v1/engine/core.py run_engine_core)
+    ("EngineCoreProc(", "startup"),
 )
 
 

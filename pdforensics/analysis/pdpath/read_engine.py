@@ -20,7 +20,8 @@ _ENGINES = (("vllm", ("vllm/", "vllm.", "RayWorkerVllm", "RayWorkerWrapper", "Vl
             ("tensorrt_llm", ("tensorrt_llm",)), ("lmdeploy", ("lmdeploy",)),
             # NVIDIA Dynamo's runtime and workers (not torch._dynamo: "/_dynamo/", "._dynamo")
             ("dynamo", ("/dynamo/", "dynamo.runtime", "dynamo.llm", "dynamo_runtime")),
-            ("text-generation-inference", ("text_generation_server", "text_generation_router")))
+            ("text-generation-inference", ("text_generation_server", "text_generation_router",
+                                           "text_generation_launcher")))
 #: every engine's words, for a reader that only asks whether a serving engine wrote a text
 ENGINE_MARKS = marks(*(w for _e, words in _ENGINES for w in words))
 

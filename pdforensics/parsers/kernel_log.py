@@ -19,6 +19,8 @@ events beneath SGLang.
   beside the log): the GPU no longer answers the driver;
 - ``INFO: task X:123 blocked for more than 120 seconds.`` (the hung-task detector): a task
   stuck in uninterruptible sleep, in the kernel (a driver, a disk, a mount);
+- NVRM's checks that a GPU needs a reset (``NV_ERR_RESET_REQUIRED``) and those that fail while
+  the chip is being reset (``NV_ERR_GPU_IN_FULLCHIP_RESET``);
 - AMD's GPU driver (``amdgpu 0000:1c:00.0: ...``): an uncorrectable hardware (RAS) error or a
   ring that timed out, and its "[Hardware Error]: ... events logged" reports.
 
@@ -46,6 +48,8 @@ GSP = "gsp"
 GPU_INIT_REPORT = "gpu_init_report"  # "rm_init_adapter failed, device minor number N": the report
 SMI_UNREACHABLE = "smi_unreachable"
 HUNG_TASK = "hung_task"  # "INFO: task X:123 blocked for more than 120 seconds." (khungtaskd)
+GPU_RESET_REQUIRED = "gpu_reset_required"  # NVRM: "Check failed: Reset required [NV_ERR_RESET_REQUIRED]"
+GPU_IN_RESET = "gpu_in_reset"  # NVRM's checks that fail while the chip is reset (NV_ERR_GPU_IN_FULLCHIP_RESET)
 AMD_GPU_FAULT = "amd_gpu_fault"  # amdgpu: an uncorrectable (RAS) error, a ring that timed out
 AMD_GPU_REPORT = "amd_gpu_report"  # amdgpu: "[Hardware Error]: ... events logged" (its report)
 
@@ -211,6 +215,11 @@ def _other(no: int, line: str) -> KernelEvent | None:
                            epoch=epoch, uptime_s=up)
     if (m := _SMI.search(line)) is not None:
         return KernelEvent(no, SMI_UNREACHABLE, line.strip(), _pci(m.group(1)))
+    if "NVRM" in line and ("NV_ERR_RESET_REQUIRED" in line or "NV_ERR_GPU_IN_FULLCHIP_RESET" in line):
+        g = _GSP_GPU.search(line)
+        return KernelEvent(no, GPU_RESET_REQUIRED if "NV_ERR_RESET_REQUIRED" in line
+                           else GPU_IN_RESET, line.strip(), f"GPU{g.group(1)}" if g else None,
+                           epoch=epoch, uptime_s=up)
     if "amdgpu " in line and (m := _AMDGPU.search(line)) is not None:
         msg = m.group(2)
         fault = "uncorrectable" in msg or ("ring " in msg and " timeout" in msg)

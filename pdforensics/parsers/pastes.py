@@ -21,12 +21,22 @@ def markdown_quoted(text: str) -> bool:
 
 
 def unquote_markdown(text: str) -> str:
-    """The text without the Markdown quote mark opening each line."""
+    """The text without the Markdown quote mark opening each line; a scrape's ``# HELP`` and
+    ``# TYPE`` lines get back the ``#`` a quote loses when it is copied as rendered (``> # x``
+    is a heading there)."""
     out = []
     for ln in text.split("\n"):
         q = ln.lstrip()
         out.append(q[2:] if q[:2] == "> " else q[1:] if q[:1] == ">" else ln)
+    if any(_BARE_TYPE.match(q) for q in out):  # a scrape (its TYPE lines say so)
+        out = [f"# {q}" if _BARE_TYPE.match(q) or _BARE_HELP.match(q) else q for q in out]
     return "\n".join(out)
+
+
+#: a Prometheus metadata line without its "#": "TYPE name counter", "HELP name text"
+_BARE_TYPE = linear.compile(r"^TYPE [a-zA-Z_:][\w:]{0,200} (?:counter|gauge|histogram|summary|"
+                            r"untyped)\s*$")
+_BARE_HELP = linear.compile(r"^HELP [a-zA-Z_:][\w:]{0,200} ")
 
 
 _NUMBERED = linear.compile(r"^ {0,8}(\d{1,9})(?: |\t|$)")

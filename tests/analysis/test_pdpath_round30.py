@@ -249,3 +249,25 @@ def test_vllm_finding_a_process_of_its_engine_gone(tmp_path: Path) -> None:
                       "e.txt")
     assert d.stage == "startup"
     assert next(c for c in d.clues if c.key == "VLLM_PROC_DIED").suspect == "VllmWorker-0"
+
+
+def test_nvidia_driver_saying_the_gpu_needs_a_reset(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("kernel/nvidia-ogkm1045-gpu0-reset-required.log"), "k.log")
+    cause = next(iter(d.labelled("cause")))
+    assert "Check failed: Reset required [NV_ERR_RESET_REQUIRED]" in cause.text
+    assert (d.side, d.suspect) == ("gpu", "GPU0")
+    assert any("NV_ERR_GPU_IN_FULLCHIP_RESET) @ rs_server.c:259" in c.text
+               for c in d.labelled("consequence"))
+
+
+def test_a_quoted_scrape_gets_back_the_hash_its_rendering_lost() -> None:
+    from pdforensics.parsers.pastes import unwrap_paste
+
+    quoted = ("> HELP python_gc_objects_collected_total Objects collected during gc\n"
+              "> TYPE python_gc_objects_collected_total counter\n"
+              '> python_gc_objects_collected_total{generation="0"} 7902.0\n')
+    assert unwrap_paste(quoted).split("\n")[:2] == [
+        "# HELP python_gc_objects_collected_total Objects collected during gc",
+        "# TYPE python_gc_objects_collected_total counter"]
+    # prose that happens to begin so is left alone
+    assert unwrap_paste("> HELP wanted: the server hangs\n> after a while\n").startswith("HELP")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pdforensics.parsers.journal import match_log_signatures, scan_log_signatures
+from pdforensics.parsers.pastes import unwrap_paste
 from pdforensics.parsers.prometheus import parse_metrics
 from tests.support.field import Case, cases, params
 
@@ -47,7 +48,7 @@ def test_field_log_signatures(case: Case) -> None:
 
 @pytest.mark.parametrize("art,meta", METRICS, ids=[a.name for a, _ in METRICS])
 def test_field_metrics_parse(art: Path, meta: dict[str, object]) -> None:
-    snap = parse_metrics(art.read_text())
+    snap = parse_metrics(unwrap_paste(art.read_text()))  # (as triage reads a pasted scrape)
     assert snap.samples, art.name
     # a /metrics scrape is no log: nothing in it looks like a log signature
     causes = [h for h in scan_log_signatures(art.read_text()) if h.kind == "cause"]

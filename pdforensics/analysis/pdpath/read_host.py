@@ -23,8 +23,10 @@ from pdforensics.parsers.kernel_log import (
     AMD_GPU_FAULT,
     AMD_GPU_REPORT,
     DRIVER_FAILED,
+    GPU_IN_RESET,
     GPU_INIT_REPORT,
     GPU_LOST,
+    GPU_RESET_REQUIRED,
     GSP,
     HUNG_TASK,
     OOM_INVOKED,
@@ -81,7 +83,7 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
     fatal_aer = False
     failed_devices: set[str | None] = set()
     alone = not any(x.kind == OOM_KILL for x in events)  # no OOM victim line (cut before it)
-    amd_faulted = False
+    gpu_faulted = False
     for i, e in enumerate(events):
         base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
         if e.kind == XID and e.xid is not None:
@@ -118,14 +120,18 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why=f"the {e.process} driver failed on its device" + (
                            "" if first else ": after its first failure, what followed from it"),
                        **base)  # type: ignore[arg-type]
-        elif e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT):
-            first = e.kind == AMD_GPU_FAULT and not amd_faulted
-            amd_faulted = amd_faulted or first
-            yield Clue(key="AMD_GPU_ERROR", label="cause" if first else "consequence",
+        elif e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT, GPU_RESET_REQUIRED, GPU_IN_RESET):
+            first = e.kind in (AMD_GPU_FAULT, GPU_RESET_REQUIRED) and not gpu_faulted
+            gpu_faulted = gpu_faulted or first
+            amd = e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT)
+            yield Clue(key="AMD_GPU_ERROR" if amd else "GPU_RESET_REQUIRED",
+                       label="cause" if first else "consequence",
                        text=e.text[:500], side="gpu", suspect=e.device, wedge=False,
                        strength=3 if first else 1,
-                       why="AMD's GPU driver reports a hardware fault on the device" + (
-                           "" if first else " after the first one: what followed from it"),
+                       why=("AMD's GPU driver reports a hardware fault on the device" if amd
+                            else "NVIDIA's driver: the GPU needs a reset (its checks fail while "
+                                 "it is reset)") + (
+                           "" if first else ": after the first, what followed from it"),
                        **base)  # type: ignore[arg-type]
         elif (host := _host_clue(e, base, alone)) is not None:
             yield host

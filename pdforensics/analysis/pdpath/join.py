@@ -14,9 +14,11 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
 - it is a weak failure report (strength 1: "Decode handshake failed", "Decode transfer
   failed", ...) and a stronger cause comes before it in the same source, or shares its rid or
   bootstrap room anywhere.
+- it is an abort (SIGABRT, glibc's heap check) just after an error of its source (aborts.py).
 An exception line inside a scheduler's envelope takes the envelope's rank.
-One step promotes instead: of ranks caught waiting in two different collectives, the one rank
-alone in its call is the odd one out (_diverged).
+Two steps promote instead: of ranks caught waiting in two different collectives, the one rank
+alone in its call is the odd one out (_diverged); a chain's first exception whose predecessor
+the paste cut off is the first failure shown (_chain_cut_above).
 """
 
 from __future__ import annotations

@@ -36,6 +36,10 @@ _NEW_MARKS = marks("NCCL INFO", "NCCL WARN")
 _IB_COMPLETION = linear.compile(r"NET/IB ?: Got completion from peer (\S{1,120}) with (?:error (\d{1,5})|"
                             r"status=(\d{1,5}|IBV_WC_\w{1,40}))")  # (newer: the status's name)
 _IBV_FAILED = linear.compile(r"Call to (ibv_\w{1,60}) failed")
+#: NCCL's set-up finding two ranks on one GPU: "Duplicate GPU detected : rank 0 and rank 1 both
+#: on CUDA device e3000" (the device, in the peer's place: the one thing to look at)
+_DUPLICATE_GPU = linear.compile(r"Duplicate GPU detected : rank \d{1,6} and rank \d{1,6} both on "
+                                r"CUDA device (\w{1,20})")
 #: a socket NCCL could not connect (socketStartConnect, ncclSocketConnect), or read from or
 #: write to (socketProgressOpt: the peer went away): that peer
 _CONNECT_FAILED = linear.compile(r"(?:[Cc]onnect to|[Cc]all to (?:recv|send) (?:from|to)) (\S{1,120}) "
@@ -105,6 +109,8 @@ def _classify(level: str, msg: str) -> tuple[str | None, dict[str, str]]:
             return PEER_CLOSED, extra
         if (m := _CONNECT_FAILED.search(msg)) is not None:
             extra["peer"] = m.group(1)
+        elif (m := _DUPLICATE_GPU.search(msg)) is not None:  # two ranks given one GPU
+            extra["peer"] = f"CUDA device {m.group(1)}"
         return WARN, extra
     if "Abort COMPLETE" in msg:
         return ABORT, extra

@@ -271,3 +271,8 @@ def test_a_quoted_scrape_gets_back_the_hash_its_rendering_lost() -> None:
         "# TYPE python_gc_objects_collected_total counter"]
     # prose that happens to begin so is left alone
     assert unwrap_paste("> HELP wanted: the server hangs\n> after a while\n").startswith("HELP")
+
+
+def test_nccl_finding_two_ranks_on_one_gpu_names_the_device(tmp_path: Path) -> None:
+    d = diagnose_text(tmp_path, _field("nccl/trtllm170-nccl-duplicate-gpu.log"), "n.log")
+    assert (d.stage, d.side, d.suspect) == ("startup", "collective", "CUDA device e3000")

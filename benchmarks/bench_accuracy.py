@@ -24,7 +24,18 @@ import sys
 import time
 from pathlib import Path
 
-from pdforensics.triage.score import Score, Tally, by_family, find_sidecars, score_artifact, tally
+# the checkout this script sits in is the code scored (not whichever pdforensics the venv has
+# installed: a worktree of an older commit scores that commit)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pdforensics.triage.score import (  # noqa: E402
+    Score,
+    Tally,
+    by_family,
+    find_sidecars,
+    score_artifact,
+    tally,
+)
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "data" / "field"
 

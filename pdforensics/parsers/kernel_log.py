@@ -108,8 +108,8 @@ class KernelEvent:
             if self.pid is not None:
                 return f"{self.pid} ({self.process})" if self.process else str(self.pid)
             return self.process
-        if self.kind == DRIVER_FAILED:
-            return self.device
+        if self.kind in (DRIVER_FAILED, AMD_GPU_FAULT, AMD_GPU_REPORT):
+            return self.device  # (the PCI address as the driver prints it)
         if self.device is None or self.kind == AER:
             return None
         if self.kind in (GPU_LOST, GPU_INIT_REPORT) and "PCI:" not in self.text:

@@ -15,14 +15,8 @@ from hypothesis import strategies as st
 from pdforensics.analysis.pdpath.model import Clue
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage, role_of_line, sglang_role
 from pdforensics.analysis.pdpath.read_python import (
-    _CANCELLED_WHY,
-    _CHAIN_WHY,
-    _CHAINED,
-    _IMPORT_ERRORS,
-    _INTERRUPT_WHY,
     _MAX_TEXT,
     _NEAR,
-    _TIMEOUT_WHY,
     _cut_at_end,
     _exception,
     _exception_ahead,
@@ -41,10 +35,17 @@ from pdforensics.analysis.pdpath.read_sglang import (
     ids,
 )
 from pdforensics.analysis.pdpath.sources import Source, lines
+from pdforensics.analysis.pdpath.traceback_lines import CANCELLED_WHY as _CANCELLED_WHY
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
+from pdforensics.analysis.pdpath.traceback_lines import CHAIN_CUT_WHY as _CHAIN_CUT_WHY
+from pdforensics.analysis.pdpath.traceback_lines import CHAIN_WHY as _CHAIN_WHY
+from pdforensics.analysis.pdpath.traceback_lines import CHAINED as _CHAINED
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import EXC_QUALIFIED, MP_PROCESS
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
+from pdforensics.analysis.pdpath.traceback_lines import IMPORT_ERRORS as _IMPORT_ERRORS
+from pdforensics.analysis.pdpath.traceback_lines import INTERRUPT_WHY as _INTERRUPT_WHY
+from pdforensics.analysis.pdpath.traceback_lines import TIMEOUT_WHY as _TIMEOUT_WHY
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.logprefix import strip_prefixes
 from pdforensics.parsers.ray_prefix import process_at
@@ -101,7 +102,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
         rids, rooms = ids(exc)
-        chained = _CHAINED.search(run_head) is not None  # (a later exception of a chain)
+        chain = _CHAINED.search(run_head) is not None  # (a later exception of a chain...)
+        chained = chain and bool(said)  # (...whose earlier one the text holds)
         name = exc.split(":", 1)[0].split(" ", 1)[0]
         cancelled = name.endswith("CancelledError")
         timeout = not cancelled and name.rsplit(".", 1)[-1] == "TimeoutError"
@@ -121,7 +123,8 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                    strength=3,
                    why="the exception a traceback ends with: what the failing code raised"
                    + (_CANCELLED_WHY if cancelled else _TIMEOUT_WHY if timeout
-                      else _INTERRUPT_WHY if interrupt else _CHAIN_WHY if chained else ""))
+                      else _INTERRUPT_WHY if interrupt else _CHAIN_WHY if chained
+                      else _CHAIN_CUT_WHY if chain else ""))
         funcs, code, last_frame = [], [], -_NEAR - 1
     # the text ends inside a traceback (its frames in "line N, in f" form, not a sample's)
     if funcs and innermost is not None and len(every) - last_frame <= _NEAR \
@@ -138,11 +141,15 @@ def old_exception_clues(src: Source) -> Iterator[Clue]:
                 if t is not None:
                     break
             yield _exception(src, ahead[1], ahead[0], t, frames_stage(funcs, code, role), role,
-                             ahead[2], run_head, head_rank)
+                             ahead[2], run_head, head_rank, bool(said))
             return
         cut = _cut_at_end(src, innermost, funcs, code, head_rank)
-        yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
-            if _CHAINED.search(run_head) is not None else cut
+        if _CHAINED.search(run_head) is None:
+            yield cut
+        elif said:
+            yield replace(cut, label="consequence", why=cut.why + _CHAIN_WHY)
+        else:
+            yield replace(cut, why=cut.why + _CHAIN_CUT_WHY)
 
 
 def old_context_clues(src: Source) -> Iterator[Clue]:

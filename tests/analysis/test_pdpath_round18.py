@@ -12,12 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.diagnosis import diagnose_text
-
-FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
-
-
-def _field(path: str) -> str:
-    return (FIELD / path).read_text()
+from tests.support.field import FIELD
+from tests.support.field import field_text as _field
 
 
 def test_a_request_still_waiting_for_remote_kv_while_no_transfer_completes(tmp_path: Path) -> None:

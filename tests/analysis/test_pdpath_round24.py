@@ -16,12 +16,7 @@ from hypothesis import strategies as st
 
 from pdforensics.parsers.nccl_coll import read_coll_mismatches
 from tests.support.diagnosis import diagnose_text
-
-FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
-
-
-def _field(path: str) -> str:
-    return (FIELD / path).read_text()
+from tests.support.field import field_text as _field
 
 
 def test_a_rust_router_panic_after_its_start_lines_is_a_startup_crash(tmp_path: Path) -> None:

@@ -12,12 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.diagnosis import diagnose_text
-
-FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
-
-
-def _field(path: str) -> str:
-    return (FIELD / path).read_text()
+from tests.support.field import field_text as _field
 
 
 def test_a_scheduler_child_refused_memory_at_its_first_step(tmp_path: Path) -> None:

@@ -20,6 +20,11 @@ FIELD = Path(__file__).resolve().parent.parent / "data" / "field"
 GAPS_FILE = FIELD / "known_gaps.json"
 
 
+def field_text(rel: str) -> str:
+    """The text of the field artifact at ``rel`` (``family/slug.ext``)."""
+    return (FIELD / rel).read_text()
+
+
 @dataclass(frozen=True)
 class Case:
     path: Path  # the artifact

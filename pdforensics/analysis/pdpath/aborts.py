@@ -26,10 +26,12 @@ def self_aborts(clues: list[Clue]) -> list[Clue]:
     for c in clues:
         if c.label == "cause" and c.strength >= 2 and c.key != "NATIVE_SIGNAL" and c.line:
             above.setdefault(c.source, []).append(c.line)
+    for lines_of in above.values():
+        lines_of.sort()
     out = list(clues)
     for i in aborts:
         c = out[i]
-        lines = sorted(above.get(c.source, ()))
+        lines = above.get(c.source, [])
         k = bisect.bisect_left(lines, c.line or 0) - 1  # the last cause above it
         if k >= 0 and (c.line or 0) - lines[k] <= _NEAR_LINES:
             out[i] = replace(c, label="consequence",

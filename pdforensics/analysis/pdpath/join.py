@@ -16,9 +16,8 @@ A cause is demoted to a consequence (with ``why`` saying what it follows from) w
   bootstrap room anywhere.
 - it is an abort (SIGABRT, glibc's heap check) just after an error of its source (aborts.py).
 An exception line inside a scheduler's envelope takes the envelope's rank.
-Two steps promote instead: of ranks caught waiting in two different collectives, the one rank
-alone in its call is the odd one out (_diverged); a chain's first exception whose predecessor
-the paste cut off is the first failure shown (_chain_cut_above).
+One step promotes instead: of ranks caught waiting in two different collectives, the one rank
+alone in its call is the odd one out (_diverged).
 """
 
 from __future__ import annotations
@@ -470,30 +469,8 @@ def _peer_went_away(clues: list[Clue]) -> list[Clue]:
             and any(w in c.text.lower() for w in _PEER_WENT) else c for c in clues]
 
 
-def _chain_cut_above(clues: list[Clue]) -> list[Clue]:
-    """A source's first exception, read as following an earlier one of its chain ("During
-    handling of the above exception") that the text does not hold (the paste begins after
-    it): the earliest failure in the evidence, so the cause."""
-    first: dict[str, int] = {}
-    for i, c in enumerate(clues):
-        if c.key in _EXCEPTIONS and c.line is not None and (
-                (j := first.get(c.source)) is None or c.line < (clues[j].line or 0)):
-            first[c.source] = i
-    out = list(clues)
-    for i in first.values():
-        c = out[i]
-        if c.label == "consequence" and _CHAIN_WORDS in c.why:
-            out[i] = replace(c, label="cause", why=f"{c.why}; but no earlier exception is in "
-                                                   "the text: the first failure shown")
-    return out
-
-
-_EXCEPTIONS = ("PYTHON_EXCEPTION", "PYTHON_TRACEBACK_CUT")
-_CHAIN_WORDS = "(Python's chain)"  # (read_python's why for a chained exception)
-
-
 def demote_consequences(clues: list[Clue]) -> list[Clue]:
     """The clues with causes that follow from other evidence relabelled as consequences."""
     return _continuations(_reports(_bursts(_generic_after_known(_announcements(_records(
         _envelopes(_broken_process(_same_line_consequence(_same_line_harmless(_nccl_summaries(_blames_peer(
-            _peer_went_away(_diverged(self_aborts(_chain_cut_above(clues))))))))))))))))
+            _peer_went_away(_diverged(self_aborts(clues)))))))))))))))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from pdforensics.analysis.pdpath.model import Clue, Stage
+from pdforensics.analysis.pdpath.model import Clue, Side, Stage
 from pdforensics.analysis.pdpath.place import side_of_words
 from pdforensics.analysis.pdpath.sources import Source, reader
 from pdforensics.parsers.beneath import read_beneath
@@ -81,9 +81,8 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
     seen: set[str | None] = set()
     lost = {e.device for e in events if e.kind == GPU_LOST or (e.kind == XID and e.xid == 79)}
     fatal_aer = False
-    failed_devices: set[str | None] = set()
+    faulted: set[str | None] = set()  # devices (NIC) and drivers (AMD, NVIDIA) failed once
     alone = not any(x.kind == OOM_KILL for x in events)  # no OOM victim line (cut before it)
-    gpu_faulted = False
     for i, e in enumerate(events):
         base = dict(source=src.path, line=e.lineno, time=e.epoch, host=src.host)
         if e.kind == XID and e.xid is not None:
@@ -112,27 +111,20 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
                        why="nvidia-smi cannot reach the GPU: work on it no longer completes",
                        **base)  # type: ignore[arg-type]
         elif e.kind == DRIVER_FAILED:
-            first = e.device not in failed_devices
-            failed_devices.add(e.device)
-            yield Clue(key="NIC_DRIVER_FAILED", label="cause" if first else "consequence",
-                       text=e.text[:500], side="host", suspect=e.suspect, wedge=False,
-                       strength=3 if first else 1,
-                       why=f"the {e.process} driver failed on its device" + (
-                           "" if first else ": after its first failure, what followed from it"),
-                       **base)  # type: ignore[arg-type]
-        elif e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT, GPU_RESET_REQUIRED, GPU_IN_RESET):
-            first = e.kind in (AMD_GPU_FAULT, GPU_RESET_REQUIRED) and not gpu_faulted
-            gpu_faulted = gpu_faulted or first
-            amd = e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT)
-            yield Clue(key="AMD_GPU_ERROR" if amd else "GPU_RESET_REQUIRED",
-                       label="cause" if first else "consequence",
-                       text=e.text[:500], side="gpu", suspect=e.device, wedge=False,
-                       strength=3 if first else 1,
-                       why=("AMD's GPU driver reports a hardware fault on the device" if amd
-                            else "NVIDIA's driver: the GPU needs a reset (its checks fail while "
-                                 "it is reset)") + (
-                           "" if first else ": after the first, what followed from it"),
-                       **base)  # type: ignore[arg-type]
+            yield _first_of("NIC_DRIVER_FAILED", e, e.device not in faulted, "host",
+                            f"the {e.process} driver failed on its device", base)
+            faulted.add(e.device)
+        elif e.kind in (AMD_GPU_FAULT, AMD_GPU_REPORT):
+            fault = e.kind == AMD_GPU_FAULT
+            yield _first_of("AMD_GPU_ERROR", e, fault and "amd" not in faulted, "gpu",
+                            "AMD's GPU driver reports a hardware fault on the device", base)
+            faulted.update(("amd",) if fault else ())
+        elif e.kind in (GPU_RESET_REQUIRED, GPU_IN_RESET):
+            fault = e.kind == GPU_RESET_REQUIRED
+            yield _first_of("GPU_RESET_REQUIRED", e, fault and "nv" not in faulted, "gpu",
+                            "NVIDIA's driver: the GPU needs a reset (its checks fail while it is "
+                            "reset)", base)
+            faulted.update(("nv",) if fault else ())
         elif (host := _host_clue(e, base, alone)) is not None:
             yield host
         elif e.kind == GSP:
@@ -142,6 +134,15 @@ def _kernel_clues(src: Source, events: list[KernelEvent]) -> Iterator[Clue]:
             yield Clue(key="GSP_RPC", label="cause", text=e.text[:1000], side="gpu",
                        suspect=e.suspect or (xid.suspect if xid is not None else None), strength=2,
                        why="the GPU System Processor stopped answering (Xid 119 family)", **base)  # type: ignore[arg-type]
+
+
+def _first_of(key: str, e: KernelEvent, first: bool, side: Side, why: str,
+              base: dict[str, object]) -> Clue:
+    """A driver's first failure is the cause; what it reports after it, its consequences."""
+    return Clue(key=key, label="cause" if first else "consequence", text=e.text[:500], side=side,
+                suspect=e.suspect, wedge=False, strength=3 if first else 1,
+                why=why + ("" if first else ": after its first failure, what followed from it"),
+                **base)  # type: ignore[arg-type]
 
 
 def _host_clue(e: KernelEvent, base: dict[str, object], alone: bool) -> Clue | None:

@@ -17,7 +17,7 @@ from pdforensics import linear
 from pdforensics.analysis.pdpath.model import Clue, Side
 from pdforensics.analysis.pdpath.read_python import _stamp
 from pdforensics.analysis.pdpath.sources import Source, reader
-from pdforensics.parsers.linescan import first_lines_with, split_lines
+from pdforensics.parsers.linescan import first_lines_with, lines_with, split_lines
 
 _ASGI = "Exception in ASGI application"
 _CURL = linear.compile(r"^curl: \((\d{1,3})\) (.{1,300})$")
@@ -65,8 +65,9 @@ def shutdown_clues(src: Source) -> Iterator[Clue]:
     its supervisor, a liveness probe): that is not in the log."""
     if "Shutting down" not in src.text or "Waiting for application shutdown." not in src.text:
         return
+    start = next((no - 1 for no, ln in lines_with(src.text, ("Shutting down",))
+                  if ln.rstrip().endswith("Shutting down")), None)  # (its index)
     lines = split_lines(src.text)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip().endswith("Shutting down")), None)
     if start is None or not any(_ACCESS.search(ln) for ln in lines[start + 1:start + 200]):
         return
     app = None

@@ -12,10 +12,17 @@ from pdforensics.analysis.pdpath.model import Clue, Side, Stage
 from pdforensics.analysis.pdpath.place import frames_role, frames_stage, side_of_words
 from pdforensics.analysis.pdpath.read_sglang import ids
 from pdforensics.analysis.pdpath.sources import Source, lines, reader
+from pdforensics.analysis.pdpath.traceback_lines import CANCELLED_WHY as _CANCELLED_WHY
 from pdforensics.analysis.pdpath.traceback_lines import CARET as _CARET
+from pdforensics.analysis.pdpath.traceback_lines import CHAIN_CUT_WHY as _CHAIN_CUT_WHY
+from pdforensics.analysis.pdpath.traceback_lines import CHAIN_WHY as _CHAIN_WHY
+from pdforensics.analysis.pdpath.traceback_lines import CHAINED as _CHAINED
 from pdforensics.analysis.pdpath.traceback_lines import EXC_LINE as _EXC_LINE
 from pdforensics.analysis.pdpath.traceback_lines import EXC_QUALIFIED, MP_PROCESS, mangled_frames
 from pdforensics.analysis.pdpath.traceback_lines import FRAME as _FRAME
+from pdforensics.analysis.pdpath.traceback_lines import IMPORT_ERRORS as _IMPORT_ERRORS
+from pdforensics.analysis.pdpath.traceback_lines import INTERRUPT_WHY as _INTERRUPT_WHY
+from pdforensics.analysis.pdpath.traceback_lines import TIMEOUT_WHY as _TIMEOUT_WHY
 from pdforensics.parsers.journal import parse_log_timestamp, parse_rank
 from pdforensics.parsers.linescan import has_any, line_numbers, lines_with, marks, split_lines
 from pdforensics.parsers.logprefix import strip_prefixes
@@ -79,7 +86,7 @@ def exception_clues(src: Source) -> Iterator[Clue]:
             if funcs and innermost is not None and len(every) - last_frame <= _NEAR:
                 ahead = ahead if ahead is not None and ahead[0] not in said else None
                 end = _ends_inside(src, every, times, innermost, funcs, code, run_head, ahead,
-                                   head_rank)
+                                   head_rank, bool(said))
                 if end is not None:
                     yield end
             return
@@ -122,17 +129,19 @@ def exception_clues(src: Source) -> Iterator[Clue]:
         if m.group(2) is None:  # a bare "AssertionError": the failing code says what failed
             failing = next((x for x in code if x and _CARET.match(x) is None), None)
             exc = f"{exc} ({failing})" if failing else exc
-        said.add(no)
         yield _exception(src, exc, no, when, frames_stage(funcs, code, role), role, raw,
-                         run_head, head_rank)
+                         run_head, head_rank, bool(said))
+        said.add(no)
         funcs, code, last_frame = [], [], -_NEAR - 1
 
 
 def _ends_inside(src: Source, every: Sequence[str], times: NewestStamp, innermost: tuple[int, str],
                  funcs: list[str], code: list[str], run_head: str,
-                 ahead: tuple[int, str, str] | None, head_rank: str | None) -> Clue | None:
+                 ahead: tuple[int, str, str] | None, head_rank: str | None, earlier: bool
+                 ) -> Clue | None:
     """The text ends inside a traceback (cut before its exception line): the exception line
-    logged just above it where there is one, else its innermost frame (`_cut_at_end`)."""
+    logged just above it where there is one, else its innermost frame (`_cut_at_end`);
+    ``earlier``: an exception was read before it in the text."""
     if ", in " not in innermost[1] or "most recent call first" in run_head:
         return None  # (a traceback's frame says "line N, in f"; faulthandler's "line N in f",
         # and gdb's py-bt is headed "most recent call first": samples, not a raise)
@@ -142,10 +151,13 @@ def _ends_inside(src: Source, every: Sequence[str], times: NewestStamp, innermos
     if ahead is not None:  # its exception, printed before it
         role = frames_role(funcs) or src.role
         return _exception(src, ahead[1], ahead[0], times.at(ahead[0] - 1),
-                          frames_stage(funcs, code, role), role, ahead[2], run_head, head_rank)
+                          frames_stage(funcs, code, role), role, ahead[2], run_head, head_rank,
+                          earlier)
     cut = _cut_at_end(src, innermost, funcs, code, head_rank)
-    return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) \
-        if _CHAINED.search(run_head) else cut
+    if not _CHAINED.search(run_head):
+        return cut
+    return replace(cut, label="consequence", why=cut.why + _CHAIN_WHY) if earlier \
+        else replace(cut, why=cut.why + _CHAIN_CUT_WHY)
 
 
 def _exception_ahead(every: Sequence[str], first_frame: int) -> tuple[int, str, str] | None:
@@ -168,14 +180,17 @@ _EXC_REPR = linear.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|
 
 
 def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage | None,
-               role: str | None, raw: str, run_head: str, head_rank: str | None) -> Clue:
+               role: str | None, raw: str, run_head: str, head_rank: str | None,
+               earlier: bool) -> Clue:
     """The exception line a traceback ends with: a cause, or the consequence of the one a
-    chain printed above it; its rank is its own prefix's, else that of the line its frames
-    follow ("[... TP0] Traceback (most recent call last):"); its process, where no rank is
-    printed, the one a Ray prefix or multiprocessing's header ("Process Process-6:") names."""
+    chain printed above it (``earlier``: the text holds an exception before it); its rank is
+    its own prefix's, else that of the line its frames follow ("[... TP0] Traceback (most
+    recent call last):"); its process, where no rank is printed, the one a Ray prefix or
+    multiprocessing's header ("Process Process-6:") names."""
     rids, rooms = ids(exc)
     name, held = exc.split(":", 1)[0].split(" ", 1)[0], False
-    chained = _CHAINED.search(run_head) is not None
+    chain = _CHAINED.search(run_head) is not None
+    chained = chain and earlier
     named = MP_PROCESS.search(run_head)
     if name.endswith("CancelledError"):
         chained, why = True, _CANCELLED_WHY  # a task some other party cancelled
@@ -184,7 +199,7 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
     elif name == "KeyboardInterrupt":  # Ctrl-C, or a supervisor's SIGINT
         chained, why = True, _INTERRUPT_WHY
     else:
-        why = _CHAIN_WHY if chained else ""
+        why = _CHAIN_WHY if chained else _CHAIN_CUT_WHY if chain else ""
     rank = parse_rank(raw) or head_rank
     return Clue(key="PYTHON_EXCEPTION", label="consequence" if chained else "cause",
                 text=exc[:_MAX_TEXT], source=src.path, line=no, time=when,
@@ -195,21 +210,6 @@ def _exception(src: Source, exc: str, no: int, when: float | None, stage: Stage 
                 strength=3, why="the exception a traceback ends with: what the failing code "
                                 "raised" + why)
 
-
-#: Python's line between two tracebacks of one chain: the later exception follows from the
-#: earlier one (raised from it, or while handling it)
-_CHAINED = linear.compile(r"The above exception was the direct cause|During handling of the above "
-                          r"exception")
-#: a module that cannot be imported: the program fails while it starts
-_IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
-_TIMEOUT_WHY = ("; a TimeoutError is a wait that ran out: what it waited for (a worker, a "
-                "peer, a lock) was held, and that is the cause")
-_CANCELLED_WHY = ("; a CancelledError is raised in a task another party cancelled (a timeout, "
-                 "an abort, a shutdown): what cancelled it is the cause")
-_INTERRUPT_WHY = ("; a KeyboardInterrupt is the program interrupted from outside (Ctrl-C, a "
-                  "SIGINT): where it was is the question, not the cause")
-_CHAIN_WHY = ("; raised because of, or while handling, the exception printed above it (Python's "
-              "chain): that one is the cause")
 
 
 def _cut_at_end(src: Source, innermost: tuple[int, str], funcs: list[str],

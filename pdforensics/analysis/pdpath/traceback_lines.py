@@ -35,3 +35,23 @@ def mangled_frames(every: list[tuple[int, str]], k: int) -> list[tuple[str, str]
         if m is not None:
             out.append((line.strip(), m.group(1)))
     return out
+
+
+#: Python's line between two tracebacks of one chain: the later exception follows from the
+#: earlier one (raised from it, or while handling it)
+CHAINED = linear.compile(r"The above exception was the direct cause|During handling of the above "
+                         r"exception")
+#: a module that cannot be imported: the program fails while it starts
+IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
+TIMEOUT_WHY = ("; a TimeoutError is a wait that ran out: what it waited for (a worker, a "
+               "peer, a lock) was held, and that is the cause")
+CANCELLED_WHY = ("; a CancelledError is raised in a task another party cancelled (a timeout, "
+                "an abort, a shutdown): what cancelled it is the cause")
+INTERRUPT_WHY = ("; a KeyboardInterrupt is the program interrupted from outside (Ctrl-C, a "
+                 "SIGINT): where it was is the question, not the cause")
+CHAIN_WHY = ("; raised because of, or while handling, the exception printed above it (Python's "
+             "chain): that one is the cause")
+#: a chained exception whose earlier one the text does not hold (the paste begins after it)
+CHAIN_CUT_WHY = ("; Python's chain says an earlier exception came first, but the text does not "
+                 "hold it: this is the first failure shown")
+
